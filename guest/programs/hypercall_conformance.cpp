@@ -1,0 +1,144 @@
+// Guest halves of the KICK_CPU / halt conformance cases. The VMM half (what
+// each case expects from the VMM's counters) is vmm/conformance/cases.cpp.
+// vCPU 0 is the halter, vCPU 1 the kicker, unless a case says otherwise.
+#include "programs/halt_kind.h"
+#include "programs/programs.h"
+#include "runtime/boot.h"
+#include "runtime/check.h"
+#include "runtime/cpu.h"
+#include "runtime/shared.h"
+
+namespace guest {
+namespace {
+
+constexpr u32 kNoSuchApicId = 99;
+constexpr u64 kUnknownHypercall = 77;
+constexpr u64 kStillHaltedCheckNs = 5'000'000;  // how long "nobody woke it" is watched
+
+Shared<u32> g_phase;
+Shared<u64> g_kick_tsc;
+u64 g_latency_cycles[4096];
+
+}  // namespace
+
+// A kick wakes a halted vCPU; reports kick->wake latency (TSC cycles) per round.
+void program_kick_wake() {
+  const bool kernel = use_kernel_halt();
+  const u64 rounds = arg_u64("rounds", 200);
+  LV_CHECK_LE(rounds, sizeof g_latency_cycles / sizeof g_latency_cycles[0]);
+  LV_CHECK(pv_unhalt_advertised());
+  if (this_cpu() == 0) {
+    for (u64 r = 0; r < rounds; ++r) {
+      halt_as_configured(kernel);
+      const u64 woke = rdtsc();
+      LV_CHECK_EQ(g_phase.load(), r + 1);  // only the round's kick may wake us
+      g_latency_cycles[r] = woke - g_kick_tsc.load();
+      g_phase.store(r + 1000000);          // ack
+    }
+    report_array("kick_wake_cycles", g_latency_cycles, rounds, ResultKind::kTscCycles);
+  } else if (this_cpu() == 1) {
+    for (u64 r = 0; r < rounds; ++r) {
+      wait_until_halted(apic_id_of(0));
+      g_phase.store(r + 1);
+      g_kick_tsc.store(rdtsc());
+      LV_CHECK_EQ(kick_cpu(apic_id_of(0)), kKvmSuccess);
+      g_phase.wait_for(r + 1000000);
+    }
+  }
+}
+
+// A kick before the halt is remembered (the halt returns at once) and is
+// consumed: the following halt blocks until another kick.
+void program_sticky_kick() {
+  const bool kernel = use_kernel_halt();
+  const u64 kicks = arg_u64("kicks", 1);  // several kicks before one halt wake it once
+  if (this_cpu() == 0) {
+    g_phase.wait_for(1);
+    halt_as_configured(kernel);  // returns at once: the kick is latched
+    g_phase.store(2);
+    halt_as_configured(kernel);  // blocks until the kick of phase 3
+    LV_CHECK_EQ(g_phase.load(), 3u);
+  } else if (this_cpu() == 1) {
+    for (u64 k = 0; k < kicks; ++k) LV_CHECK_EQ(kick_cpu(apic_id_of(0)), kKvmSuccess);
+    g_phase.store(1);
+    g_phase.wait_for(2);
+    wait_until_halted(apic_id_of(0));
+    spin_ns(kStillHaltedCheckNs);
+    LV_CHECK_EQ(query_halted(apic_id_of(0)), 1);  // the consumed kick did not leave it awake
+    g_phase.store(3);
+    LV_CHECK_EQ(kick_cpu(apic_id_of(0)), kKvmSuccess);
+  }
+}
+
+// Kick to self, kick to an APIC ID nobody has, flags != 0, unknown numbers.
+void program_kick_targets() {
+  if (this_cpu() == 0) {
+    {
+      Case c("kick-self");
+      LV_CHECK_EQ(kick_cpu(apic_id_of(0)), kKvmSuccess);
+      halt();  // latched by our own kick: returns at once
+    }
+    {
+      Case c("flags-ignored");
+      LV_CHECK_EQ(kick_cpu(apic_id_of(0), /*flags=*/1), kKvmSuccess);  // KVM ignores a0
+      halt();
+    }
+    {
+      Case c("unknown-number");
+      LV_CHECK_EQ(kvm_hypercall(kUnknownHypercall), kKvmEnosys);
+      LV_CHECK_EQ(query_halted(kNoSuchApicId), kKvmEinval);
+    }
+    {
+      Case c("kick-nonexistent-apic-id");
+      wait_until_halted(apic_id_of(1));
+      LV_CHECK_EQ(kick_cpu(kNoSuchApicId), kKvmSuccess);  // KVM: 0, and nobody wakes
+      spin_ns(kStillHaltedCheckNs);
+      LV_CHECK_EQ(query_halted(apic_id_of(1)), 1);
+      g_phase.store(1);
+      LV_CHECK_EQ(kick_cpu(apic_id_of(1)), kKvmSuccess);
+    }
+  } else if (this_cpu() == 1) {
+    halt();
+    LV_CHECK_EQ(g_phase.load(), 1u);
+  }
+}
+
+// PV off: the VMM hides PV_UNHALT and refuses KICK_CPU with -KVM_ENOSYS. The
+// kicked vCPU must stay halted: the run ends in the deadlock report, which
+// is exactly what the case expects.
+void program_pv_off() {
+  LV_CHECK(!pv_unhalt_advertised());
+  LV_CHECK(kvm_signature_present());
+  if (this_cpu() == 0) {
+    LV_CHECK_EQ(kvm_hypercall(kUnknownHypercall), kKvmEnosys);
+    wait_until_halted(apic_id_of(1));
+    LV_CHECK_EQ(kick_cpu(apic_id_of(1)), kKvmEnosys);
+    spin_ns(kStillHaltedCheckNs);
+    LV_CHECK_EQ(query_halted(apic_id_of(1)), 1);
+    report_result("kick_refused", 1);
+  } else if (this_cpu() == 1) {
+    halt();
+    assert_fail(__FILE__, __LINE__, "woken although PV is off");
+  }
+}
+
+// The missed-wakeup race made deterministic: vCPU 0 kicks vCPU 1 while it is
+// still running, then vCPU 1 halts waiting for that kick. Sticky: the halt
+// returns and both finish. Lossy: the kick was dropped, both end up halted,
+// and the VMM's deadlock detector must say so.
+void program_lost_wakeup() {
+  if (this_cpu() == 0) {
+    g_phase.wait_for(1);                      // vCPU 1 is running, not halted
+    LV_CHECK_EQ(kick_cpu(apic_id_of(1)), kKvmSuccess);
+    g_phase.store(2);
+    while (g_phase.load() != 3) halt();       // wait for the answer
+  } else if (this_cpu() == 1) {
+    g_phase.store(1);
+    g_phase.wait_for(2);
+    halt();                                   // the kick came before this halt
+    g_phase.store(3);
+    LV_CHECK_EQ(kick_cpu(apic_id_of(0)), kKvmSuccess);
+  }
+}
+
+}  // namespace guest

@@ -1,0 +1,31 @@
+#include "programs/programs.h"
+#include "runtime/program.h"
+#include "runtime/string.h"
+
+namespace guest {
+namespace {
+
+// One row per program: the name the VMM passes in BootInfo::program.
+constexpr Program kPrograms[] = {
+    {"empty", program_empty},
+    {"hello", program_hello},
+    {"kick-wake", program_kick_wake},
+    {"sticky-kick", program_sticky_kick},
+    {"kick-targets", program_kick_targets},
+    {"pv-off", program_pv_off},
+    {"lost-wakeup", program_lost_wakeup},
+    {"sbi-pvlock", program_sbi_pvlock},
+    {"pingpong", program_pingpong},
+    {"fault", program_fault},
+    {"bench-doorbell", program_bench_doorbell},
+};
+
+}  // namespace
+
+const Program* find_program(const char* name) {
+  for (const Program& p : kPrograms)
+    if (str_equal(p.name, name)) return &p;
+  return nullptr;
+}
+
+}  // namespace guest

@@ -1,0 +1,77 @@
+#include "runtime/report.h"
+
+#include "runtime/cpu.h"
+#include "runtime/doorbell.h"
+#include "runtime/string.h"
+
+namespace guest {
+namespace {
+
+// One slot per vCPU: a vCPU is stopped in the VMM while its slot is read,
+// so slots need no locking.
+Ucall g_slots[kMaxVcpus];
+
+Ucall& slot(UcallType type) {
+  Ucall& u = g_slots[this_cpu()];
+  u.magic = kUcallMagic;
+  u.type = type;
+  u.args[0] = u.args[1] = u.args[2] = u.args[3] = 0;
+  u.file[0] = '\0';
+  u.text[0] = '\0';
+  return u;
+}
+
+}  // namespace
+
+void print(const char* text) {
+  Ucall& u = slot(UcallType::kPrint);
+  str_copy(u.text, text, kUcallTextBytes);
+  ucall_doorbell(&u);
+}
+
+void report_result(const char* key, u64 value, ResultKind kind) {
+  Ucall& u = slot(UcallType::kResult);
+  str_copy(u.text, key, kUcallTextBytes);
+  u.args[0] = value;
+  u.args[1] = static_cast<u64>(kind);
+  ucall_doorbell(&u);
+}
+
+void report_array(const char* key, const u64* values, u64 count, ResultKind kind) {
+  Ucall& u = slot(UcallType::kResultArray);
+  str_copy(u.text, key, kUcallTextBytes);
+  u.args[0] = reinterpret_cast<u64>(values);  // identity-mapped: virtual == physical
+  u.args[1] = count;
+  u.args[2] = static_cast<u64>(kind);
+  ucall_doorbell(&u);
+}
+
+void case_begin(const char* name) {
+  Ucall& u = slot(UcallType::kCaseBegin);
+  str_copy(u.text, name, kUcallTextBytes);
+  ucall_doorbell(&u);
+}
+
+void case_end(const char* name, bool passed) {
+  Ucall& u = slot(UcallType::kCaseEnd);
+  str_copy(u.text, name, kUcallTextBytes);
+  u.args[0] = passed ? 1 : 0;
+  ucall_doorbell(&u);
+}
+
+void assert_fail(const char* file, u32 line, const char* text) {
+  Ucall& u = slot(UcallType::kAssertFail);
+  str_copy(u.file, file, kUcallFileBytes);
+  str_copy(u.text, text, kUcallTextBytes);
+  u.args[0] = line;
+  ucall_doorbell(&u);
+  for (;;) ucall_doorbell(&u);  // the VMM ends the run; never fall through
+}
+
+void done(u64 exit_code) {
+  Ucall& u = slot(UcallType::kDone);
+  u.args[0] = exit_code;
+  for (;;) ucall_doorbell(&u);
+}
+
+}  // namespace guest

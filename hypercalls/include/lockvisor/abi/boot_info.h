@@ -1,0 +1,45 @@
+// The versioned block the VMM writes at kBootInfoAddr before any vCPU runs.
+// A guest checks magic and version before trusting anything else in it.
+#pragma once
+#include "lockvisor/abi/guest_layout.h"
+#include "lockvisor/abi/types.h"
+
+namespace lockvisor::abi {
+
+inline constexpr u64 kBootInfoMagic = 0x31304f4f42564c;  // "LVBOO01"
+inline constexpr u32 kBootInfoVersion = 1;
+
+inline constexpr u32 kBootFlagPvUnhalt = 1u << 0;   // KICK_CPU works (CPUID says the same)
+inline constexpr u32 kBootFlagSbiPvlock = 1u << 1;  // SBI PVLOCK is on
+inline constexpr u32 kBootFlagDedicated = 1u << 2;  // vCPUs are not overcommitted (REALTIME hint)
+
+inline constexpr u32 kProgramNameBytes = 32;
+inline constexpr u32 kProgramArgsBytes = 768;
+
+struct VcpuBoot {
+  u32 apic_id;
+  u32 reserved;
+  u64 kernel_stack_top;
+  u64 user_stack_top;
+};
+
+struct BootInfo {
+  u64 magic;
+  u32 version;
+  u32 size;  // sizeof(BootInfo) as the VMM built it
+  u32 vcpu_count;
+  u32 flags;
+  u64 tsc_khz;
+  u64 memory_bytes;
+  u64 free_start;  // guest-owned memory the VMM does not use (2 MiB aligned)
+  u64 free_end;
+  u64 seed;        // for the guest's reproducible pseudo-random choices
+  u32 sbi_experimental_eid;
+  u32 reserved;
+  char program[kProgramNameBytes];  // NUL-terminated name of what to run
+  char args[kProgramArgsBytes];     // NUL-terminated "key=value key=value ..."
+  VcpuBoot vcpus[kMaxVcpus];
+};
+static_assert(sizeof(BootInfo) <= kBootInfoBytes, "BootInfo outgrew its pages");
+
+}  // namespace lockvisor::abi

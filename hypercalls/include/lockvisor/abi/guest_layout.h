@@ -1,0 +1,58 @@
+// Guest-physical memory layout and CPU state the VMM establishes before the
+// first instruction. The guest is identity-mapped (virtual = physical) with
+// 2 MiB pages, U/S = 1 at every level so CPL3 code can touch all of memory.
+//
+//   0x0000_1000  GDT (null, kernel code/data, user data/code, one TSS per vCPU)
+//   0x0000_3000  TSS array, kTssStride bytes per vCPU (RSP0 = kernel stack)
+//   0x0000_8000  BootInfo (boot_info.h)
+//   0x0000_A000  IDT, 256 gates; the VMM loads IDTR, each vCPU fills the gates
+//   0x0001_0000  page tables: PML4, PDPT, then one PD per GiB
+//   0x0010_0000  the guest ELF image (PT_LOAD segments must stay in
+//                [kImageBase, kImageLimit))
+//   ...          free memory for the guest (BootInfo::free_start..free_end)
+//   top          per-vCPU stacks (kernel then user), vCPU 0 highest
+#pragma once
+#include "lockvisor/abi/types.h"
+
+namespace lockvisor::abi {
+
+inline constexpr u32 kMaxVcpus = 128;
+
+inline constexpr u64 kGdtAddr = 0x1000;
+inline constexpr u64 kTssAddr = 0x3000;
+inline constexpr u64 kTssStride = 128;  // a 104-byte TSS rounded up
+inline constexpr u64 kBootInfoAddr = 0x8000;
+inline constexpr u64 kBootInfoBytes = 0x2000;
+inline constexpr u64 kIdtAddr = 0xA000;
+inline constexpr u64 kIdtEntries = 256;
+inline constexpr u64 kPageTableAddr = 0x10000;
+inline constexpr u64 kImageBase = 0x100000;
+inline constexpr u64 kImageLimit = 0x1000000;  // 16 MiB
+inline constexpr u64 kMaxMemoryBytes = 4ull << 30;
+
+// Per-vCPU stack block, counted down from the top of memory: vCPU i owns
+// [top - (i+1)*kVcpuStackBlockBytes, top - i*kVcpuStackBlockBytes), user stack
+// in the lower part, kernel stack above it. Because the block is a power of
+// two, CPL3 code finds its own vCPU index from RSP with no privileged state:
+//   index = (memory_bytes - rsp) >> kVcpuStackBlockShift.
+inline constexpr u64 kVcpuStackBlockShift = 17;
+inline constexpr u64 kVcpuStackBlockBytes = 1ull << kVcpuStackBlockShift;  // 128 KiB
+inline constexpr u64 kKernelStackBytes = 16 * 1024;
+inline constexpr u64 kUserStackBytes = kVcpuStackBlockBytes - kKernelStackBytes;
+
+// GDT selectors.
+inline constexpr u16 kSelKernelCode = 0x08;
+inline constexpr u16 kSelKernelData = 0x10;
+inline constexpr u16 kSelUserData = 0x18 | 3;
+inline constexpr u16 kSelUserCode = 0x20 | 3;
+inline constexpr u16 kSelFirstTss = 0x28;  // vCPU i: kSelFirstTss + 16 * i
+static_assert(kSelFirstTss + 16 * kMaxVcpus <= kTssAddr - kGdtAddr, "GDT overlaps the TSS array");
+static_assert(kTssAddr + kTssStride * kMaxVcpus <= kBootInfoAddr, "TSS array overlaps BootInfo");
+
+// Entry state of every vCPU: 64-bit mode, CPL0, interrupts off, RIP = ELF
+// entry, RSP = this vCPU's kernel stack top, RDI = kBootInfoAddr, RSI = vCPU
+// index, RDX = this vCPU's user stack top. The guest enters CPL3 itself (iretq) with RFLAGS.IOPL = 3 so that
+// its doorbells work from CPL3.
+inline constexpr u64 kRflagsIopl3 = 3ull << 12;
+
+}  // namespace lockvisor::abi

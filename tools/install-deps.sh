@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what lockvisor needs to build and test, from Debian 12 packages,
+# skipping what is already there. Safe to run again. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build
+  libboost-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libbenchmark-dev
+  # tools/nested-kvm: KVM inside an emulated AMD-V machine, for hosts
+  # without a usable /dev/kvm (the project's CI machines)
+  qemu-system-x86 busybox-static cpio kmod
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+echo "install-deps: installing ${missing[*]}"
+"${sudo_cmd[@]}" apt-get update -qq
+DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

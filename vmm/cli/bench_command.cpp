@@ -1,0 +1,129 @@
+// lockvisor bench: hypercall and wake-up costs, each measured beside its
+// baseline in the same run, reported as medians.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "vmm/cli/commands.h"
+#include "vmm/guest_image.h"
+#include "vmm/host/cpu_set.h"
+#include "vmm/kvm/kvm_system.h"
+#include "vmm/machine/machine.h"
+#include "vmm/metrics/summary.h"
+#include "vmm/report/run_report.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::cli {
+namespace {
+
+struct BenchOptions {
+  std::string json;
+  unsigned repeat = 10;
+  std::uint64_t kick_rounds = 1000;
+};
+
+machine::RunResult boot(const kvm::KvmSystem& kvm, std::span<const std::byte> image, machine::MachineConfig config,
+                        std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now()) {
+  config.echo_guest_prints = false;
+  if (config.timeout_s == 0) config.timeout_s = 600;
+  machine::Machine vm(kvm, std::move(config), image, origin);
+  auto result = vm.run();
+  if (result.outcome != machine::Outcome::kCompleted)
+    fail("benchmark run failed: {}: {}", machine::outcome_name(result.outcome), result.reason);
+  return result;
+}
+
+std::vector<std::uint64_t> cycles_to_ns(const machine::RunResult& run, const char* key) {
+  std::vector<std::uint64_t> ns;
+  if (const auto* r = run.result(0, key))
+    for (auto c : r->values) ns.push_back(c * 1000000 / run.tsc_khz);
+  return ns;
+}
+
+int bench(const BenchOptions& o) {
+  std::vector<std::byte> storage;
+  const auto image = select_guest_image("", storage);
+  const auto kvm = kvm::KvmSystem::open();
+  nlohmann::json out;
+  out["kvm"] = kvm::backend_name(kvm::detect_backend());
+  fmt::print("lockvisor bench on KVM {}, {} host CPUs\n", out["kvm"].get<std::string>(), host::host_cpu_count());
+
+  {  // 1. doorbell hypercall vs bare PIO exit, interleaved batches in one guest
+    machine::MachineConfig config;
+    config.vcpus = 1;
+    config.program = "bench-doorbell";
+    const auto run = boot(kvm, image, config);
+    const auto doorbell = metrics::summarize_latency(cycles_to_ns(run, "doorbell_cycles"));
+    const auto bare = metrics::summarize_latency(cycles_to_ns(run, "bare_exit_cycles"));
+    fmt::print("doorbell hypercall round trip : median {:8.2f} us  (bare PIO exit {:8.2f} us, ratio {:.2f})\n",
+               doorbell.p50 / 1000, bare.p50 / 1000, doorbell.p50 / bare.p50);
+    out["doorbell_ns"] = {{"median", doorbell.p50}, {"p99", doorbell.p99}, {"batches", doorbell.count}};
+    out["bare_pio_exit_ns"] = {{"median", bare.p50}, {"p99", bare.p99}, {"batches", bare.count}};
+    out["doorbell_over_bare_ratio"] = doorbell.p50 / bare.p50;
+  }
+
+  // 2. kick->wake latency: both vCPUs on one host CPU, one per CPU, floating.
+  struct Placement {
+    const char* name;
+    std::vector<int> pcpus;
+    machine::PinPolicy pin;
+  };
+  const auto allowed = host::allowed_cpus();
+  std::vector<Placement> placements = {{"same-cpu", {allowed.front()}, machine::PinPolicy::kSpread}};
+  if (allowed.size() >= 2) {
+    placements.push_back({"pinned-apart", {allowed[0], allowed[1]}, machine::PinPolicy::kSpread});
+    placements.push_back({"unpinned", {}, machine::PinPolicy::kFloat});
+  }
+  for (const auto& p : placements) {
+    machine::MachineConfig config;
+    config.vcpus = 2;
+    config.program = "kick-wake";
+    config.args = fmt::format("rounds={}", std::min<std::uint64_t>(o.kick_rounds, 4096));
+    config.pcpus = p.pcpus;
+    config.pin = p.pin;
+    const auto run = boot(kvm, image, config);
+    const auto guest = metrics::summarize_latency(cycles_to_ns(run, "kick_wake_cycles"));
+    const auto vmm = report::wake_latency_json(run);
+    fmt::print("kick->wake {:<13}      : median {:8.2f} us, p99 {:8.2f} us (guest clock); VMM wake median {:.2f} us\n",
+               p.name, guest.p50 / 1000, guest.p99 / 1000, vmm["p50"].get<double>() / 1000);
+    out["kick_wake_ns"][p.name] = {{"median", guest.p50}, {"p99", guest.p99}, {"rounds", guest.count},
+                                   {"vmm_median", vmm["p50"]}, {"vmm_p99", vmm["p99"]}};
+  }
+
+  {  // 3. start-up: process-level costs of an empty 1-vCPU guest
+    std::vector<std::uint64_t> entry, exit, total;
+    for (unsigned r = 0; r < o.repeat; ++r) {
+      const auto origin = std::chrono::steady_clock::now();
+      machine::MachineConfig config;
+      config.vcpus = 1;
+      config.program = "empty";
+      const auto run = boot(kvm, image, config, origin);
+      const auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count();
+      entry.push_back(static_cast<std::uint64_t>(run.seconds_to_first_entry * 1e9));
+      exit.push_back(static_cast<std::uint64_t>(run.seconds_to_first_exit * 1e9));
+      total.push_back(static_cast<std::uint64_t>(wall * 1e9));
+    }
+    const auto e = metrics::summarize_latency(entry), x = metrics::summarize_latency(exit),
+               t = metrics::summarize_latency(total);
+    fmt::print("empty guest, {} runs          : first guest instruction {:.2f} ms, first exit {:.2f} ms, total {:.2f} ms "
+               "(medians)\n",
+               o.repeat, e.p50 / 1e6, x.p50 / 1e6, t.p50 / 1e6);
+    out["startup_ms"] = {{"first_entry", e.p50 / 1e6}, {"first_exit", x.p50 / 1e6}, {"total", t.p50 / 1e6},
+                         {"runs", o.repeat}};
+  }
+  if (!o.json.empty()) report::write_json_file(o.json, out);
+  return 0;
+}
+
+}  // namespace
+
+Action add_bench_command(CLI::App& app) {
+  auto options = std::make_shared<BenchOptions>();
+  CLI::App* command = app.add_subcommand("bench", "Measure doorbell, kick->wake and start-up costs");
+  command->add_option("--json", options->json, "Write the results as JSON to FILE");
+  command->add_option("--repeat", options->repeat, "Start-up measurements to take");
+  command->add_option("--kick-rounds", options->kick_rounds, "Kick->wake rounds per placement (at most 4096)");
+  return [options] { return bench(*options); };
+}
+
+}  // namespace lockvisor::cli

@@ -1,0 +1,77 @@
+// lockvisor doctor: what this host offers and which PV backends can run.
+#include <linux/kvm.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <optional>
+
+#include "vmm/cli/commands.h"
+#include "vmm/host/cpu_set.h"
+#include "vmm/kvm/kvm_system.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::cli {
+namespace {
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+int doctor() {
+  const auto backend = kvm::detect_backend();
+  fmt::print("host CPUs      : {} (this process may use {})\n", host::host_cpu_count(),
+             host::format_cpu_list(host::allowed_cpus()));
+  fmt::print("CPU model      : {}\n", cpu_model());
+  fmt::print("KVM kind       : {}{}\n", kvm::backend_name(backend),
+             backend == kvm::Backend::kPvm ? " (software PVM: guest CPL0 emulated, vmcall never completes)" : "");
+  std::optional<kvm::KvmSystem> system;
+  try {
+    system.emplace(kvm::KvmSystem::open());
+  } catch (const Error& e) {
+    fmt::print("/dev/kvm       : unusable: {}\n", e.what());
+    fmt::print("backends       : none can run here (tools/nested-kvm/run.sh runs lockvisor inside an emulated AMD-V machine)\n");
+    return 6;
+  }
+  fmt::print("/dev/kvm       : API version {}\n", system->api_version());
+  struct Cap {
+    long id;
+    const char* name;
+    const char* why;
+  };
+  const Cap caps[] = {
+      {KVM_CAP_SYNC_REGS, "SYNC_REGS", "hypercall exits without extra ioctls (required)"},
+      {KVM_CAP_IMMEDIATE_EXIT, "IMMEDIATE_EXIT", "race-free stop of a running vCPU (required)"},
+      {KVM_CAP_GET_TSC_KHZ, "GET_TSC_KHZ", "guest TSC frequency (else calibrated)"},
+      {KVM_CAP_BINARY_STATS_FD, "BINARY_STATS_FD", "per-vCPU KVM statistics"},
+      {KVM_CAP_IRQCHIP, "IRQCHIP", "in-kernel irqchip (future in-kernel KICK_CPU backend)"},
+      {KVM_CAP_ENFORCE_PV_FEATURE_CPUID, "ENFORCE_PV_FEATURE_CPUID", "KICK_CPU refused when PV_UNHALT is hidden"},
+      {KVM_CAP_X86_USER_SPACE_MSR, "X86_USER_SPACE_MSR", "MSR exits to userspace"},
+  };
+  bool required = true;
+  for (const auto& cap : caps) {
+    const int value = system->check_extension(cap.id);
+    fmt::print("  {:<26} {:<4} {}\n", cap.name, value > 0 ? "yes" : "no", cap.why);
+    if ((cap.id == KVM_CAP_SYNC_REGS || cap.id == KVM_CAP_IMMEDIATE_EXIT) && value <= 0) required = false;
+  }
+  fmt::print("backends       :\n");
+  fmt::print("  userspace      {} (kick latches in the VMM; doorbell hypercalls from CPL3)\n",
+             required ? "can run" : "cannot run: a required capability is missing");
+  fmt::print("  in-kernel      not implemented yet; {}\n",
+             backend == kvm::Backend::kPvm ? "impossible on PVM (vmcall never completes)"
+                                           : "possible on this host (KVM handles vmcall KICK_CPU)");
+  return required ? 0 : 6;
+}
+
+}  // namespace
+
+Action add_doctor_command(CLI::App& app) {
+  app.add_subcommand("doctor", "Show what this host's KVM offers and which PV backends can run");
+  return [] { return doctor(); };
+}
+
+}  // namespace lockvisor::cli

@@ -1,0 +1,25 @@
+// Options shared by the commands that boot a VM: they fill a MachineConfig.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "vmm/machine/machine_config.h"
+
+namespace lockvisor::cli {
+
+struct MachineOptions {
+  machine::MachineConfig config;
+  std::string pcpus;  // parsed after CLI11 is done
+  std::string pin = "spread";
+  std::string kick = "sticky";
+  std::string image;
+  std::string sbi_eid;
+  bool no_pv = false;
+  bool no_sbi = false;
+
+  void add_to(CLI::App& command);
+  // Converts the string options; throws lockvisor::Error.
+  void finish();
+};
+
+}  // namespace lockvisor::cli

@@ -1,0 +1,74 @@
+// lockvisor: a minimal KVM VMM with a paravirtual lock backend.
+// Front end only: parse, pick the subcommand, turn errors into one line and
+// an exit code (README.md, "Exit codes").
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "vmm/cli/commands.h"
+#include "vmm/machine/run_result.h"
+#include "vmm/util/error.h"
+
+int main(int argc, char** argv) {
+  using namespace lockvisor;
+  CLI::App app{"lockvisor: a minimal KVM VMM with a paravirtual lock backend", "lockvisor"};
+  app.set_version_flag("--version", LOCKVISOR_VERSION);
+  app.require_subcommand(1);
+  bool verbose = false;
+  std::string log_level = "warn";
+  app.add_flag("-v,--verbose", verbose, "Log at debug level");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+
+  std::map<CLI::App*, cli::Action> actions;
+  auto add = [&](cli::Action (*factory)(CLI::App&)) {
+    const auto before = app.get_subcommands({}).size();
+    cli::Action action = factory(app);
+    actions[app.get_subcommands({})[before]] = std::move(action);
+  };
+  add(cli::add_run_command);
+  add(cli::add_conformance_command);
+  add(cli::add_doctor_command);
+  add(cli::add_bench_command);
+
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const auto* command : app.get_subcommands({})) {
+      known = known || command->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + command->get_name();
+    }
+    if (!known) {
+      fmt::print(stderr, "lockvisor: error: unknown command '{}' (commands: {})\n", argv[1], names);
+      return machine::exit_code(machine::Outcome::kUsageError);
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "lockvisor: error: {} (see lockvisor --help)\n", e.what());
+    return machine::exit_code(machine::Outcome::kUsageError);
+  }
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::from_str(log_level));
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+
+  try {
+    for (auto& [command, action] : actions)
+      if (command->parsed()) return action();
+  } catch (const Error& e) {
+    fmt::print(stderr, "lockvisor: error: {}\n", e.what());
+    return machine::exit_code(machine::Outcome::kUsageError);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "lockvisor: internal error: {}\n", e.what());
+    return machine::exit_code(machine::Outcome::kHostError);
+  }
+  return machine::exit_code(machine::Outcome::kUsageError);
+}

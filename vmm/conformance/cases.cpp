@@ -1,0 +1,281 @@
+// The conformance cases. Each check states what KVM (or the SBI spec) says
+// must happen, in terms of what the guest reported and what the VMM counted.
+#include <fmt/format.h>
+
+#include "lockvisor/abi/ucall.h"
+#include "vmm/conformance/suite.h"
+#include "vmm/metrics/summary.h"
+#include "vmm/report/run_report.h"
+
+namespace lockvisor::conformance {
+namespace {
+using machine::Outcome;
+using machine::RunResult;
+using Check = std::optional<std::string>;
+
+// Accumulates the first failed expectation.
+class Expect {
+ public:
+  explicit Expect(const RunResult& run) : run_(run) {}
+  Expect& outcome(Outcome expected) {
+    if (!failure_ && run_.outcome != expected)
+      failure_ = fmt::format("expected outcome {}, got {} ({})", machine::outcome_name(expected),
+                             machine::outcome_name(run_.outcome), run_.reason);
+    return *this;
+  }
+  Expect& pv(unsigned vcpu, const char* counter, std::uint64_t expected) {
+    if (!failure_ && run_.pv(vcpu, counter) != expected)
+      failure_ = fmt::format("vCPU {} {}: expected {}, counted {}", vcpu, counter, expected, run_.pv(vcpu, counter));
+    return *this;
+  }
+  Expect& exits(unsigned vcpu, const char* kind, std::uint64_t expected) {
+    const auto& exits = run_.vcpus.at(vcpu).exits;
+    const std::uint64_t got = exits.count(kind) ? exits.at(kind) : 0;
+    if (!failure_ && got != expected)
+      failure_ = fmt::format("vCPU {} {} exits: expected {}, counted {}", vcpu, kind, expected, got);
+    return *this;
+  }
+  Expect& result(unsigned vcpu, const char* key, std::uint64_t expected) {
+    const auto* r = run_.result(vcpu, key);
+    if (!failure_ && (r == nullptr || r->values.size() != 1 || r->values[0] != expected))
+      failure_ = fmt::format("vCPU {} result {}: expected {}", vcpu, key, expected);
+    return *this;
+  }
+  Expect& guest_cases_passed(unsigned vcpu, std::size_t count) {
+    const auto& cases = run_.vcpus.at(vcpu).cases;
+    if (failure_) return *this;
+    if (cases.size() != count) failure_ = fmt::format("vCPU {}: {} guest cases ran, expected {}", vcpu, cases.size(), count);
+    for (const auto& c : cases)
+      if (!failure_ && !(c.ended && c.passed)) failure_ = fmt::format("guest case {} did not pass", c.name);
+    return *this;
+  }
+  Expect& reason_contains(const std::string& text) {
+    if (!failure_ && run_.reason.find(text) == std::string::npos)
+      failure_ = fmt::format("expected the report to mention '{}', got: {}", text, run_.reason);
+    return *this;
+  }
+  Expect& that(bool condition, std::string why) {
+    if (!failure_ && !condition) failure_ = std::move(why);
+    return *this;
+  }
+  Check done() const { return failure_; }
+
+ private:
+  const RunResult& run_;
+  Check failure_;
+};
+
+machine::MachineConfig two_vcpus(const char* program, std::string args = "") {
+  machine::MachineConfig config;
+  config.vcpus = 2;
+  config.program = program;
+  config.args = std::move(args);
+  config.echo_guest_prints = false;
+  return config;
+}
+
+std::string latency_notes(const RunResult& run) {
+  std::string notes;
+  if (const auto* cycles = run.result(0, "kick_wake_cycles"); cycles != nullptr && run.tsc_khz > 0) {
+    std::vector<std::uint64_t> ns;
+    for (auto c : cycles->values) ns.push_back(c * 1000000 / run.tsc_khz);
+    const auto s = metrics::summarize_latency(ns);
+    notes += fmt::format("guest-measured kick->wake median {:.1f} us, p99 {:.1f} us", s.p50 / 1000, s.p99 / 1000);
+  }
+  const auto wake = report::wake_latency_json(run);
+  if (wake["count"].get<std::uint64_t>() > 0)
+    notes += fmt::format("{}VMM-measured median {:.1f} us, p99 {:.1f} us", notes.empty() ? "" : "; ",
+                         wake["p50"].get<double>() / 1000, wake["p99"].get<double>() / 1000);
+  return notes;
+}
+
+std::string elapsed_notes(const RunResult& run) {
+  return fmt::format("{:.2f} s, {} halts, {} returned at once", run.wall_seconds,
+                     [&] {
+                       std::uint64_t n = 0;
+                       for (unsigned i = 0; i < run.vcpus.size(); ++i) n += run.pv(i, "halts");
+                       return n;
+                     }(),
+                     [&] {
+                       std::uint64_t n = 0;
+                       for (unsigned i = 0; i < run.vcpus.size(); ++i) n += run.pv(i, "halts_immediate");
+                       return n;
+                     }());
+}
+
+CaseSpec kick_wakes_halted(bool kernel_halt) {
+  constexpr std::uint64_t kRounds = 200;
+  return {kernel_halt ? "kick-wakes-halted-cpl0-hlt" : "kick-wakes-halted",
+          kernel_halt ? "KICK_CPU wakes a vCPU blocked in `hlt` at CPL0"
+                      : "KICK_CPU wakes a vCPU blocked in the HALT hypercall",
+          two_vcpus("kick-wake", fmt::format("rounds={}{}", kRounds, kernel_halt ? " halt=kernel" : "")),
+          [=](const RunResult& run) {
+            return Expect(run)
+                .outcome(Outcome::kCompleted)
+                .pv(0, "halts", kRounds)
+                .pv(0, "halts_immediate", 0)
+                .pv(0, "halts_woken", kRounds)
+                .pv(0, "kicks_received", kRounds)
+                .pv(1, "kicks_sent", kRounds)
+                .exits(0, "hlt", kernel_halt ? kRounds : 0)
+                .that(run.result(0, "kick_wake_cycles") && run.result(0, "kick_wake_cycles")->values.size() == kRounds,
+                      "the guest did not report its kick->wake latencies")
+                .done();
+          },
+          latency_notes};
+}
+
+CaseSpec sticky(bool kernel_halt, std::uint64_t kicks) {
+  std::string name = kicks > 1 ? "kicks-before-halt-wake-once" : "kick-before-halt-is-sticky";
+  if (kernel_halt) name += "-cpl0-hlt";
+  return {name,
+          kicks > 1 ? "several kicks before one halt make it return once; the next halt blocks"
+                    : "a kick before the halt makes it return at once, and is consumed",
+          two_vcpus("sticky-kick", fmt::format("kicks={}{}", kicks, kernel_halt ? " halt=kernel" : "")),
+          [=](const RunResult& run) {
+            return Expect(run)
+                .outcome(Outcome::kCompleted)
+                .pv(0, "halts", 2)
+                .pv(0, "halts_immediate", 1)
+                .pv(0, "halts_woken", 1)
+                .pv(0, "kicks_received", kicks + 1)
+                .pv(0, "kicks_coalesced", kicks - 1)
+                .exits(0, "hlt", kernel_halt ? 2 : 0)
+                .done();
+          },
+          elapsed_notes};
+}
+
+CaseSpec pingpong(const char* name, unsigned vcpus, std::vector<int> pcpus, std::uint64_t rounds) {
+  machine::MachineConfig config = two_vcpus("pingpong", fmt::format("rounds={}", rounds));
+  config.vcpus = vcpus;
+  config.pcpus = std::move(pcpus);
+  return {name,
+          fmt::format("{} vCPUs pass a turn around a ring {} times (halt when not our turn, kick the next)", vcpus,
+                      rounds),
+          config,
+          [=](const RunResult& run) {
+            Expect expect(run);
+            expect.outcome(Outcome::kCompleted);
+            std::uint64_t kicks = 0;
+            for (unsigned i = 0; i < vcpus; ++i) {
+              expect.pv(i, "kicks_sent", rounds);
+              kicks += run.pv(i, "kicks_received");
+            }
+            return expect.that(kicks == rounds * vcpus, "kicks received != kicks sent").done();
+          },
+          elapsed_notes};
+}
+
+CaseSpec fault(const char* kind, const char* mnemonic) {
+  return {fmt::format("guest-fault-{}", kind),
+          fmt::format("a guest {} is reported with vector and RIP, and ends the run", mnemonic),
+          two_vcpus("fault", fmt::format("kind={}", kind)),
+          [=](const RunResult& run) {
+            return Expect(run)
+                .outcome(Outcome::kGuestFault)
+                .reason_contains(mnemonic)
+                .reason_contains("vCPU 0 at RIP 0x1")  // inside the image at 1 MiB
+                .done();
+          },
+          [](const RunResult& run) { return run.reason; }};
+}
+
+}  // namespace
+
+std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
+  std::vector<CaseSpec> cases;
+  cases.push_back(kick_wakes_halted(false));
+  cases.push_back(kick_wakes_halted(true));
+  cases.push_back(sticky(false, 1));
+  cases.push_back(sticky(true, 1));
+  cases.push_back(sticky(false, 5));
+
+  cases.push_back({"kick-targets", "kick to self, to a missing APIC ID, flags != 0, unknown numbers",
+                   two_vcpus("kick-targets"), [](const RunResult& run) {
+                     return Expect(run)
+                         .outcome(Outcome::kCompleted)
+                         .guest_cases_passed(0, 4)
+                         .pv(0, "kicks_invalid", 1)
+                         .pv(0, "halts_immediate", 2)
+                         .pv(1, "kicks_received", 1)
+                         .pv(1, "halts_woken", 1)
+                         .done();
+                   }, nullptr});
+
+  {
+    auto config = two_vcpus("pv-off");
+    config.pv_unhalt = false;
+    cases.push_back({"pv-off-kick-enosys", "PV off: KICK_CPU returns -1000 and wakes nobody", config,
+                     [](const RunResult& run) {
+                       return Expect(run)
+                           .outcome(Outcome::kDeadlock)  // vCPU 1 stays halted: nobody woke it
+                           .result(0, "kick_refused", 1)
+                           .pv(1, "kicks_received", 0)
+                           .pv(1, "halts_woken", 0)
+                           .done();
+                     }, nullptr});
+  }
+
+  for (bool on : {true, false}) {
+    auto config = two_vcpus("sbi-pvlock", on ? "pvlock=1" : "pvlock=0");
+    config.sbi_pvlock = on;
+    cases.push_back({on ? "sbi-pvlock" : "sbi-pvlock-off",
+                     on ? "SBI PVLOCK: probe, kick, INVALID_PARAM, NOT_SUPPORTED, sticky; all three EIDs"
+                        : "SBI PVLOCK off: probe says 0, kicks return NOT_SUPPORTED",
+                     config, [on](const RunResult& run) {
+                       Expect expect(run);
+                       expect.outcome(Outcome::kCompleted);
+                       if (on)
+                         expect.guest_cases_passed(0, 5)
+                             .pv(1, "halts", 5)
+                             .pv(1, "halts_immediate", 1)
+                             .pv(1, "halts_woken", 4)
+                             .pv(0, "kicks_invalid", 3);
+                       else
+                         expect.guest_cases_passed(0, 2).pv(0, "kicks_sent", 0).pv(1, "halts", 0);
+                       return expect.done();
+                     }, nullptr});
+  }
+
+  cases.push_back(pingpong("pingpong-2-vcpus", 2, {}, options.pingpong_rounds));
+  cases.push_back(pingpong("pingpong-2-vcpus-one-pcpu", 2, {0}, options.pingpong_rounds));
+  cases.push_back(pingpong("pingpong-8-vcpus-ring-one-pcpu", 8, {0}, options.pingpong_rounds / 5));
+
+  {
+    auto config = two_vcpus("lost-wakeup");
+    cases.push_back({"lost-wakeup-sticky", "a kick that lands before the halt is not lost (sticky)", config,
+                     [](const RunResult& run) {
+                       return Expect(run).outcome(Outcome::kCompleted).pv(1, "halts_immediate", 1).done();
+                     }, elapsed_notes});
+    config.backend.mode = pvlock::KickMode::kLossy;
+    cases.push_back({"lost-wakeup-lossy-detected",
+                     "lossy kicks: the early kick is dropped and the deadlock detector reports it within a second",
+                     config, [](const RunResult& run) {
+                       return Expect(run)
+                           .outcome(Outcome::kDeadlock)
+                           .pv(1, "kicks_dropped", 1)
+                           .that(run.details.size() == 2, "the report must list every vCPU's state")
+                           .that(run.wall_seconds < 1.5, fmt::format("detected after {:.2f} s", run.wall_seconds))
+                           .done();
+                     }, [](const RunResult& run) { return fmt::format("detected in {:.2f} s", run.wall_seconds); }});
+  }
+
+  cases.push_back(fault("gp", "#GP"));
+  cases.push_back(fault("pf", "#PF"));
+  cases.push_back(fault("ud", "#UD"));
+  cases.push_back({"guest-assertion-reported", "a failed guest check is reported with file, line and message",
+                   two_vcpus("no-such-program"), [](const RunResult& run) {
+                     return Expect(run)
+                         .outcome(Outcome::kGuestFailed)
+                         .reason_contains("start.cpp:")
+                         .reason_contains("unknown guest program 'no-such-program'")
+                         .done();
+                   }, nullptr});
+
+  for (auto& c : cases)
+    if (c.config.timeout_s == 0) c.config.timeout_s = options.case_timeout_s;
+  return cases;
+}
+
+}  // namespace lockvisor::conformance

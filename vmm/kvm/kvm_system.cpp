@@ -1,0 +1,106 @@
+#include "vmm/kvm/kvm_system.h"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "vmm/kvm/uapi_layout.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::kvm {
+
+const char* backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::kPvm: return "PVM";
+    case Backend::kVmx: return "VMX";
+    case Backend::kSvm: return "SVM";
+    case Backend::kUnknown: break;
+  }
+  return "unknown";
+}
+
+Backend detect_backend() {
+  if (std::filesystem::exists("/sys/module/kvm_pvm")) return Backend::kPvm;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    line += ' ';
+    if (line.find(" vmx ") != std::string::npos) return Backend::kVmx;
+    if (line.find(" svm ") != std::string::npos) return Backend::kSvm;
+    break;
+  }
+  // kvm_amd / kvm_intel loaded without the flag visible (unusual): trust the module.
+  if (std::filesystem::exists("/sys/module/kvm_amd")) return Backend::kSvm;
+  if (std::filesystem::exists("/sys/module/kvm_intel")) return Backend::kVmx;
+  return Backend::kUnknown;
+}
+
+KvmSystem KvmSystem::open(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd.valid()) {
+    const int err = errno;
+    if (err == ENOENT)
+      fail("{} does not exist: this host offers no KVM (load kvm_intel, kvm_amd or kvm_pvm; "
+           "'lockvisor doctor' tells more)", path);
+    if (err == EACCES || err == EPERM)
+      fail("{}: permission denied (run as root or join the group that owns it)", path);
+    fail("cannot open {}: {}", path, std::strerror(err));
+  }
+  const int version = ::ioctl(fd.get(), KVM_GET_API_VERSION, 0);
+  if (version != KVM_API_VERSION)
+    fail("{}: KVM API version {} is not the supported version {}", path, version, KVM_API_VERSION);
+  return KvmSystem(std::move(fd), version);
+}
+
+int KvmSystem::check_extension(long capability) const {
+  const int value = ::ioctl(fd_.get(), KVM_CHECK_EXTENSION, capability);
+  return value < 0 ? 0 : value;
+}
+
+void KvmSystem::require_extension(long capability, const char* name) const {
+  if (check_extension(capability) <= 0) fail("this KVM lacks the capability {}, which lockvisor needs", name);
+}
+
+int KvmSystem::vcpu_mmap_size() const {
+  const int size = ::ioctl(fd_.get(), KVM_GET_VCPU_MMAP_SIZE, 0);
+  if (size < static_cast<int>(sizeof(kvm_run))) fail("KVM_GET_VCPU_MMAP_SIZE failed: {}", std::strerror(errno));
+  return size;
+}
+
+std::vector<kvm_cpuid_entry2> KvmSystem::supported_cpuid() const {
+  // kvm_cpuid2 ends in a flexible array: size the buffer in entries and let
+  // KVM tell us (E2BIG) when it needs more.
+  // Start at KVM_MAX_CPUID_ENTRIES (256): some kernels answer a short buffer
+  // with EINVAL rather than E2BIG.
+  for (std::size_t capacity = 256; capacity <= 4096; capacity *= 2) {
+    std::vector<std::byte> buffer(sizeof(uapi::Cpuid2Header) + capacity * sizeof(kvm_cpuid_entry2));
+    uapi::Cpuid2Header header{static_cast<std::uint32_t>(capacity), 0};
+    std::memcpy(buffer.data(), &header, sizeof header);
+    if (::ioctl(fd_.get(), uapi::kGetSupportedCpuid, buffer.data()) == 0) {
+      std::memcpy(&header, buffer.data(), sizeof header);
+      std::vector<kvm_cpuid_entry2> entries(header.nent);
+      std::memcpy(entries.data(), buffer.data() + sizeof header, header.nent * sizeof(kvm_cpuid_entry2));
+      return entries;
+    }
+    if (errno != E2BIG) fail("KVM_GET_SUPPORTED_CPUID ({} entries) failed: {}", capacity, std::strerror(errno));
+  }
+  fail("KVM_GET_SUPPORTED_CPUID: more than 4096 entries");
+}
+
+UniqueFd KvmSystem::create_vm() const {
+  // Retry on EINTR: a signal during VM creation is not a reason to give up.
+  int vm = -1;
+  do vm = ::ioctl(fd_.get(), KVM_CREATE_VM, 0);
+  while (vm < 0 && errno == EINTR);
+  if (vm < 0) fail("KVM_CREATE_VM failed: {}", std::strerror(errno));
+  return UniqueFd(vm);
+}
+
+}  // namespace lockvisor::kvm

@@ -1,0 +1,64 @@
+#include "vmm/kvm/vcpu.h"
+
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "vmm/kvm/uapi_layout.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::kvm {
+
+Vcpu::Vcpu(UniqueFd fd, int mmap_size, unsigned index) : fd_(std::move(fd)), index_(index) {
+  void* addr = ::mmap(nullptr, static_cast<std::size_t>(mmap_size), PROT_READ | PROT_WRITE, MAP_SHARED,
+                      fd_.get(), 0);
+  if (addr == MAP_FAILED) fail("vCPU {}: cannot map kvm_run: {}", index, std::strerror(errno));
+  run_ = Mapping(addr, static_cast<std::size_t>(mmap_size));
+}
+
+int Vcpu::run() {
+  return ::ioctl(fd_.get(), KVM_RUN, 0) == 0 ? 0 : -errno;
+}
+
+kvm_regs Vcpu::regs() const {
+  kvm_regs regs{};
+  if (::ioctl(fd_.get(), KVM_GET_REGS, &regs) != 0) fail("vCPU {}: KVM_GET_REGS: {}", index_, std::strerror(errno));
+  return regs;
+}
+
+void Vcpu::set_regs(const kvm_regs& regs) const {
+  if (::ioctl(fd_.get(), KVM_SET_REGS, &regs) != 0) fail("vCPU {}: KVM_SET_REGS: {}", index_, std::strerror(errno));
+}
+
+kvm_sregs Vcpu::sregs() const {
+  kvm_sregs sregs{};
+  if (::ioctl(fd_.get(), KVM_GET_SREGS, &sregs) != 0)
+    fail("vCPU {}: KVM_GET_SREGS: {}", index_, std::strerror(errno));
+  return sregs;
+}
+
+void Vcpu::set_sregs(const kvm_sregs& sregs) const {
+  if (::ioctl(fd_.get(), KVM_SET_SREGS, &sregs) != 0)
+    fail("vCPU {}: KVM_SET_SREGS: {}", index_, std::strerror(errno));
+}
+
+void Vcpu::set_cpuid(const std::vector<kvm_cpuid_entry2>& entries) const {
+  std::vector<std::byte> buffer(sizeof(uapi::Cpuid2Header) + entries.size() * sizeof(kvm_cpuid_entry2));
+  const uapi::Cpuid2Header header{static_cast<std::uint32_t>(entries.size()), 0};
+  std::memcpy(buffer.data(), &header, sizeof header);
+  std::memcpy(buffer.data() + sizeof header, entries.data(), entries.size() * sizeof(kvm_cpuid_entry2));
+  if (::ioctl(fd_.get(), uapi::kSetCpuid2, buffer.data()) != 0)
+    fail("vCPU {}: KVM_SET_CPUID2: {}", index_, std::strerror(errno));
+}
+
+UniqueFd Vcpu::stats_fd() const {
+#ifdef KVM_GET_STATS_FD
+  return UniqueFd(::ioctl(fd_.get(), KVM_GET_STATS_FD, 0));
+#else
+  return UniqueFd();
+#endif
+}
+
+}  // namespace lockvisor::kvm

@@ -1,0 +1,46 @@
+// One KVM vCPU: its fd, its kvm_run page, and the register/stat plumbing the
+// exit loop needs. Register access goes through KVM_CAP_SYNC_REGS: after an
+// exit the GPRs are already in kvm_run, and writing them back costs no ioctl.
+#pragma once
+#include <linux/kvm.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "vmm/util/mapping.h"
+#include "vmm/util/unique_fd.h"
+
+namespace lockvisor::kvm {
+
+class Vcpu {
+ public:
+  Vcpu(UniqueFd fd, int mmap_size, unsigned index);
+
+  unsigned index() const { return index_; }
+  int fd() const { return fd_.get(); }
+  kvm_run* run_state() const { return static_cast<kvm_run*>(run_.data()); }
+
+  // KVM_RUN. Returns 0, or -errno (EINTR when a signal took the vCPU out).
+  int run();
+
+  // GPRs of the last exit (valid while the vCPU is stopped in userspace).
+  kvm_regs& sync_regs() const { return run_state()->s.regs.regs; }
+  // Marks the GPRs dirty so the next KVM_RUN loads them.
+  void commit_sync_regs() const { run_state()->kvm_dirty_regs |= KVM_SYNC_X86_REGS; }
+  void request_sync_regs() const { run_state()->kvm_valid_regs = KVM_SYNC_X86_REGS; }
+
+  kvm_regs regs() const;
+  void set_regs(const kvm_regs& regs) const;
+  kvm_sregs sregs() const;
+  void set_sregs(const kvm_sregs& sregs) const;
+  void set_cpuid(const std::vector<kvm_cpuid_entry2>& entries) const;
+  // KVM_GET_STATS_FD; an invalid fd when the kernel has no binary stats.
+  UniqueFd stats_fd() const;
+
+ private:
+  UniqueFd fd_;
+  Mapping run_;
+  unsigned index_;
+};
+
+}  // namespace lockvisor::kvm

@@ -1,0 +1,29 @@
+#include "vmm/kvm/vm.h"
+
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "vmm/util/error.h"
+
+namespace lockvisor::kvm {
+
+Vm::Vm(const KvmSystem& system, std::uint64_t memory_bytes)
+    : system_(system), fd_(system.create_vm()), memory_(memory_bytes) {
+  kvm_userspace_memory_region region{};
+  region.slot = 0;
+  region.guest_phys_addr = 0;
+  region.memory_size = memory_bytes;
+  region.userspace_addr = reinterpret_cast<__u64>(memory_.host_base());
+  if (::ioctl(fd_.get(), KVM_SET_USER_MEMORY_REGION, &region) != 0)
+    fail("KVM_SET_USER_MEMORY_REGION ({} MiB): {}", memory_bytes >> 20, std::strerror(errno));
+}
+
+Vcpu Vm::create_vcpu(unsigned index, unsigned apic_id) {
+  UniqueFd fd(::ioctl(fd_.get(), KVM_CREATE_VCPU, apic_id));
+  if (!fd.valid()) fail("KVM_CREATE_VCPU {}: {}", index, std::strerror(errno));
+  return Vcpu(std::move(fd), system_.vcpu_mmap_size(), index);
+}
+
+}  // namespace lockvisor::kvm

@@ -1,0 +1,239 @@
+#include "vmm/loader/elf_loader.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "vmm/util/error.h"
+
+namespace lockvisor::vmm {
+namespace {
+
+// The ELF fields are read by copying the raw structures, which is only right
+// when the host byte order matches the (little-endian) image.
+static_assert(std::endian::native == std::endian::little, "the ELF loader assumes a little-endian host");
+
+// A PT_LOAD segment that passed validation and will be copied.
+struct Segment {
+  std::size_t index;  // program header index, as `readelf -l` numbers them
+  uint64_t gpa;       // first guest-physical byte
+  uint64_t end;       // one past the last byte (gpa + p_memsz, known not to overflow)
+  uint64_t offset;    // file offset of the file-backed bytes
+  uint64_t filesz;    // file-backed bytes; the rest up to `end` is zero-filled
+  bool executable;
+};
+
+// Copies a T out of the file. The caller has checked that
+// [offset, offset + sizeof(T)) lies inside the file; memcpy (not a cast)
+// because the file bytes carry no alignment guarantee.
+template <typename T>
+T read_struct(std::span<const std::byte> file, uint64_t offset) {
+  T value;
+  std::memcpy(&value, file.subspan(offset, sizeof value).data(), sizeof value);
+  return value;
+}
+
+Elf64_Ehdr read_and_check_header(std::span<const std::byte> file) {
+  // Magic first, so that a short text file is reported as "not an ELF file"
+  // rather than as a truncated ELF.
+  if (file.size() >= SELFMAG && std::memcmp(file.data(), ELFMAG, SELFMAG) != 0) {
+    fail("guest image: not an ELF file (bad magic)");
+  }
+  if (file.size() < sizeof(Elf64_Ehdr)) {
+    fail("guest image: file is {} bytes, too small for an ELF64 header ({} bytes)", file.size(),
+         sizeof(Elf64_Ehdr));
+  }
+  const auto eh = read_struct<Elf64_Ehdr>(file, 0);
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64) {
+    fail("guest image: not a 64-bit ELF file (EI_CLASS = {}, expected ELFCLASS64)", eh.e_ident[EI_CLASS]);
+  }
+  if (eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+    fail("guest image: not a little-endian ELF file (EI_DATA = {}, expected ELFDATA2LSB)",
+         eh.e_ident[EI_DATA]);
+  }
+  if (eh.e_ident[EI_VERSION] != EV_CURRENT || eh.e_version != EV_CURRENT) {
+    fail("guest image: unsupported ELF version {}/{} (expected {})", eh.e_ident[EI_VERSION], eh.e_version,
+         EV_CURRENT);
+  }
+  if (eh.e_type != ET_EXEC) {
+    fail("guest image: not an executable (e_type = {}, expected ET_EXEC: link statically, without -pie)",
+         eh.e_type);
+  }
+  if (eh.e_machine != EM_X86_64) {
+    fail("guest image: built for machine {}, not x86-64 (EM_X86_64 = {})", eh.e_machine, EM_X86_64);
+  }
+  if (eh.e_ehsize != sizeof(Elf64_Ehdr)) {
+    fail("guest image: bad ELF header size e_ehsize = {} (expected {})", eh.e_ehsize, sizeof(Elf64_Ehdr));
+  }
+  // Checked even when e_phnum == 0: a wrong entry size means a broken writer.
+  if (eh.e_phentsize != sizeof(Elf64_Phdr)) {
+    fail("guest image: bad program header entry size e_phentsize = {} (expected {})", eh.e_phentsize,
+         sizeof(Elf64_Phdr));
+  }
+  // e_phnum == PN_XNUM (0xffff) would mean "the real count is in section 0";
+  // it is far above the cap, so it is rejected here too.
+  if (eh.e_phnum > kMaxProgramHeaders) {
+    fail("guest image: too many program headers ({}, at most {})", eh.e_phnum, kMaxProgramHeaders);
+  }
+  // e_phnum <= 64 and e_phentsize == 56, so the product cannot overflow; the
+  // sum with the file-controlled e_phoff can.
+  const uint64_t table_bytes = uint64_t{eh.e_phnum} * sizeof(Elf64_Phdr);
+  uint64_t table_end = 0;
+  if (__builtin_add_overflow(eh.e_phoff, table_bytes, &table_end) || table_end > file.size()) {
+    fail("guest image: program header table at offset {:#x} ({} bytes) lies outside the {}-byte file",
+         eh.e_phoff, table_bytes, file.size());
+  }
+  return eh;
+}
+
+// Validates program header `index` as a PT_LOAD segment against the file and
+// the permitted window [lo, hi) of guest-physical addresses.
+Segment check_load_segment(std::span<const std::byte> file, std::size_t index, const Elf64_Phdr& ph,
+                           uint64_t lo, uint64_t hi) {
+  if (ph.p_filesz > ph.p_memsz) {
+    fail("guest image: segment {} has p_filesz {:#x} larger than p_memsz {:#x}", index, ph.p_filesz,
+         ph.p_memsz);
+  }
+  uint64_t file_end = 0;
+  if (__builtin_add_overflow(ph.p_offset, ph.p_filesz, &file_end) || file_end > file.size()) {
+    fail("guest image: segment {} file bytes at offset {:#x} ({:#x} bytes) lie outside the {}-byte file "
+         "(truncated image?)",
+         index, ph.p_offset, ph.p_filesz, file.size());
+  }
+  // An empty PT_LOAD occupies no memory, so where it claims to be does not
+  // matter; the caller drops it.
+  if (ph.p_memsz == 0) return Segment{index, 0, 0, ph.p_offset, 0, false};
+  // The guest runs identity-mapped, so code linked at p_vaddr only works if
+  // it is loaded at the same physical address.
+  if (ph.p_vaddr != ph.p_paddr) {
+    fail("guest image: segment {} has p_vaddr {:#x} != p_paddr {:#x} (the guest is identity-mapped)", index,
+         ph.p_vaddr, ph.p_paddr);
+  }
+  uint64_t end = 0;
+  if (__builtin_add_overflow(ph.p_paddr, ph.p_memsz, &end)) {
+    fail("guest image: segment {} at {:#x} with size {:#x} wraps around the address space", index, ph.p_paddr,
+         ph.p_memsz);
+  }
+  if (ph.p_paddr < lo || end > hi) {
+    fail("guest image: segment {} [{:#x}, {:#x}) lies outside guest memory [{:#x}, {:#x})", index, ph.p_paddr,
+         end, lo, hi);
+  }
+  return Segment{index, ph.p_paddr, end, ph.p_offset, ph.p_filesz, (ph.p_flags & PF_X) != 0};
+}
+
+// Closes the descriptor on every path out of read_image_file.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
+  ~UniqueFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::string errno_message(int err) { return std::system_category().message(err); }
+
+}  // namespace
+
+LoadedImage load_elf_image(std::span<const std::byte> file, std::span<std::byte> guest_memory, uint64_t min_gpa,
+                           uint64_t max_gpa) {
+  // The effective window is the caller's window clipped to guest memory; it
+  // is what the error messages report, since that is what a segment must fit.
+  const uint64_t lo = min_gpa;
+  const uint64_t hi = std::max(lo, std::min<uint64_t>(max_gpa, guest_memory.size()));
+
+  const Elf64_Ehdr eh = read_and_check_header(file);
+
+  // Pass 1: validate everything, write nothing.
+  std::vector<Segment> segments;
+  segments.reserve(eh.e_phnum);
+  for (std::size_t i = 0; i < eh.e_phnum; ++i) {
+    const auto ph = read_struct<Elf64_Phdr>(file, eh.e_phoff + i * sizeof(Elf64_Phdr));
+    if (ph.p_type != PT_LOAD) continue;
+    const Segment seg = check_load_segment(file, i, ph, lo, hi);
+    // An empty PT_LOAD can neither overlap nor hold the entry point.
+    if (seg.gpa != seg.end) segments.push_back(seg);
+  }
+  if (segments.empty()) fail("guest image: no PT_LOAD segments");
+
+  // Sorted by address, overlaps can only occur between neighbours.
+  std::ranges::sort(segments, {}, &Segment::gpa);
+  for (std::size_t i = 1; i < segments.size(); ++i) {
+    const Segment& a = segments[i - 1];
+    const Segment& b = segments[i];
+    if (b.gpa < a.end) {
+      fail("guest image: segments {} [{:#x}, {:#x}) and {} [{:#x}, {:#x}) overlap", a.index, a.gpa, a.end,
+           b.index, b.gpa, b.end);
+    }
+  }
+
+  // Identity mapping makes the (virtual) entry point a physical address. It
+  // must be in file-backed bytes: jumping into bss would execute zeros.
+  const bool entry_ok = std::ranges::any_of(segments, [&](const Segment& s) {
+    return s.executable && eh.e_entry >= s.gpa && eh.e_entry - s.gpa < s.filesz;
+  });
+  if (!entry_ok) {
+    fail("guest image: entry point {:#x} is not inside an executable PT_LOAD segment", eh.e_entry);
+  }
+
+  // Pass 2: copy. Every range below was checked against the file and memory.
+  for (const Segment& s : segments) {
+    auto dst = guest_memory.subspan(s.gpa, s.end - s.gpa);
+    std::ranges::copy(file.subspan(s.offset, s.filesz), dst.begin());
+    std::ranges::fill(dst.subspan(s.filesz), std::byte{0});
+  }
+  return LoadedImage{eh.e_entry, segments.front().gpa, segments.back().end};
+}
+
+std::vector<std::byte> read_image_file(const std::string& path) {
+  int raw = -1;
+  do {
+    raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (raw < 0 && errno == EINTR);
+  if (raw < 0) fail("guest image: cannot open '{}': {}", path, errno_message(errno));
+  const UniqueFd fd(raw);
+
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail("guest image: cannot stat '{}': {}", path, errno_message(errno));
+  if (S_ISDIR(st.st_mode)) fail("guest image: '{}' is a directory", path);
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxImageFileBytes) {
+    fail("guest image: '{}' is {} bytes, larger than the {} MiB limit", path, st.st_size,
+         kMaxImageFileBytes >> 20);
+  }
+
+  // Read until EOF rather than trusting st_size: that also handles pipes and
+  // files that change under us, and the limit check bounds memory either way.
+  std::vector<std::byte> data;
+  if (S_ISREG(st.st_mode)) data.reserve(static_cast<std::size_t>(st.st_size));
+  std::vector<std::byte> chunk(64 * 1024);
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), chunk.data(), chunk.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("guest image: cannot read '{}': {}", path, errno_message(errno));
+    }
+    if (n == 0) break;
+    const auto got = static_cast<std::size_t>(n);
+    if (got > kMaxImageFileBytes - data.size()) {
+      fail("guest image: '{}' is larger than the {} MiB limit", path, kMaxImageFileBytes >> 20);
+    }
+    data.insert(data.end(), chunk.begin(), chunk.begin() + n);
+  }
+  if (data.empty()) fail("guest image: '{}' is empty", path);
+  return data;
+}
+
+}  // namespace lockvisor::vmm

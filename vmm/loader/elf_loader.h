@@ -1,0 +1,55 @@
+// Loading the guest's ELF64 image into guest-physical memory.
+//
+// The guest is a statically linked, non-PIE x86-64 executable (ET_EXEC). The
+// VMM identity-maps guest memory, so every PT_LOAD segment must have
+// p_vaddr == p_paddr, and that address is a guest-physical address (an offset
+// into the VMM's guest-memory mapping).
+//
+// The loader treats the file as hostile input: every offset and size is bounds
+// checked with overflow-safe arithmetic before use, and all validation happens
+// before the first byte is written, so a rejected image leaves guest memory
+// untouched. Every failure is a lockvisor::Error with a one-line message that
+// starts with "guest image: ".
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lockvisor/abi/guest_layout.h"
+
+namespace lockvisor::vmm {
+
+// An image larger than this is certainly not our guest; refusing it early keeps
+// a wrong path (say, a disk image) from being slurped into memory.
+inline constexpr std::size_t kMaxImageFileBytes = 64ull << 20;
+
+// A real guest has a handful of program headers; the cap bounds the work a
+// malformed header can make the loader do.
+inline constexpr std::size_t kMaxProgramHeaders = 64;
+
+struct LoadedImage {
+  uint64_t entry;       // e_entry; inside the file-backed part of an executable PT_LOAD
+  uint64_t lowest_gpa;  // lowest guest-physical address of any loaded segment
+  uint64_t end_gpa;     // one past the highest byte loaded (including bss)
+};
+
+// Validates `file` and copies every non-empty PT_LOAD segment into
+// `guest_memory` (guest-physical address 0 is guest_memory[0]), zero-filling
+// [p_filesz, p_memsz) of each. Each segment must lie entirely inside
+// [min_gpa, max_gpa) and inside guest_memory; PT_LOAD segments must not
+// overlap; there must be at least one; the entry point must lie in the
+// file-backed bytes of an executable (PF_X) PT_LOAD segment. Other program
+// header types (PT_NOTE, PT_GNU_STACK, ...) are ignored, as are section headers.
+// Throws lockvisor::Error, and then has not written to guest_memory.
+LoadedImage load_elf_image(std::span<const std::byte> file, std::span<std::byte> guest_memory,
+                           uint64_t min_gpa = abi::kImageBase, uint64_t max_gpa = abi::kImageLimit);
+
+// Reads the whole file at `path`. Throws lockvisor::Error ("guest image: ...")
+// if it is missing or unreadable, a directory, empty, or larger than
+// kMaxImageFileBytes. Non-regular files (pipes, process substitution) work;
+// they are read until EOF, never past the size limit.
+std::vector<std::byte> read_image_file(const std::string& path);
+
+}  // namespace lockvisor::vmm

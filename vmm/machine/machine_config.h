@@ -1,0 +1,39 @@
+// Everything that defines one run of one VM.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lockvisor/abi/sbi_pvlock.h"
+#include "vmm/pvlock/pv_backend.h"
+
+namespace lockvisor::machine {
+
+enum class PinPolicy {
+  kSpread,  // vCPU i pinned to pcpus[i % n]
+  kFloat,   // every vCPU may run on any of pcpus
+};
+
+struct MachineConfig {
+  unsigned vcpus = 2;
+  std::uint64_t memory_mib = 64;
+  std::vector<int> pcpus;  // empty: every CPU this process may use
+  PinPolicy pin = PinPolicy::kSpread;
+
+  std::string program = "pingpong";  // BootInfo::program
+  std::string args;                  // BootInfo::args, "key=value ..."
+  std::uint64_t seed = 1;
+
+  bool pv_unhalt = true;  // KICK_CPU works and CPUID says so
+  bool sbi_pvlock = true;
+  std::uint32_t sbi_experimental_eid = abi::kSbiExtPvlockExperimentalDefault;
+  bool dedicated_hint = false;
+  pvlock::BackendOptions backend;
+
+  double timeout_s = 0;          // 0: no watchdog
+  unsigned deadlock_check_ms = 100;
+  std::string serial_path;       // empty: serial output goes to stdout
+  bool echo_guest_prints = true; // log the guest's print() lines
+};
+
+}  // namespace lockvisor::machine

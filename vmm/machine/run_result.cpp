@@ -1,0 +1,43 @@
+#include "vmm/machine/run_result.h"
+
+namespace lockvisor::machine {
+
+const char* outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kCompleted: return "completed";
+    case Outcome::kGuestFailed: return "guest-failed";
+    case Outcome::kUsageError: return "usage-error";
+    case Outcome::kGuestFault: return "guest-fault";
+    case Outcome::kTimeout: return "timeout";
+    case Outcome::kDeadlock: return "deadlock";
+    case Outcome::kHostError: return "host-error";
+    case Outcome::kInterrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+const char* vcpu_state_name(VcpuState state) {
+  switch (state) {
+    case VcpuState::kStarting: return "starting";
+    case VcpuState::kRunning: return "running";
+    case VcpuState::kHalted: return "halted";
+    case VcpuState::kDone: return "done";
+    case VcpuState::kFaulted: return "faulted";
+  }
+  return "unknown";
+}
+
+const ResultValue* RunResult::result(unsigned vcpu, const std::string& key) const {
+  if (vcpu >= vcpus.size()) return nullptr;
+  for (const auto& r : vcpus[vcpu].results)
+    if (r.key == key) return &r;
+  return nullptr;
+}
+
+std::uint64_t RunResult::pv(unsigned vcpu, const std::string& counter) const {
+  if (vcpu >= vcpus.size()) return 0;
+  auto it = vcpus[vcpu].pv.find(counter);
+  return it == vcpus[vcpu].pv.end() ? 0 : it->second;
+}
+
+}  // namespace lockvisor::machine

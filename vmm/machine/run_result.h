@@ -1,0 +1,80 @@
+// What a run produced: how it ended, and everything measured on the way.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lockvisor::machine {
+
+// Process exit codes, documented in README.md ("Exit codes").
+enum class Outcome {
+  kCompleted = 0,    // every vCPU finished its program with exit code 0
+  kGuestFailed = 1,  // a guest assertion failed or a program exited non-zero
+  kUsageError = 2,   // (command line only)
+  kGuestFault = 3,   // exception, triple fault, bad MMIO, KVM internal error
+  kTimeout = 4,      // --timeout expired
+  kDeadlock = 5,     // every vCPU halted with no kick pending: nobody can wake them
+  kHostError = 6,    // KVM or host setup failed
+  kInterrupted = 130,
+};
+const char* outcome_name(Outcome outcome);
+inline int exit_code(Outcome outcome) { return static_cast<int>(outcome); }
+
+enum class VcpuState { kStarting, kRunning, kHalted, kDone, kFaulted };
+const char* vcpu_state_name(VcpuState state);
+
+struct ResultValue {
+  std::string key;
+  std::vector<std::uint64_t> values;  // one for a scalar
+  std::uint64_t kind = 0;             // abi::ResultKind
+};
+
+struct GuestCase {
+  std::string name;
+  bool passed = false;
+  bool ended = false;
+};
+
+struct VcpuReport {
+  unsigned index = 0;
+  unsigned apic_id = 0;
+  VcpuState final_state = VcpuState::kStarting;
+  bool kick_pending = false;
+  std::uint64_t last_hypercall = 0;
+  std::uint64_t rip = 0;
+  std::optional<std::uint64_t> guest_exit_code;
+  // The PV backend's counters (pvlock::VcpuPvCounters), by name.
+  std::map<std::string, std::uint64_t> pv;
+  std::vector<std::uint64_t> wake_latency_ns;
+  // KVM's binary statistics at the end of the run.
+  std::map<std::string, std::uint64_t> kvm;
+  std::map<std::string, std::uint64_t> exits;  // by lockvisor's exit classification
+  double cpu_seconds = 0;
+  std::uint64_t voluntary_switches = 0;
+  std::uint64_t involuntary_switches = 0;
+  std::vector<int> affinity;
+  std::vector<ResultValue> results;
+  std::vector<GuestCase> cases;
+};
+
+struct RunResult {
+  Outcome outcome = Outcome::kCompleted;
+  std::string reason;  // one line: why the run ended the way it did
+  std::vector<std::string> details;  // per-vCPU state lines for deadlocks and timeouts
+  std::vector<VcpuReport> vcpus;
+  std::vector<std::string> guest_prints;
+  double wall_seconds = 0;
+  double seconds_to_first_entry = 0;  // run start -> first KVM_RUN
+  double seconds_to_first_exit = 0;   // run start -> first exit from guest code
+  std::string backend;                // PV backend name
+  std::string kvm_kind;               // PVM / VMX / SVM
+  std::uint64_t tsc_khz = 0;
+
+  // Looks up a result reported by vCPU `vcpu` (nullptr when absent).
+  const ResultValue* result(unsigned vcpu, const std::string& key) const;
+  std::uint64_t pv(unsigned vcpu, const std::string& counter) const;
+};
+
+}  // namespace lockvisor::machine

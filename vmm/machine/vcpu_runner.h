@@ -1,0 +1,139 @@
+// The per-vCPU exit loop and everything it shares with the monitor thread.
+#pragma once
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "vmm/kvm/binary_stats.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/kvm/vm.h"
+#include "vmm/machine/machine_config.h"
+#include "vmm/machine/run_result.h"
+#include "vmm/machine/serial_console.h"
+#include "vmm/pvlock/pv_backend.h"
+
+namespace lockvisor::machine {
+
+// State shared by all vCPU threads of one run.
+class RunControl {
+ public:
+  RunControl(const MachineConfig& config, pvlock::PvBackend& backend, SerialConsole& serial,
+             std::chrono::steady_clock::time_point origin);
+
+  const MachineConfig& config() const { return config_; }
+  pvlock::PvBackend& backend() { return backend_; }
+  SerialConsole& serial() { return serial_; }
+  bool stopping() const { return stopping_.load(); }
+
+  // Ends the run with `outcome` unless an earlier call already decided it.
+  void end(Outcome outcome, std::string reason, std::vector<std::string> details = {});
+  Outcome outcome() const;
+  std::string reason() const;
+  std::vector<std::string> details() const;
+  bool decided() const;
+
+  // Registered by the Machine: takes every vCPU out of KVM_RUN and its halts.
+  void set_stop_hook(std::function<void()> hook) { stop_hook_ = std::move(hook); }
+
+  void note_entry();
+  void note_exit();
+  double seconds_to_first_entry() const { return first_entry_s_.load(); }
+  double seconds_to_first_exit() const { return first_exit_s_.load(); }
+
+  int apic_to_index(std::uint64_t apic_id) const;
+  void map_apic(unsigned apic_id, unsigned index);
+
+  void add_print(std::string line);
+  std::vector<std::string> prints() const;
+
+ private:
+  const MachineConfig& config_;
+  pvlock::PvBackend& backend_;
+  SerialConsole& serial_;
+  std::chrono::steady_clock::time_point origin_;
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mutex_;
+  bool decided_ = false;
+  Outcome outcome_ = Outcome::kCompleted;
+  std::string reason_;
+  std::vector<std::string> details_;
+  std::vector<std::string> prints_;
+  std::function<void()> stop_hook_;
+  std::atomic<double> first_entry_s_{0};
+  std::atomic<double> first_exit_s_{0};
+  std::vector<int> apic_map_ = std::vector<int>(256, -1);
+};
+
+// One vCPU: its KVM object and what its thread observed.
+class VcpuRunner {
+ public:
+  VcpuRunner(kvm::Vcpu vcpu, unsigned apic_id, kvm::GuestMemory& memory, RunControl& control);
+
+  void start(std::vector<int> affinity);
+  void join();
+  // Kicks the thread out of KVM_RUN (immediate_exit + SIGUSR1).
+  void interrupt();
+
+  unsigned index() const { return vcpu_.index(); }
+  bool finished() const { return finished_.load(); }
+  VcpuState state() const { return state_.load(); }
+  std::uint64_t last_hypercall() const { return last_hypercall_.load(std::memory_order_relaxed); }
+  std::uint64_t rip() const { return rip_.load(std::memory_order_relaxed); }
+  // Called by the monitor once the thread has ended.
+  VcpuReport report() const;
+
+  // Invoked on the vCPU thread when it leaves its loop.
+  std::function<void()> on_finished;
+
+ private:
+  void thread_main(std::vector<int> affinity);
+  // Each returns false when this vCPU must leave its loop.
+  bool handle_exit();
+  bool handle_io();
+  bool handle_kvm_hypercall(kvm_regs& regs);
+  bool handle_sbi_call(kvm_regs& regs);
+  bool handle_ucall(std::uint64_t gpa);
+  bool handle_fault(const kvm_regs& regs);
+  bool halt();
+  bool guest_error(std::string what);
+  std::string where() const;
+
+  kvm::Vcpu vcpu_;
+  unsigned apic_id_;
+  kvm::GuestMemory& memory_;
+  RunControl& control_;
+  kvm::BinaryStats stats_;
+  std::thread thread_;
+  pthread_t handle_{};
+  std::atomic<bool> started_{false};
+  std::atomic<bool> finished_{false};
+  std::atomic<VcpuState> state_{VcpuState::kStarting};
+  std::atomic<std::uint64_t> last_hypercall_{0};
+  std::atomic<std::uint64_t> rip_{0};
+
+  // Written by the vCPU thread only; read after join.
+  std::map<std::string, std::uint64_t> exits_;
+  std::vector<ResultValue> results_;
+  std::vector<GuestCase> cases_;
+  std::optional<std::uint64_t> guest_exit_code_;
+  double cpu_seconds_ = 0;
+  std::uint64_t voluntary_switches_ = 0;
+  std::uint64_t involuntary_switches_ = 0;
+  std::vector<int> affinity_;
+  std::map<std::string, std::uint64_t> kvm_stats_;
+};
+
+// Installs the no-op SIGUSR1 handler (without SA_RESTART) used to interrupt
+// KVM_RUN. Idempotent.
+void install_vcpu_interrupt_signal();
+
+}  // namespace lockvisor::machine

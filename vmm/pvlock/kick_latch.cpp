@@ -1,0 +1,94 @@
+#include "vmm/pvlock/kick_latch.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+
+namespace lockvisor::pvlock {
+namespace {
+
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) {
+  // Returns on a wake, a signal, or at once when word != expected (EAGAIN):
+  // callers loop and re-read the word in every case.
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<std::uint32_t>& word) {
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+}  // namespace
+
+KickDelivery KickLatch::kick(KickMode mode) {
+  epoch_->fetch_add(1);
+  std::uint32_t old = word_.load();
+  for (;;) {
+    if (mode == KickMode::kLossy && (old & kHalted) == 0) return KickDelivery::kDropped;
+    if (old & kPending) return KickDelivery::kCoalesced;
+    if (word_.compare_exchange_weak(old, old | kPending)) break;
+  }
+  if (old & kHalted) futex_wake_all(word_);
+  return KickDelivery::kDelivered;
+}
+
+bool KickLatch::try_consume(std::uint32_t& seen) {
+  while (seen & kPending) {
+    if (word_.compare_exchange_weak(seen, seen & ~(kPending | kHalted))) return true;
+  }
+  return false;
+}
+
+HaltOutcome KickLatch::halt(std::uint64_t poll_ns) {
+  epoch_->fetch_add(1);
+  std::uint32_t seen = word_.load();
+  for (;;) {
+    if (seen & kStop) return HaltOutcome::kStopped;
+    if (try_consume(seen)) return HaltOutcome::kImmediate;
+    if (seen & kStop) continue;
+    // Announce the halt; fails (and re-evaluates) if a kick landed meanwhile.
+    if (word_.compare_exchange_weak(seen, seen | kHalted)) break;
+  }
+  seen |= kHalted;
+
+  if (poll_ns > 0) {
+    const std::uint64_t deadline = now_ns() + poll_ns;
+    do {
+      seen = word_.load();
+      if (seen & (kPending | kStop)) break;
+      __builtin_ia32_pause();
+    } while (now_ns() < deadline);
+    if (try_consume(seen)) {
+      epoch_->fetch_add(1);
+      return HaltOutcome::kPolled;
+    }
+  }
+
+  for (;;) {
+    seen = word_.load();
+    if (seen & kStop) {
+      word_.fetch_and(~kHalted);
+      return HaltOutcome::kStopped;
+    }
+    if (try_consume(seen)) {
+      epoch_->fetch_add(1);
+      return HaltOutcome::kWoken;
+    }
+    futex_wait(word_, seen);
+  }
+}
+
+void KickLatch::stop() {
+  epoch_->fetch_add(1);
+  word_.fetch_or(kStop);
+  futex_wake_all(word_);
+}
+
+}  // namespace lockvisor::pvlock

@@ -1,0 +1,66 @@
+// The per-vCPU kick latch: the host half of pv_wait/pv_kick.
+//
+// One 32-bit word, so that a futex can sleep on it:
+//   kPending  a kick arrived and has not been consumed by a halt
+//   kHalted   the vCPU is blocked (or polling) in halt()
+//   kStop     the VMM is shutting down: halt() returns at once, for good
+//
+// Sticky semantics (KVM's pv_unhalted, and what pv_wait's callers rely on):
+//   - kick() sets kPending; if kHalted was set it also wakes the sleeper;
+//   - halt() first consumes kPending: a kick that came before the halt makes
+//     it return at once ("immediate"), and only once: several kicks before
+//     one halt are coalesced into one kPending bit;
+//   - a vCPU never sleeps while kPending is set: it sets kHalted with a CAS
+//     that fails if kPending appeared meanwhile, and FUTEX_WAIT re-checks the
+//     whole word in the kernel before sleeping, so a kick between the CAS and
+//     the sleep changes the word and the wait returns at once.
+// Lossy semantics (--kick=lossy) drop a kick unless kHalted is set: the
+// missed-wakeup race that sticky kicks exist to close (seed 000, patch 09).
+//
+// Every transition first bumps a shared epoch (seq_cst) so that the deadlock
+// detector can tell a stable "everyone halted" picture from a torn one.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+namespace lockvisor::pvlock {
+
+enum class KickMode { kSticky, kLossy };
+
+enum class KickDelivery {
+  kDelivered,  // kPending set (the target may already have had it: coalesced)
+  kCoalesced,  // kPending was already set
+  kDropped,    // lossy mode and the target was not halted
+};
+
+enum class HaltOutcome {
+  kImmediate,  // a pending kick was consumed without blocking
+  kPolled,     // the kick arrived while polling, before sleeping
+  kWoken,      // slept and was woken by a kick
+  kStopped,    // the VMM is stopping
+};
+
+class KickLatch {
+ public:
+  static constexpr std::uint32_t kPending = 1;
+  static constexpr std::uint32_t kHalted = 2;
+  static constexpr std::uint32_t kStop = 4;
+
+  explicit KickLatch(std::atomic<std::uint64_t>& epoch) : epoch_(&epoch) {}
+
+  KickDelivery kick(KickMode mode);
+  // Blocks until a kick (or stop). poll_ns > 0 spins on the word that long
+  // before sleeping (userspace halt polling).
+  HaltOutcome halt(std::uint64_t poll_ns);
+  void stop();
+
+  std::uint32_t state() const { return word_.load(std::memory_order_seq_cst); }
+
+ private:
+  // Returns with kPending cleared and kHalted clear if a kick was consumed.
+  bool try_consume(std::uint32_t& seen);
+  std::atomic<std::uint32_t> word_{0};
+  std::atomic<std::uint64_t>* epoch_;
+};
+
+}  // namespace lockvisor::pvlock

@@ -1,0 +1,38 @@
+// The userspace PV-lock backend: halts block the vCPU thread on its kick
+// latch (futex) instead of in KVM; kicks set the target's latch. Works on
+// every KVM flavour, including PVM where `vmcall` never reaches anyone.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "vmm/pvlock/pv_backend.h"
+
+namespace lockvisor::pvlock {
+
+class UserspaceBackend final : public PvBackend {
+ public:
+  UserspaceBackend(unsigned vcpu_count, BackendOptions options);
+
+  std::string_view name() const override { return "userspace"; }
+  KickResult kick(unsigned from, int target) override;
+  HaltOutcome halt(unsigned self) override;
+  void stop() override;
+  std::uint32_t latch_state(unsigned vcpu) const override { return slots_[vcpu]->latch.state(); }
+  std::uint64_t epoch() const override { return epoch_.load(); }
+  const VcpuPvCounters& counters(unsigned vcpu) const override { return slots_[vcpu]->counters; }
+  std::vector<std::uint64_t> wake_latencies(unsigned vcpu) const override;
+
+ private:
+  static constexpr std::size_t kMaxLatencySamples = 1u << 20;
+  struct Slot {
+    explicit Slot(std::atomic<std::uint64_t>& epoch) : latch(epoch) {}
+    alignas(64) KickLatch latch;
+    VcpuPvCounters counters;
+    std::vector<std::uint64_t> wake_latency_ns;  // written by this vCPU's thread only
+  };
+  BackendOptions options_;
+  std::atomic<std::uint64_t> epoch_{0};
+  std::vector<std::unique_ptr<Slot>> slots_;
+};
+
+}  // namespace lockvisor::pvlock
