@@ -1,0 +1,110 @@
+// lock_env.h: the Env concept every lock in guest/locks/ is templated on.
+//
+// A lock never talks to hardware, a hypervisor or an OS directly.  Everything
+// platform-specific (which CPU am I, how do I halt, how do I wake another CPU,
+// am I virtualised, where are my counters) comes through a stateless Env type
+// with static members:
+//
+//   struct Env {
+//     static unsigned cpu();                       // this CPU's index, 0..nr_cpus()-1 (< kMaxCpus)
+//     static unsigned nr_cpus();                   // CPUs taking part
+//     static void wait(volatile u8* ptr, u8 val);  // pv_wait: suspend while *ptr == val
+//     static void kick(unsigned cpu);              // pv_kick: wake cpu
+//     static bool pv_available();                  // PV wait/kick advertised (KVM_FEATURE_PV_UNHALT)
+//     static bool virtualized();                   // running under a hypervisor
+//     static bool dedicated();                     // vCPUs are dedicated (KVM_HINTS_REALTIME)
+//     static LockEvents& events();                 // this CPU's counters (lock_events.h)
+//   };
+//
+// Optional: `static void relax();`, one spin-wait iteration (see spin_relax()).
+//
+// The wait/kick contract (Linux pv_wait/pv_kick, anchors A3/A5/A8):
+//   * wait(ptr, val) re-reads *ptr and returns at once if it no longer equals
+//     val; otherwise it suspends the CPU.  The re-check and the suspend are
+//     atomic with respect to kick() (on KVM: interrupts off, then HLT).
+//   * wait() may return spuriously, at any time; every caller loops.
+//   * kick(cpu) wakes cpu if it is suspended in wait().  If cpu is NOT
+//     suspended the kick is STICKY: it is remembered and makes cpu's next
+//     wait() return immediately, consuming it (KVM's pv_unhalted flag:
+//     "sticky until the next halt").  Several kicks before a wait may
+//     coalesce into one.  So a kick sent between a waiter's last check of
+//     the lock and its suspend is never lost.
+//   * wait() reads *ptr with (at least) an atomic byte load; `ptr` may point
+//     into a lock word whose other bytes are concurrently updated with 32-bit
+//     atomics (the qspinlock's locked byte).  It gives no ordering guarantee:
+//     callers re-check their condition with their own acquire loads.
+//
+// cpu() must be stable while a lock operation is in progress (spinlocks run
+// with preemption off) and unique among CPUs taking part concurrently.
+#pragma once
+
+#include "lockvisor/abi/guest_layout.h"
+#include "lockvisor/abi/types.h"
+#include "locks/atomic.h"
+#include "locks/lock_events.h"
+
+namespace lockvisor::locks {
+
+using lockvisor::abi::u16;
+using lockvisor::abi::u32;
+using lockvisor::abi::u64;
+using lockvisor::abi::u8;
+
+// Compile-time CPU limit for per-CPU lock state (queue nodes, waiter slots,
+// the PV hash table size).  Equal to the VMM's vCPU limit.
+inline constexpr unsigned kMaxCpus = lockvisor::abi::kMaxVcpus;
+static_assert(kMaxCpus == 128, "lock layouts below are sized for 128 CPUs");
+
+// Assumed cache-line size for alignment of per-CPU and per-bucket data.
+inline constexpr unsigned kCacheLine = 64;
+
+namespace detail {
+template <class A, class B> inline constexpr bool same_v = false;
+template <class A> inline constexpr bool same_v<A, A> = true;
+}  // namespace detail
+
+template <class E>
+concept LockEnv = requires(volatile u8* ptr, u8 val, unsigned cpu) {
+  requires detail::same_v<decltype(E::cpu()), unsigned>;
+  requires detail::same_v<decltype(E::nr_cpus()), unsigned>;
+  requires detail::same_v<decltype(E::wait(ptr, val)), void>;
+  requires detail::same_v<decltype(E::kick(cpu)), void>;
+  requires detail::same_v<decltype(E::pv_available()), bool>;
+  requires detail::same_v<decltype(E::virtualized()), bool>;
+  requires detail::same_v<decltype(E::dedicated()), bool>;
+  requires detail::same_v<decltype(E::events()), LockEvents&>;
+};
+
+// The uniform lock interface (CK style): every lock in the registry models it.
+template <class L>
+concept Lock = requires(L& l, const L& cl) {
+  l.lock();
+  l.unlock();
+  requires detail::same_v<decltype(l.try_lock()), bool>;
+  requires detail::same_v<decltype(cl.is_locked()), bool>;
+  requires detail::same_v<decltype(L::kName), const char* const>;
+  requires detail::same_v<decltype(L::kDescription), const char* const>;
+};
+
+// One iteration of a spin-wait loop.  Env may provide an optional
+//   static void relax();
+// hook; otherwise this is cpu_relax() (`pause`).  A hypervisor sees a vCPU's
+// pause loop and may deschedule it (KVM pause-loop exiting, PLE); the native
+// test Env models PLE with this hook by yielding the host thread after a run
+// of pauses.  Guest Envs normally leave it out.
+template <class Env>
+[[gnu::always_inline]] inline void spin_relax() {
+  if constexpr (requires { Env::relax(); }) {
+    Env::relax();
+  } else {
+    cpu_relax();
+  }
+}
+
+// Count one lock event on the calling CPU.
+template <class Env>
+[[gnu::always_inline]] inline void lockevent_inc(LockEvent e, u64 n = 1) {
+  Env::events().add(e, n);
+}
+
+}  // namespace lockvisor::locks
