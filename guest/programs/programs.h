@@ -13,4 +13,7 @@ void program_sbi_pvlock();
 void program_pingpong();
 void program_fault();
 void program_bench_doorbell();
+void program_lockbench();
+void program_uncontended();
+void program_torture();
 }  // namespace guest

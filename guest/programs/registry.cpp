@@ -18,6 +18,9 @@ constexpr Program kPrograms[] = {
     {"pingpong", program_pingpong},
     {"fault", program_fault},
     {"bench-doorbell", program_bench_doorbell},
+    {"lockbench", program_lockbench},
+    {"uncontended", program_uncontended},
+    {"torture", program_torture},
 };
 
 }  // namespace

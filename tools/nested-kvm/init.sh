@@ -5,7 +5,8 @@
 # Serial ports, as wired by run.sh:
 #   ttyS0  the command's stdout+stderr  -> run.sh's stdout
 #   ttyS1  kernel console and this script's own messages -> a log file
-#   ttyS2  one status line, "exit=<code>" or "error=<message>" -> a status file
+#   ttyS2  status -> a status file: "started" once the command is about to
+#          run, then "exit=<code>"; or "error=<message>" if init fails
 # /run.conf (from run.sh) sets WORKDIR and MSIZE; /cmd.sh is the script that
 # the host's /bin/sh runs inside the chroot (environment, cd, exec COMMAND).
 
@@ -46,8 +47,16 @@ mount_9p() { # tag dir options
 }
 
 mount_9p hostroot /host ro,cache=loose
-mount -t tmpfs -o mode=1777 tmpfs /host/tmp || die "cannot mount tmpfs on /tmp"
-# The workdir exists in the host tree, except under /tmp, now an empty tmpfs.
+# /tmp: the host's /tmp read-only, with writes going to a tmpfs (overlay);
+# a plain empty tmpfs if the overlay cannot be mounted.
+mkdir -p /tmpfs
+mount -t tmpfs tmpfs /tmpfs || die "cannot mount a tmpfs for /tmp"
+mkdir -p /tmpfs/upper /tmpfs/work
+chmod 1777 /tmpfs/upper
+if ! mount -t overlay -o lowerdir=/host/tmp,upperdir=/tmpfs/upper,workdir=/tmpfs/work overlay /host/tmp; then
+	echo "nested-kvm init: warning: overlay on /tmp failed; /tmp is an empty tmpfs"
+	mount -t tmpfs -o mode=1777 tmpfs /host/tmp || die "cannot mount tmpfs on /tmp"
+fi
 [ -d "/host$WORKDIR" ] || mkdir -p "/host$WORKDIR" || die "cannot create $WORKDIR"
 mount_9p workdir "/host$WORKDIR" cache=mmap
 mount -t proc proc /host/proc || die "cannot mount /proc in the chroot"
@@ -58,6 +67,7 @@ mount -t devpts -o ptmxmode=0666 devpts /host/dev/pts || die "cannot mount /dev/
 mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm || die "cannot mount /dev/shm"
 cp /cmd.sh /host/tmp/.lockvisor-nested-cmd.sh || die "cannot copy the command script"
 
+report started
 # Keep ttyS0 open here so its settings stick and it can be drained afterwards.
 exec 3>/dev/ttyS0
 stty -opost <&3 # no LF -> CRLF translation: the host sees the bytes as written

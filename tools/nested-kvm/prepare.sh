@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare the parts of the nested-KVM runner (see README.md in this directory):
-# a Debian kernel (vmlinuz + the modules for KVM/AMD-V, virtio and 9p) and a
+# a Debian kernel (vmlinux + the modules for KVM/AMD-V, virtio, 9p, overlay) and a
 # static busybox, packed into a base initramfs.  Idempotent: when the cache is
 # already prepared this is a fast no-op.  On success, prints the directory that
 # holds kernel, initrd-base.gz, busybox and info on stdout.
@@ -15,9 +15,9 @@
 set -euo pipefail
 
 # Bump when the layout or the contents of a prepared directory change.
-readonly FORMAT=2
+readonly FORMAT=3
 # Modules the guest needs; their dependencies are resolved from .modinfo.
-readonly ROOT_MODULES="kvm_amd virtio_pci 9pnet_virtio 9p"
+readonly ROOT_MODULES="kvm_amd virtio_pci 9pnet_virtio 9p overlay"
 
 die() { printf 'nested-kvm prepare: error: %s\n' "$*" >&2; exit 1; }
 note() { printf 'nested-kvm prepare: %s\n' "$*" >&2; }

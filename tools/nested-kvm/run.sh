@@ -13,6 +13,7 @@
 #                     and LOCKVISOR_* are always passed
 #   --verbose         kernel log and guest init messages on stderr
 # Exit status: COMMAND's; 124 on timeout; 125 if the VM failed to run it.
+# A VM that dies while booting, before COMMAND started, is retried twice.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -48,7 +49,7 @@ while [ $# -gt 0 ]; do
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
 	-v | --verbose) verbose=1; shift ;;
-	-h | --help) sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+	-h | --help) sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
 	--) shift; break ;;
 	-*) usage_error "unknown option $1" ;;
 	*) break ;;
@@ -126,35 +127,13 @@ qe() { printf '%s' "${1//,/,,}"; }
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine pc
 	-accel tcg,thread=single -cpu EPYC,+svm -smp "$smp" -m "$mem"
 	-kernel "$prepared/kernel" -initrd "$tmp/initrd.gz"
-	-append "console=ttyS1 panic=-1 $klog"
+	-append "console=ttyS1 panic=-1 no_timer_check $klog"
 	-display none -no-reboot
 	-chardev stdio,id=out,signal=off -serial chardev:out
 	-chardev "file,id=log,path=$(qe "$tmp/console.log")" -serial chardev:log
 	-chardev "file,id=status,path=$(qe "$tmp/status")" -serial chardev:status
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$(qe "$workdir"),mount_tag=workdir,security_model=none,multidevs=remap")
-
-: >"$tmp/console.log"
-if [ "$verbose" = 1 ]; then
-	tail -n +1 -f "$tmp/console.log" >&2 &
-	tailpid=$!
-fi
-
-interrupted=0
-trap 'interrupted=1; [ -z "$qpid" ] || kill -TERM "$qpid" 2>/dev/null || true' INT TERM HUP
-timeout --signal=TERM --kill-after=10 "$timeout" "${qemu[@]}" </dev/null 2>"$tmp/qemu.err" &
-qpid=$!
-rc=0
-while :; do
-	wait "$qpid" && rc=0 || rc=$?
-	kill -0 "$qpid" 2>/dev/null || break # else wait was interrupted by a signal
-done
-qpid=
-if [ "$verbose" = 1 ]; then
-	sleep 0.2
-	kill "$tailpid" 2>/dev/null || true
-	wait "$tailpid" 2>/dev/null || true
-fi
 
 show_logs() {
 	local first
@@ -175,15 +154,52 @@ show_logs() {
 	fi
 }
 
-if [ "$interrupted" = 1 ]; then
-	err "interrupted; VM killed"
-	exit 130
-fi
-if [ "$rc" = 124 ]; then
-	err "timed out after ${timeout}s; VM killed"
-	exit 124
-fi
-status=$(tr -d '\r' <"$tmp/status" | head -n 1)
+interrupted=0
+trap 'interrupted=1; [ -z "$qpid" ] || kill -TERM "$qpid" 2>/dev/null || true' INT TERM HUP
+# A VM that dies before the command started (e.g. a boot-time timer check
+# failing while the host is overloaded) is retried: nothing has run yet.
+max_attempts=3
+attempt=1
+while :; do
+	: >"$tmp/console.log"
+	: >"$tmp/status"
+	tailpid=
+	if [ "$verbose" = 1 ]; then
+		tail -n +1 -f "$tmp/console.log" >&2 &
+		tailpid=$!
+	fi
+	timeout --signal=TERM --kill-after=10 "$timeout" "${qemu[@]}" </dev/null 2>"$tmp/qemu.err" &
+	qpid=$!
+	rc=0
+	while :; do
+		wait "$qpid" && rc=0 || rc=$?
+		kill -0 "$qpid" 2>/dev/null || break # else wait was interrupted by a signal
+	done
+	qpid=
+	if [ -n "$tailpid" ]; then
+		sleep 0.2
+		kill "$tailpid" 2>/dev/null || true
+		wait "$tailpid" 2>/dev/null || true
+	fi
+	if [ "$interrupted" = 1 ]; then
+		err "interrupted; VM killed"
+		exit 130
+	fi
+	if [ "$rc" = 124 ]; then
+		err "timed out after ${timeout}s; VM killed"
+		exit 124
+	fi
+	started=0
+	! grep -q '^started' "$tmp/status" || started=1
+	status=$(tr -d '\r' <"$tmp/status" | grep -v '^started$' | head -n 1) || true
+	case "$status" in exit=* | error=*) break ;; esac
+	{ [ "$started" = 0 ] && [ "$attempt" -lt "$max_attempts" ]; } || break
+	printf 'nested-kvm: warning: the VM died while booting (qemu exit status %s); retrying (%s/%s)\n' \
+		"$rc" "$((attempt + 1))" "$max_attempts" >&2
+	show_logs
+	attempt=$((attempt + 1))
+done
+
 case "$status" in
 exit=*)
 	code=${status#exit=}
@@ -196,7 +212,11 @@ error=*)
 	exit 125
 	;;
 *)
-	err "the VM stopped without reporting the command's exit status (qemu exit status $rc)"
+	if [ "$started" = 1 ]; then
+		err "the VM stopped while the command ran, without reporting its exit status (qemu exit status $rc)"
+	else
+		err "the VM died while booting, $attempt attempt(s) (qemu exit status $rc)"
+	fi
 	show_logs
 	exit 125
 	;;

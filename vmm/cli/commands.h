@@ -13,5 +13,6 @@ Action add_run_command(CLI::App& app);
 Action add_conformance_command(CLI::App& app);
 Action add_doctor_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
+Action add_locks_command(CLI::App& app);
 
 }  // namespace lockvisor::cli

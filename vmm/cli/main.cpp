@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   add(cli::add_conformance_command);
   add(cli::add_doctor_command);
   add(cli::add_bench_command);
+  add(cli::add_locks_command);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;

@@ -52,6 +52,7 @@ struct VcpuReport {
   std::map<std::string, std::uint64_t> kvm;
   std::map<std::string, std::uint64_t> exits;  // by lockvisor's exit classification
   double cpu_seconds = 0;
+  std::optional<std::uint64_t> runqueue_wait_ns;  // runnable but not running (schedstat): steal seen from the host
   std::uint64_t voluntary_switches = 0;
   std::uint64_t involuntary_switches = 0;
   std::vector<int> affinity;

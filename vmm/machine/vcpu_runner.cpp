@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -19,6 +20,20 @@
 
 namespace lockvisor::machine {
 namespace abi = lockvisor::abi;
+
+namespace {
+// Second field of /proc/thread-self/schedstat: ns this thread spent runnable
+// but waiting for a CPU. For a vCPU thread that is its steal time.
+std::optional<std::uint64_t> runqueue_wait_ns() {
+  std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+  if (f == nullptr) return std::nullopt;
+  unsigned long long running = 0, waiting = 0;
+  const int fields = std::fscanf(f, "%llu %llu", &running, &waiting);
+  std::fclose(f);
+  if (fields != 2) return std::nullopt;
+  return waiting;
+}
+}  // namespace
 
 // ---------------------------------------------------------------- RunControl
 
@@ -125,6 +140,7 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
     control_.end(Outcome::kHostError, e.what());
   }
   affinity_ = host::thread_affinity(pthread_self());
+  const auto wait_at_start = runqueue_wait_ns();
   state_.store(VcpuState::kRunning);
   control_.note_entry();
   while (!control_.stopping()) {
@@ -150,6 +166,8 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
     involuntary_switches_ = static_cast<std::uint64_t>(usage.ru_nivcsw);
   }
   kvm_stats_ = stats_.snapshot();
+  if (const auto wait_at_end = runqueue_wait_ns(); wait_at_start && wait_at_end)
+    runqueue_wait_ns_ = *wait_at_end - *wait_at_start;
   if (state_.load() != VcpuState::kDone && state_.load() != VcpuState::kFaulted) state_.store(VcpuState::kRunning);
   finished_.store(true);
   if (on_finished) on_finished();
@@ -396,6 +414,7 @@ VcpuReport VcpuRunner::report() const {
   report.kvm = kvm_stats_;
   report.exits = exits_;
   report.cpu_seconds = cpu_seconds_;
+  report.runqueue_wait_ns = runqueue_wait_ns_;
   report.voluntary_switches = voluntary_switches_;
   report.involuntary_switches = involuntary_switches_;
   report.affinity = affinity_;

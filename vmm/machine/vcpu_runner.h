@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -126,6 +127,7 @@ class VcpuRunner {
   std::vector<GuestCase> cases_;
   std::optional<std::uint64_t> guest_exit_code_;
   double cpu_seconds_ = 0;
+  std::optional<std::uint64_t> runqueue_wait_ns_;
   std::uint64_t voluntary_switches_ = 0;
   std::uint64_t involuntary_switches_ = 0;
   std::vector<int> affinity_;

@@ -100,6 +100,7 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
     jv["exits"] = v.exits;
     jv["kvm_stats"] = v.kvm;
     jv["cpu_seconds"] = v.cpu_seconds;
+    jv["runqueue_wait_ns"] = v.runqueue_wait_ns ? nlohmann::json(*v.runqueue_wait_ns) : nlohmann::json(nullptr);
     jv["voluntary_context_switches"] = v.voluntary_switches;
     jv["involuntary_context_switches"] = v.involuntary_switches;
     nlohmann::json results = nlohmann::json::object();

@@ -1,0 +1,38 @@
+// The lock runtime's Env in the guest (locks/lock_env.h): the PV primitives
+// are the VMM's halt and KICK_CPU, exactly as a KVM guest's kvm_wait and
+// kvm_kick_cpu use HLT and the hypercall.
+#pragma once
+#include "locks/lock_events.h"
+#include "runtime/boot.h"
+#include "runtime/cpu.h"
+#include "runtime/pv.h"
+
+namespace guest {
+
+// Feature answers, read once from CPUID at boot (CPUID is an exit).
+struct LockFeatures {
+  bool pv_unhalt;
+  bool dedicated;
+};
+extern LockFeatures g_lock_features;
+extern lockvisor::locks::LockEvents g_lock_events[kMaxVcpus];
+
+struct GuestLockEnv {
+  static unsigned cpu() { return this_cpu(); }
+  static unsigned nr_cpus() { return guest::nr_cpus(); }
+  // kvm_wait: re-check, then halt. A kick that lands between the check and
+  // the halt is latched by the VMM (sticky), so the halt returns at once.
+  static void wait(volatile u8* ptr, u8 val) {
+    if (*ptr == val) halt();
+  }
+  static void kick(unsigned cpu) { kick_cpu(apic_id_of(cpu)); }
+  static bool pv_available() { return g_lock_features.pv_unhalt; }
+  static bool virtualized() { return true; }
+  static bool dedicated() { return g_lock_features.dedicated; }
+  static lockvisor::locks::LockEvents& events() { return g_lock_events[this_cpu()]; }
+};
+
+// Reads CPUID once; call on every vCPU before any lock is used.
+void init_lock_features();
+
+}  // namespace guest

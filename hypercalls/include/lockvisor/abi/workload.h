@@ -1,0 +1,83 @@
+// Lock workloads: their parameters and the per-CPU statistics they produce.
+// The same structures are filled by the guest (reported through the ucall
+// channel as one RESULT_ARRAY of u64 words, key kWorkloadStatsKey) and by
+// the native runner on host threads, so one aggregator serves both.
+#pragma once
+#include "lockvisor/abi/types.h"
+
+namespace lockvisor::abi {
+
+// ---- acquisition-latency histogram layout (log-linear, 16 steps per power of 2)
+// Values 0..15 have a bucket each; above that, bucket = 16 + 16*(e-4) + the
+// next 4 bits after the leading one, where e = floor(log2 v). 976 buckets
+// cover the whole u64 range with a relative bucket width of at most 1/16.
+inline constexpr u32 kLatencySubBucketBits = 4;
+inline constexpr u32 kLatencySubBuckets = 1u << kLatencySubBucketBits;
+inline constexpr u32 kLatencyBuckets = kLatencySubBuckets + (64 - kLatencySubBucketBits) * kLatencySubBuckets;
+
+constexpr u32 latency_bucket(u64 value) {
+  if (value < kLatencySubBuckets) return static_cast<u32>(value);
+  const u32 e = 63u - static_cast<u32>(__builtin_clzll(value));
+  const u32 sub = static_cast<u32>(value >> (e - kLatencySubBucketBits)) & (kLatencySubBuckets - 1);
+  return kLatencySubBuckets + (e - kLatencySubBucketBits) * kLatencySubBuckets + sub;
+}
+
+constexpr u64 latency_bucket_lowest(u32 bucket) {
+  if (bucket < kLatencySubBuckets) return bucket;
+  const u32 e = (bucket - kLatencySubBuckets) / kLatencySubBuckets + kLatencySubBucketBits;
+  const u64 sub = (bucket - kLatencySubBuckets) % kLatencySubBuckets;
+  return (u64{1} << e) | (sub << (e - kLatencySubBucketBits));
+}
+static_assert(latency_bucket(15) == 15 && latency_bucket(16) == 16 && latency_bucket(17) == 17);
+static_assert(latency_bucket(32) == 32 && latency_bucket(~u64{0}) == kLatencyBuckets - 1);
+static_assert(latency_bucket_lowest(latency_bucket(1000)) <= 1000);
+
+// ---- parameters
+enum class LockLayout : u64 {
+  kStandalone = 0,  // the lock and the data it protects sit in different cache lines
+  kEmbedded = 1,    // the lock shares the first protected cache line
+};
+
+enum class WorkloadKind : u64 {
+  kLockbench = 0,    // lock; critical section; unlock; delay — all CPUs, one lock
+  kUncontended = 1,  // CPU 0 alone: lock/unlock pairs back to back
+  kTorture = 2,      // locktorture-style: several locks, random holds, occasional long hold
+};
+
+struct WorkloadParams {
+  WorkloadKind kind;
+  u64 cs_ns;           // work inside the critical section
+  u64 cs_lines;        // shared cache lines written inside it (at least 1: the checked counter)
+  u64 delay_ns;        // work outside it
+  u64 duration_ns;     // run length (when iterations == 0)
+  u64 iterations;      // acquisitions per CPU (0: run for duration_ns)
+  LockLayout layout;
+  u64 seed;
+  u64 nlocks;          // torture: number of locks
+  u64 long_hold_ns;    // torture: length of the occasional long hold
+  u64 long_hold_every; // torture: on average one long hold per this many acquisitions (0: never)
+  u64 cpus;            // CPUs taking part (vCPUs or host threads)
+};
+
+// ---- per-CPU results
+inline constexpr const char* kWorkloadStatsKey = "workload_stats";
+inline constexpr u64 kWorkloadStatsVersion = 1;
+inline constexpr u32 kLockEventSlots = 32;  // >= locks::kLockEventCount, in its order
+
+struct WorkloadStats {
+  u64 version;
+  u64 cpu;
+  u64 ops;               // acquisitions completed by this CPU
+  u64 violations;        // mutual-exclusion violations this CPU detected
+  u64 elapsed_cycles;    // this CPU's measured window, in TSC cycles
+  u64 tsc_khz;
+  u64 latency_count;     // acquisitions timed (== ops)
+  u64 latency_max;       // cycles
+  u64 latency_sum;       // cycles (for the mean)
+  u64 lock_events[kLockEventSlots];
+  u64 latency_buckets[kLatencyBuckets];  // acquisition latency in cycles
+};
+static_assert(sizeof(WorkloadStats) % sizeof(u64) == 0, "travels as an array of u64");
+inline constexpr u64 kWorkloadStatsWords = sizeof(WorkloadStats) / sizeof(u64);
+
+}  // namespace lockvisor::abi

@@ -1,0 +1,38 @@
+// host_platform.h: the workload Platform (guest/workloads/platform.h) for
+// native runs on Linux host threads.
+#pragma once
+
+#include <sched.h>
+
+#include <cstdint>
+
+#include "locks/atomic.h"
+#include "workloads/platform.h"
+
+namespace lockvisor::native {
+
+// The host TSC frequency in kHz, measured once per process against
+// CLOCK_MONOTONIC_RAW over ~20 ms (thread-safe; later calls are free).
+std::uint64_t host_tsc_khz();
+
+struct HostPlatform {
+  static std::uint64_t now() { return __builtin_ia32_rdtsc(); }
+  static std::uint64_t tsc_khz() { return host_tsc_khz(); }
+  static std::uint64_t ns_to_cycles(std::uint64_t ns) { return workloads::ns_to_cycles(ns, tsc_khz()); }
+  // Barrier waits (outside the measured window) give the core away now and
+  // then: with more threads than cores, a thread spinning at the end barrier
+  // would otherwise steal time slices from threads still finishing.
+  static void barrier_relax() {
+    locks::cpu_relax();
+    static thread_local unsigned spins = 0;
+    if (++spins % 64 == 0) sched_yield();
+  }
+};
+static_assert(workloads::Platform<HostPlatform>);
+
+// For negative controls under TSan only (see workloads/platform.h).
+struct HostPlatformAtomicData : HostPlatform {
+  static constexpr bool kAtomicCsData = true;
+};
+
+}  // namespace lockvisor::native

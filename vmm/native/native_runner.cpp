@@ -1,0 +1,74 @@
+#include "vmm/native/native_runner.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "locks/registry.h"
+#include "vmm/host/cpu_set.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::native {
+
+std::uint64_t host_tsc_khz() {
+  static const std::uint64_t khz = [] {
+    // Two CLOCK_MONOTONIC_RAW/rdtsc pairs ~20 ms apart; each pair is taken
+    // back to back, so the sleep's overshoot does not matter.
+    auto stamp = [](std::uint64_t& tsc) {
+      timespec ts{};
+      clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+      tsc = __builtin_ia32_rdtsc();
+      return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+    };
+    std::uint64_t c0 = 0, c1 = 0;
+    const double t0 = stamp(c0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const double t1 = stamp(c1);
+    return static_cast<std::uint64_t>(std::llround(static_cast<double>(c1 - c0) / (t1 - t0) * 1e6));
+  }();
+  return khz;
+}
+
+namespace detail {
+
+std::mutex& run_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::vector<int> thread_pcpus(const NativeRunConfig& config, unsigned i) {
+  if (config.pcpus.empty()) return {};
+  if (config.spread) return {config.pcpus[i % config.pcpus.size()]};
+  return config.pcpus;
+}
+
+void pin_self(const std::vector<int>& pcpus) {
+  if (!pcpus.empty()) host::set_thread_affinity(pthread_self(), pcpus);
+}
+
+std::vector<int> self_affinity() { return host::thread_affinity(pthread_self()); }
+
+void validate_params_and_cpus(const NativeRunConfig& config) {
+  if (const char* why = workloads::check_params(config.params)) fail("native run: {}", why);
+  if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
+}
+
+}  // namespace detail
+
+void validate_native_config(const NativeRunConfig& config) {
+  if (locks::find_lock(config.lock.c_str()) == nullptr) {
+    std::string names;
+    for (const locks::LockInfo& l : locks::kLocks) names += (names.empty() ? "" : ", ") + std::string(l.name);
+    fail("unknown lock '{}' (known: {})", config.lock, names);
+  }
+  detail::validate_params_and_cpus(config);
+}
+
+std::vector<abi::WorkloadStats> run_native(const NativeRunConfig& config, std::vector<NativeThreadUsage>* usage) {
+  validate_native_config(config);
+  std::vector<abi::WorkloadStats> stats;
+  locks::with_lock_type<BenchEnv>(config.lock.c_str(),
+                                  [&]<class L>() { stats = run_native_with<BenchEnv, L, HostPlatform>(config, usage); });
+  return stats;
+}
+
+}  // namespace lockvisor::native

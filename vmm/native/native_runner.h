@@ -1,0 +1,134 @@
+// native_runner.h: the native baseline -- the guest's lock workloads
+// (guest/workloads/workloads.h), run by host threads instead of vCPUs.
+//
+// params.cpus threads, each bound to CPU index i of the Env and pinned like
+// the VMM pins vCPUs:
+//   pcpus empty     unpinned (the host scheduler decides);
+//   spread = true   thread i on pcpus[i % pcpus.size()] alone;
+//   spread = false  every thread on the whole set ("float").
+// Every thread runs run_workload() with the same WorkloadShared (fresh,
+// zeroed) and returns its WorkloadStats, exactly as a vCPU would.  The lock
+// Env is BenchEnv (vmm/native/native_env.h): futex wait/kick, plain `pause`.
+//
+// Runs are serialised (the Env's state is static): concurrent calls to
+// run_native wait for each other.
+#pragma once
+
+#include <pthread.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lockvisor/abi/workload.h"
+#include "vmm/native/host_platform.h"
+#include "vmm/native/native_env.h"
+#include "workloads/shared_state.h"
+#include "workloads/workloads.h"
+
+namespace lockvisor::native {
+
+struct NativeRunConfig {
+  std::string lock;             // registry name (locks/registry.h)
+  abi::WorkloadParams params{};  // params.cpus = number of threads
+  std::vector<int> pcpus;       // host CPUs; empty = unpinned
+  bool spread = true;           // true: thread i on pcpus[i % n]; false: all on the set
+};
+
+// Host-side cost of one thread, measured around its run_workload() call
+// (so it includes the barrier waits).
+struct NativeThreadUsage {
+  unsigned cpu = 0;                        // the thread's CPU index (== stats[i].cpu)
+  double cpu_seconds = 0;                  // CLOCK_THREAD_CPUTIME_ID
+  std::uint64_t involuntary_switches = 0;  // getrusage(RUSAGE_THREAD) ru_nivcsw: preempted
+  std::uint64_t voluntary_switches = 0;    // ru_nvcsw: blocked (futex waits, yields)
+  std::vector<int> affinity;               // the CPUs it was allowed to run on
+};
+
+// Checks the configuration (lock name, parameters, CPUs); throws
+// lockvisor::Error with a one-line message.
+void validate_native_config(const NativeRunConfig& config);
+
+// Runs the workload; one stats record per thread, in CPU-index order.  If
+// `usage` is given it receives one NativeThreadUsage per thread, same order.
+// Throws lockvisor::Error for an unknown lock or invalid configuration.
+std::vector<abi::WorkloadStats> run_native(const NativeRunConfig& config,
+                                           std::vector<NativeThreadUsage>* usage = nullptr);
+
+// ---- the typed core (also for tests: locks outside the registry, other Envs)
+
+namespace detail {
+std::mutex& run_mutex();
+// Pinning for thread i (empty: unpinned).
+std::vector<int> thread_pcpus(const NativeRunConfig& config, unsigned i);
+// Pins the calling thread; throws lockvisor::Error.
+void pin_self(const std::vector<int>& pcpus);
+std::vector<int> self_affinity();
+// Throws lockvisor::Error if the parameters are invalid (lock name not checked).
+void validate_params_and_cpus(const NativeRunConfig& config);
+}  // namespace detail
+
+// Runs `Lock` (instantiated on Env) with Env and Platform.  Env needs the
+// harness members of NativeEnvT (bind_cpu, set_nr_cpus, reset).  `shared`:
+// a caller-owned zeroed WorkloadShared to inspect afterwards, or nullptr.
+template <class Env, class Lock, class Platform = HostPlatform>
+std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
+                                                std::vector<NativeThreadUsage>* usage = nullptr,
+                                                workloads::WorkloadShared<Lock>* shared = nullptr) {
+  detail::validate_params_and_cpus(config);
+  const abi::WorkloadParams& p = config.params;
+  const unsigned n = static_cast<unsigned>(p.cpus);
+
+  std::unique_ptr<workloads::WorkloadShared<Lock>> owned;
+  if (shared == nullptr) {
+    owned = std::make_unique<workloads::WorkloadShared<Lock>>();  // value-initialised: all zero
+    shared = owned.get();
+  }
+  std::vector<abi::WorkloadStats> stats(n);
+  std::vector<NativeThreadUsage> use(n);
+  std::vector<std::exception_ptr> errors(n);
+  (void)Platform::tsc_khz();  // calibrate before the threads start
+
+  std::lock_guard<std::mutex> guard(detail::run_mutex());
+  Env::reset();
+  Env::set_nr_cpus(n);
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (unsigned i = 0; i < n; i++) {
+    threads.emplace_back([&, i] {
+      // A pinning failure must not strand the others at the start barrier:
+      // remember it, run anyway, report after the join.
+      try {
+        detail::pin_self(detail::thread_pcpus(config, i));
+        use[i].affinity = detail::self_affinity();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+      Env::bind_cpu(static_cast<int>(i));
+      timespec c0{}, c1{};
+      rusage r0{}, r1{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+      getrusage(RUSAGE_THREAD, &r0);
+      workloads::run_workload<Env, Lock, Platform>(p, *shared, i, stats[i]);
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+      getrusage(RUSAGE_THREAD, &r1);
+      use[i].cpu = i;
+      use[i].cpu_seconds = static_cast<double>(c1.tv_sec - c0.tv_sec) + 1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
+      use[i].involuntary_switches = static_cast<std::uint64_t>(r1.ru_nivcsw - r0.ru_nivcsw);
+      use[i].voluntary_switches = static_cast<std::uint64_t>(r1.ru_nvcsw - r0.ru_nvcsw);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  if (usage != nullptr) *usage = std::move(use);
+  return stats;
+}
+
+}  // namespace lockvisor::native
