@@ -3,6 +3,7 @@
 // (guest/workloads/) on every vCPU and report each vCPU's WorkloadStats.
 //   lock=NAME cs=NS cs_lines=N delay=NS duration_ms=MS iterations=N
 //   layout=standalone|embedded locks=N long_hold_ns=NS long_hold_every=N
+#include "locks/busted.h"
 #include "locks/registry.h"
 #include "lockvisor/abi/workload.h"
 #include "programs/programs.h"
@@ -64,9 +65,16 @@ void run(WorkloadKind kind) {
   arg_str("lock", name, sizeof name);
   const WorkloadParams params = parse_params(kind);
   const u32 cpu = this_cpu();
-  const bool known = lockvisor::locks::with_lock_type<GuestLockEnv>(name, [&]<class Lock>() {
+  auto run_with = [&]<class Lock>() {
     lockvisor::workloads::run_workload<GuestLockEnv, Lock, GuestPlatform>(params, g_shared<Lock>, cpu, g_stats[cpu]);
-  });
+  };
+  bool known = lockvisor::locks::with_lock_type<GuestLockEnv>(name, run_with);
+  // The deliberately broken lock, never listed: the negative control that
+  // proves the in-guest mutual-exclusion checks can fail.
+  if (!known && str_equal(name, "busted")) {
+    run_with.operator()<lockvisor::locks::BustedLock<GuestLockEnv>>();
+    known = true;
+  }
   if (!known) assert_fail(__FILE__, __LINE__, Text().str("unknown lock '").str(name).str("'").c_str());
   report_array(kWorkloadStatsKey, reinterpret_cast<const u64*>(&g_stats[cpu]), kWorkloadStatsWords,
                ResultKind::kUnsigned);

@@ -1,13 +1,22 @@
 // Bad input to the lockvisor command: a clear one-line error and the
 // documented non-zero exit code, never a crash or a hang.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "tests/support/kvm_required.h"
 
 
 namespace {
@@ -75,6 +84,104 @@ TEST(CliBadInput, ImageFiles) {
   expect_one_line_error(lockvisor("run --image " + truncated), 2, "guest image");
   expect_one_line_error(lockvisor("run --memory 4 --vcpus 8"), 2, "too small");
   expect_one_line_error(lockvisor("run --image " + text + " --timeout -1"), 2, "--timeout");
+}
+
+
+// Runs lockvisor, sends it SIGINT after `delay`, returns exit code and output.
+Outcome interrupt_after(const std::string& args, std::chrono::milliseconds delay) {
+  const std::string out_path = scratch("sigint.out");
+  const std::string command = std::string("exec ") + LOCKVISOR_BINARY + " " + args + " > " + out_path + " 2>&1";
+  const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  std::this_thread::sleep_for(delay);
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::ifstream in(out_path);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+          std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>())};
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// The keys every lock-run report carries (issue: lock runtime, metrics).
+void expect_lock_report_keys(const nlohmann::json& j) {
+  for (const char* key : {"lock", "workload", "vcpus", "pcpus", "params", "duration_s", "ops_total", "ops_per_sec",
+                          "per_vcpu_ops", "fairness", "latency_ns", "violations", "pv", "vmm", "cpu_seconds",
+                          "ops_per_cpu_second", "host_preemptions", "steal_ns", "host"})
+    EXPECT_TRUE(j.contains(key)) << "missing key " << key;
+  for (const char* key : {"jain", "max_min_ratio", "cv"}) EXPECT_TRUE(j["fairness"].contains(key)) << key;
+  for (const char* key : {"p50", "p90", "p99", "p999", "max"}) EXPECT_TRUE(j["latency_ns"].contains(key)) << key;
+  for (const char* key : {"kvm", "cpu_model", "kernel", "lockvisor_version"}) EXPECT_TRUE(j["host"].contains(key)) << key;
+  EXPECT_GT(j["ops_total"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(j["violations"].get<std::uint64_t>(), 0u);
+  EXPECT_GT(j["cpu_seconds"].get<double>(), 0.0);
+}
+
+TEST(CliNative, LockbenchJsonHasEveryKey) {
+  const std::string json = scratch("native.json");
+  const auto o = lockvisor("run --native --workload lockbench --lock ticket --vcpus 2 --duration 0.2 --json " + json);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const auto j = read_json(json);
+  expect_lock_report_keys(j);
+  EXPECT_EQ(j["mode"], "native");
+  EXPECT_TRUE(j["vmm"].is_null());
+}
+
+TEST(CliKvm, GuestLockbenchJsonHasEveryKey) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const std::string json = scratch("guest.json");
+  const auto o = lockvisor("run --workload lockbench --lock pvqspinlock --vcpus 4 --pcpus 0 --duration 0.3 --json " + json);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const auto j = read_json(json);
+  expect_lock_report_keys(j);
+  EXPECT_EQ(j["mode"], "guest");
+  EXPECT_EQ(j["host"]["kvm"].get<std::string>().empty(), false);
+  EXPECT_TRUE(j["pv_kicks_match_vmm"].get<bool>());
+  EXPECT_FALSE(j["host_preemptions"].is_null());
+  EXPECT_FALSE(j["steal_ns"].is_null());
+}
+
+TEST(CliKvm, WatchdogStopsTheGuestWithExitCode4) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const auto o = lockvisor("run --workload pingpong --vcpus 2 --rounds 1000000000 --timeout 1");
+  EXPECT_EQ(o.exit_code, 4) << o.output;
+  EXPECT_NE(o.output.find("watchdog"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("vCPU 1: "), std::string::npos) << "per-vCPU state missing:\n" << o.output;
+}
+
+TEST(CliKvm, SigintStopsCleanlyAndStillReports) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const auto o = interrupt_after("run --workload pingpong --vcpus 2 --rounds 1000000000", std::chrono::milliseconds(1500));
+  EXPECT_EQ(o.exit_code, 130) << o.output;
+  EXPECT_NE(o.output.find("stopped by SIGINT"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("vCPU    state"), std::string::npos) << "no statistics table:\n" << o.output;
+}
+
+TEST(CliKvm, LossyPingpongLostWakeupIsReported) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const auto o = lockvisor("run --workload pingpong --vcpus 2 --rounds 1000000 --kick lossy --timeout 120");
+  EXPECT_EQ(o.exit_code, 5) << o.output;
+  EXPECT_NE(o.output.find("deadlock"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("kick not pending"), std::string::npos) << o.output;
+}
+
+TEST(CliKvm, OvercommittedPingpongPrintsStatistics) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const auto o = lockvisor("run --workload pingpong --vcpus 8 --pcpus 0 --rounds 2000");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("outcome: completed"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("16000 hand-offs"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("   7     done      0"), std::string::npos) << o.output;
 }
 
 }  // namespace

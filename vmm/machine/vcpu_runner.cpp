@@ -168,7 +168,6 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
   kvm_stats_ = stats_.snapshot();
   if (const auto wait_at_end = runqueue_wait_ns(); wait_at_start && wait_at_end)
     runqueue_wait_ns_ = *wait_at_end - *wait_at_start;
-  if (state_.load() != VcpuState::kDone && state_.load() != VcpuState::kFaulted) state_.store(VcpuState::kRunning);
   finished_.store(true);
   if (on_finished) on_finished();
 }
@@ -212,8 +211,9 @@ bool VcpuRunner::handle_exit() {
 bool VcpuRunner::halt() {
   state_.store(VcpuState::kHalted);
   const auto outcome = control_.backend().halt(index());
+  if (outcome == pvlock::HaltOutcome::kStopped) return false;  // stays "halted" in the report
   state_.store(VcpuState::kRunning);
-  return outcome != pvlock::HaltOutcome::kStopped;
+  return true;
 }
 
 bool VcpuRunner::handle_io() {
