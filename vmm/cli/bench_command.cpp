@@ -4,7 +4,10 @@
 
 #include <memory>
 
+#include "locks/registry.h"
 #include "vmm/cli/commands.h"
+#include "vmm/lockstat/lock_run.h"
+#include "vmm/native/native_runner.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/kvm/kvm_system.h"
@@ -20,6 +23,8 @@ struct BenchOptions {
   std::string json;
   unsigned repeat = 10;
   std::uint64_t kick_rounds = 1000;
+  unsigned lock_runs = 5;
+  std::uint64_t lock_iterations = 262144;  // the seeds' uncontended micro-benchmark
 };
 
 machine::RunResult boot(const kvm::KvmSystem& kvm, std::span<const std::byte> image, machine::MachineConfig config,
@@ -111,6 +116,40 @@ int bench(const BenchOptions& o) {
     out["startup_ms"] = {{"first_entry", e.p50 / 1e6}, {"first_exit", x.p50 / 1e6}, {"total", t.p50 / 1e6},
                          {"runs", o.repeat}};
   }
+  {  // 4. uncontended lock/unlock: the same code in the guest and on a host thread,
+     //    runs interleaved (guest, native, guest, ...) so that noise hits both alike.
+    fmt::print("uncontended lock/unlock, {} pairs, median of {} runs each (guest CPL3 vs native host thread):\n",
+               o.lock_iterations, o.lock_runs);
+    fmt::print("  {:<12} {:>10} {:>10} {:>8}\n", "lock", "guest ns", "native ns", "ratio");
+    for (const auto& lock : locks::kLocks) {
+      std::vector<std::uint64_t> guest_ps, native_ps;  // picoseconds per pair
+      for (unsigned r = 0; r < o.lock_runs; ++r) {
+        machine::MachineConfig config;
+        config.vcpus = 1;
+        config.program = "uncontended";
+        config.args = fmt::format("lock={} iterations={}", lock.name, o.lock_iterations);
+        const auto run = boot(kvm, image, config);
+        const auto stats = lockstat::workload_stats_from(run);
+        guest_ps.push_back(stats[0].elapsed_cycles * 1000000000 / stats[0].tsc_khz / stats[0].ops);
+
+        native::NativeRunConfig native_config;
+        native_config.lock = lock.name;
+        native_config.params.kind = abi::WorkloadKind::kUncontended;
+        native_config.params.iterations = o.lock_iterations;
+        native_config.params.cpus = 1;
+        native_config.params.nlocks = 1;
+        native_config.params.cs_lines = 1;
+        native_config.params.seed = 1;
+        const auto native_stats = native::run_native(native_config);
+        native_ps.push_back(native_stats[0].elapsed_cycles * 1000000000 / native_stats[0].tsc_khz / native_stats[0].ops);
+      }
+      const double guest_ns = *metrics::percentile(guest_ps, 50) / 1000.0;
+      const double native_ns = *metrics::percentile(native_ps, 50) / 1000.0;
+      fmt::print("  {:<12} {:>10.2f} {:>10.2f} {:>8.3f}\n", lock.name, guest_ns, native_ns, guest_ns / native_ns);
+      out["uncontended_ns"][lock.name] = {{"guest", guest_ns}, {"native", native_ns}, {"ratio", guest_ns / native_ns},
+                                          {"runs", o.lock_runs}, {"iterations", o.lock_iterations}};
+    }
+  }
   if (!o.json.empty()) report::write_json_file(o.json, out);
   return 0;
 }
@@ -123,6 +162,8 @@ Action add_bench_command(CLI::App& app) {
   command->add_option("--json", options->json, "Write the results as JSON to FILE");
   command->add_option("--repeat", options->repeat, "Start-up measurements to take");
   command->add_option("--kick-rounds", options->kick_rounds, "Kick->wake rounds per placement (at most 4096)");
+  command->add_option("--lock-runs", options->lock_runs, "Uncontended runs per lock, guest and native each");
+  command->add_option("--lock-iterations", options->lock_iterations, "Lock/unlock pairs per uncontended run");
   return [options] { return bench(*options); };
 }
 

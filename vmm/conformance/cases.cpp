@@ -2,6 +2,8 @@
 // must happen, in terms of what the guest reported and what the VMM counted.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lockvisor/abi/ucall.h"
 #include "vmm/conformance/suite.h"
 #include "vmm/metrics/summary.h"
@@ -190,6 +192,37 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
   cases.push_back(sticky(false, 1));
   cases.push_back(sticky(true, 1));
   cases.push_back(sticky(false, 5));
+
+  {
+    constexpr std::uint64_t kRounds = 20;
+    auto config = two_vcpus("kick-wake", fmt::format("rounds={}", kRounds));
+    config.backend.kick_delay_us = 2000;
+    cases.push_back({"kick-delay", "--kick-delay-us=2000 delays every wake-up by at least 2 ms", config,
+                     [](const RunResult& run) {
+                       const auto* cycles = run.result(0, "kick_wake_cycles");
+                       std::uint64_t fastest = ~std::uint64_t{0};
+                       if (cycles)
+                         for (auto c : cycles->values) fastest = std::min(fastest, c * 1000000 / run.tsc_khz);
+                       return Expect(run)
+                           .outcome(Outcome::kCompleted)
+                           .pv(0, "halts_woken", kRounds)
+                           .that(cycles != nullptr && fastest >= 2'000'000,
+                                 fmt::format("fastest kick->wake {} ns, expected >= 2 ms", fastest))
+                           .done();
+                     },
+                     latency_notes});
+    config.backend.kick_delay_us = 0;
+    config.backend.halt_poll_us = 500000;
+    cases.push_back({"halt-poll", "--halt-poll-us: a kick that arrives while the halter polls ends the poll, no sleep",
+                     config, [](const RunResult& run) {
+                       return Expect(run)
+                           .outcome(Outcome::kCompleted)
+                           .pv(0, "halts_polled", kRounds)
+                           .pv(0, "halts_woken", 0)
+                           .done();
+                     },
+                     latency_notes});
+  }
 
   cases.push_back({"kick-targets", "kick to self, to a missing APIC ID, flags != 0, unknown numbers",
                    two_vcpus("kick-targets"), [](const RunResult& run) {
