@@ -2,6 +2,7 @@
 // baseline in the same run, reported as medians.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "locks/registry.h"
@@ -24,6 +25,8 @@ struct BenchOptions {
   unsigned repeat = 10;
   std::uint64_t kick_rounds = 1000;
   unsigned lock_runs = 11;
+  bool contended = false;
+  double contended_seconds = 0.5;
   std::uint64_t lock_iterations = 1u << 20;  // 4x the seeds' 256K loop: steadier medians
 };
 
@@ -43,6 +46,72 @@ std::vector<std::uint64_t> cycles_to_ns(const machine::RunResult& run, const cha
   if (const auto* r = run.result(0, key))
     for (auto c : r->values) ns.push_back(c * 1000000 / run.tsc_khz);
   return ns;
+}
+
+// 5. (--contended) lockbench under overcommit, guest vs native, every lock:
+//    throughput and fairness, median of 3 interleaved runs per cell.
+void contended_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image, const BenchOptions& o,
+                     nlohmann::json& out) {
+  struct Ratio {
+    const char* name;
+    unsigned cpus;
+    std::vector<int> pcpus;
+  };
+  const auto allowed = host::allowed_cpus();
+  std::vector<Ratio> ratios;
+  if (allowed.size() >= 2) ratios.push_back({"1:1", 2, {allowed[0], allowed[1]}});
+  ratios.push_back({"4:1", 4, {allowed[0]}});
+  constexpr unsigned kRuns = 3;
+  fmt::print("lockbench (cs 100 ns, delay 170 ns, {:.1f} s), ops/s median of {} runs; Jain index in brackets:\n",
+             o.contended_seconds, kRuns);
+  fmt::print("  {:<12}", "lock");
+  for (const auto& r : ratios) fmt::print(" {:>22} {:>22}", fmt::format("guest {}", r.name), fmt::format("native {}", r.name));
+  fmt::print("\n");
+  for (const auto& lock : locks::kLocks) {
+    fmt::print("  {:<12}", lock.name);
+    for (const auto& r : ratios) {
+      std::vector<std::uint64_t> guest_ops, native_ops;
+      std::vector<double> guest_jain, native_jain;
+      auto summarize = [](const std::vector<abi::WorkloadStats>& stats, std::vector<std::uint64_t>& ops,
+                          std::vector<double>& jain) {
+        lockstat::LockRun run;
+        for (const auto& s : stats) run.samples.push_back({s, 0, 0, std::nullopt, std::nullopt});
+        const auto m = lockstat::to_json(run);
+        ops.push_back(static_cast<std::uint64_t>(m["ops_per_sec"].get<double>()));
+        jain.push_back(m["fairness"]["jain"].get<double>());
+      };
+      for (unsigned run = 0; run < kRuns; ++run) {
+        machine::MachineConfig config;
+        config.vcpus = r.cpus;
+        config.pcpus = r.pcpus;
+        config.program = "lockbench";
+        config.args = fmt::format("lock={} duration_ms={}", lock.name,
+                                  static_cast<std::uint64_t>(o.contended_seconds * 1000));
+        summarize(lockstat::workload_stats_from(boot(kvm, image, config)), guest_ops, guest_jain);
+        native::NativeRunConfig native_config;
+        native_config.lock = lock.name;
+        native_config.pcpus = r.pcpus;
+        native_config.params.kind = abi::WorkloadKind::kLockbench;
+        native_config.params.cs_ns = 100;
+        native_config.params.cs_lines = 1;
+        native_config.params.delay_ns = 170;
+        native_config.params.duration_ns = static_cast<std::uint64_t>(o.contended_seconds * 1e9);
+        native_config.params.nlocks = 1;
+        native_config.params.seed = 1;
+        native_config.params.cpus = r.cpus;
+        summarize(native::run_native(native_config), native_ops, native_jain);
+      }
+      const auto g = *metrics::percentile(guest_ops, 50), n = *metrics::percentile(native_ops, 50);
+      std::sort(guest_jain.begin(), guest_jain.end());
+      std::sort(native_jain.begin(), native_jain.end());
+      fmt::print(" {:>14.0f} [{:.2f}] {:>14.0f} [{:.2f}]", g, guest_jain[kRuns / 2], n, native_jain[kRuns / 2]);
+      out["contended"][lock.name][r.name] = {{"guest_ops_per_sec", g}, {"native_ops_per_sec", n},
+                                             {"guest_jain", guest_jain[kRuns / 2]},
+                                             {"native_jain", native_jain[kRuns / 2]}, {"runs", kRuns}};
+      std::fflush(stdout);
+    }
+    fmt::print("\n");
+  }
 }
 
 int bench(const BenchOptions& o) {
@@ -150,6 +219,7 @@ int bench(const BenchOptions& o) {
                                           {"runs", o.lock_runs}, {"iterations", o.lock_iterations}};
     }
   }
+  if (o.contended) contended_bench(kvm, image, o, out);
   if (!o.json.empty()) report::write_json_file(o.json, out);
   return 0;
 }
@@ -162,6 +232,8 @@ Action add_bench_command(CLI::App& app) {
   command->add_option("--json", options->json, "Write the results as JSON to FILE");
   command->add_option("--repeat", options->repeat, "Start-up measurements to take");
   command->add_option("--kick-rounds", options->kick_rounds, "Kick->wake rounds per placement (at most 4096)");
+  command->add_flag("--contended", options->contended, "Also run lockbench at 1:1 and 4:1, guest vs native, every lock");
+  command->add_option("--contended-seconds", options->contended_seconds, "Length of each --contended run");
   command->add_option("--lock-runs", options->lock_runs, "Uncontended runs per lock, guest and native each");
   command->add_option("--lock-iterations", options->lock_iterations, "Lock/unlock pairs per uncontended run");
   return [options] { return bench(*options); };

@@ -96,6 +96,19 @@ void validate_lock_options(const RunOptions& o) {
   if (!(o.lock.duration_s > 0) || o.lock.duration_s > 3600) fail("--duration {}: must be in (0, 3600] seconds", o.lock.duration_s);
 }
 
+// The description both modes share; samples, vmm and host are filled by the caller.
+lockstat::LockRun describe_lock_run(const RunOptions& o, const char* mode) {
+  const auto& config = o.machine.config;
+  lockstat::LockRun run;
+  run.mode = mode;
+  run.lock = o.lock.lock;
+  run.workload = o.workload;
+  run.cpus = config.vcpus;
+  run.pcpus = host::format_cpu_list(config.pcpus);
+  run.params = params_json(lock_params(o, config.vcpus), o.lock.layout);
+  return run;
+}
+
 int finish_lock_run(lockstat::LockRun& run, const std::string& json_path, nlohmann::json extra) {
   auto metrics = lockstat::to_json(run);
   lockstat::print_summary(run, metrics, stdout);
@@ -121,13 +134,7 @@ int run_native(RunOptions& o) {
   std::fflush(stdout);
   std::vector<native::NativeThreadUsage> usage;
   const auto stats = native::run_native(native_config, &usage);
-  lockstat::LockRun run;
-  run.mode = "native";
-  run.lock = o.lock.lock;
-  run.workload = o.workload;
-  run.cpus = config.vcpus;
-  run.pcpus = host::format_cpu_list(config.pcpus);
-  run.params = params_json(params, o.lock.layout);
+  auto run = describe_lock_run(o, "native");
   for (std::size_t i = 0; i < stats.size(); ++i)
     run.samples.push_back({stats[i], usage.at(i).cpu_seconds, usage.at(i).involuntary_switches, std::nullopt, std::nullopt});
   run.host = lockstat::host_info("none (native)");
@@ -191,13 +198,7 @@ int run(RunOptions& o) {
     }
   const auto run_json = report::run_to_json(result, config);
   if (is_lock_workload(o.workload) && result.outcome == machine::Outcome::kCompleted) {
-    lockstat::LockRun run;
-    run.mode = "guest";
-    run.lock = o.lock.lock;
-    run.workload = o.workload;
-    run.cpus = config.vcpus;
-    run.pcpus = host::format_cpu_list(config.pcpus);
-    run.params = params_json(lock_params(o, config.vcpus), o.lock.layout);
+    auto run = describe_lock_run(o, "guest");
     const auto stats = lockstat::workload_stats_from(result);
     for (std::size_t i = 0; i < stats.size(); ++i) {
       const auto& v = result.vcpus[i];
