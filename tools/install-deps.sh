@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   # tools/nested-kvm: KVM inside an emulated AMD-V machine, for hosts
   # without a usable /dev/kvm (the project's CI machines)
-  qemu-system-x86 busybox-static cpio kmod
+  qemu-system-x86 busybox-static cpio kmod xz-utils zstd
 )
 
 missing=()
