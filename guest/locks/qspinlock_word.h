@@ -29,8 +29,9 @@
 //     races in the host tests (and a real model gap);
 //   * it keeps every ordering argument in one modification order.
 // Cost: xchg_tail is a cmpxchg loop (what Linux does for _Q_PENDING_BITS == 1
-// anyway) and unlock is a locked RMW instead of a plain byte store (what the
-// generic qspinlock in seed 000 patch 01 did: atomic_sub).  The one exception
+// anyway), and under ThreadSanitizer unlock is a locked RMW instead of a
+// plain byte store (what the generic qspinlock in seed 000 patch 01 did:
+// atomic_sub); other builds store the byte (clear_locked_release).  The one exception
 // is Env::wait(&locked_byte(), _Q_SLOW_VAL), which re-reads byte 0 for its
 // "still equal?" check only; see lock_env.h.
 #pragma once
@@ -215,8 +216,21 @@ static_assert(tail_cpu(encode_tail(127, 3)) == 127 && tail_idx(encode_tail(127, 
 //   *,*,1 -> *,*,0
 // Release pairs with the acquire of whoever takes the lock next (queue head's
 // acquisition cmpxchg, pending owner's wait, trylock).
+//
+// On x86 a byte store is single-copy atomic and, under TSO, a release: like
+// Linux's queued_spin_unlock (smp_store_release on the locked byte), the
+// uncontended unlock needs no locked instruction. It cannot clobber a
+// concurrent pending/tail update, because every other writer of the word
+// uses an atomic RMW (cmpxchg loops, fetch_or/fetch_and) that either sees
+// the new byte or retries. ThreadSanitizer has no model of mixed-size
+// atomics, so TSan builds keep the 32-bit RMW (the cost noted above).
 [[gnu::always_inline]] inline void clear_locked_release(QSpinWord* l) {
+#if defined(__SANITIZE_THREAD__)
   fetch_and(&l->val, ~kLockedMask, Order::release);
+#else
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the locked byte is byte 0 of the word");
+  __atomic_store_n(reinterpret_cast<u8*>(&l->val), u8{0}, __ATOMIC_RELEASE);
+#endif
 }
 
 // Queue head takes the lock once locked and pending are both clear.  If we

@@ -179,9 +179,10 @@ void print_summary(const LockRun& run, const nlohmann::json& m, std::FILE* out) 
                f["cv"].get<double>());
   }
   const auto& l = m["latency_ns"];
-  fmt::print(out, "  acquisition latency: p50 {:.0f} ns, p90 {:.0f}, p99 {:.0f}, p99.9 {:.0f}, max {:.0f}\n",
-             l["p50"].get<double>(), l["p90"].get<double>(), l["p99"].get<double>(), l["p999"].get<double>(),
-             l["max"].get<double>());
+  if (l["count"].get<std::uint64_t>() > 0)
+    fmt::print(out, "  acquisition latency: p50 {:.0f} ns, p90 {:.0f}, p99 {:.0f}, p99.9 {:.0f}, max {:.0f}\n",
+               l["p50"].get<double>(), l["p90"].get<double>(), l["p99"].get<double>(), l["p999"].get<double>(),
+               l["max"].get<double>());
   if (m.contains("ns_per_lock_unlock"))
     fmt::print(out, "  uncontended: {:.2f} ns per lock/unlock pair\n", m["ns_per_lock_unlock"].get<double>());
   fmt::print(out, "  CPU: {:.3f} s of {} time, {:.0f} ops per CPU-second, {} involuntary context switches\n",
