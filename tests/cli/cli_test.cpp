@@ -66,6 +66,10 @@ TEST(CliBadInput, UsageErrors) {
   expect_one_line_error(lockvisor("run --sbi-eid 0x123"), 2, "experimental range");
   expect_one_line_error(lockvisor("run --param novalue"), 2, "key=value");
   expect_one_line_error(lockvisor("frobnicate"), 2, "frobnicate");
+  expect_one_line_error(lockvisor("run --workload torture --lock nope"), 2, "unknown lock");
+  expect_one_line_error(lockvisor("run --workload lockbench --lock pvqspinlock --no-pv"), 2, "PV_UNHALT");
+  expect_one_line_error(lockvisor("run --workload lockbench --cs-lines 17"), 2, "--cs-lines");
+  expect_one_line_error(lockvisor("run --workload lockbench --duration 0"), 2, "--duration");
 }
 
 TEST(CliBadInput, ImageFiles) {

@@ -91,6 +91,10 @@ std::string guest_args(const abi::WorkloadParams& p, const RunOptions& o) {
 void validate_lock_options(const RunOptions& o) {
   if (locks::find_lock(o.lock.lock.c_str()) == nullptr)
     fail("--lock '{}': unknown lock (see 'lockvisor locks')", o.lock.lock);
+  const bool pv_lock = o.lock.lock == "pvqspinlock" || o.lock.lock == "pvticket";
+  if (pv_lock && o.machine.no_pv && !o.lock.native)
+    fail("--lock {} needs KVM_FEATURE_PV_UNHALT, which --no-pv hides (use --lock auto to follow the KVM guest's policy)",
+         o.lock.lock);
   if (o.lock.cs_lines < 1 || o.lock.cs_lines > 16) fail("--cs-lines {}: must be 1..16", o.lock.cs_lines);
   if (o.lock.locks > 16) fail("--locks {}: at most 16", o.lock.locks);
   if (!(o.lock.duration_s > 0) || o.lock.duration_s > 3600) fail("--duration {}: must be in (0, 3600] seconds", o.lock.duration_s);
