@@ -17,7 +17,14 @@
 
 namespace lockvisor::locks {
 
-template <class Env>
+// kWindow: pause iterations between the check and the set. When vCPUs do
+// not run at the same instant (one host CPU, or TCG running them in turn), a
+// violation needs a CPU descheduled inside this window while another is
+// descheduled inside its critical section; the guest's negative control
+// widens the window somewhat (and uses long critical sections) so that this
+// happens within a second. Too wide a window makes overlaps rarer again:
+// the late CPU then enters after the early one has left.
+template <class Env, unsigned kWindow = 64>
 class BustedLock {
  public:
   static constexpr const char* kName = "busted";
@@ -26,7 +33,7 @@ class BustedLock {
   void lock() {
     while (load_relaxed(&w_) != 0) spin_relax<Env>();
     // The window: another CPU can pass the check above right now.
-    for (int i = 0; i < 64; i++) cpu_relax();
+    for (unsigned i = 0; i < kWindow; i++) cpu_relax();
     store_relaxed(&w_, u32{1});
   }
   void unlock() { store_relaxed(&w_, u32{0}); }

@@ -75,7 +75,7 @@ void run(WorkloadKind kind) {
   // The deliberately broken lock, never listed: the negative control that
   // proves the in-guest mutual-exclusion checks can fail.
   if (!known && str_equal(name, "busted")) {
-    run_with.operator()<lockvisor::locks::BustedLock<GuestLockEnv>>();
+    run_with.operator()<lockvisor::locks::BustedLock<GuestLockEnv, 1u << 10>>();
     known = true;
   }
   if (!known) assert_fail(__FILE__, __LINE__, Text().str("unknown lock '").str(name).str("'").c_str());

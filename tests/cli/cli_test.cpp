@@ -98,6 +98,15 @@ Outcome interrupt_after(const std::string& args, std::chrono::milliseconds delay
   const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
   pid_t pid = 0;
   EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  // Signal only once the VM runs (its header line is out): start-up can be
+  // slow under sanitizers and emulation, and an early SIGINT tests nothing.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  for (;;) {
+    std::ifstream partial(out_path);
+    const std::string text((std::istreambuf_iterator<char>(partial)), std::istreambuf_iterator<char>());
+    if (text.find("lockvisor run:") != std::string::npos || std::chrono::steady_clock::now() > give_up) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   std::this_thread::sleep_for(delay);
   ::kill(pid, SIGINT);
   int status = 0;
@@ -163,7 +172,7 @@ TEST(CliKvm, WatchdogStopsTheGuestWithExitCode4) {
 TEST(CliKvm, SigintStopsCleanlyAndStillReports) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   (void)kvm;
-  const auto o = interrupt_after("run --workload pingpong --vcpus 2 --rounds 1000000000", std::chrono::milliseconds(1500));
+  const auto o = interrupt_after("run --workload pingpong --vcpus 2 --rounds 1000000000", std::chrono::milliseconds(500));
   EXPECT_EQ(o.exit_code, 130) << o.output;
   EXPECT_NE(o.output.find("stopped by SIGINT"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("vCPU    state"), std::string::npos) << "no statistics table:\n" << o.output;

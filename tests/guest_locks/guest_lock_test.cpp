@@ -89,9 +89,9 @@ TEST_P(GuestLock, UncontendedPathMakesNoExit) {
 TEST(GuestLockControl, BustedLockViolationsAreDetected) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   machine::MachineConfig config;
-  config.vcpus = 2;
+  config.vcpus = 4;
   config.program = "torture";
-  config.args = "lock=busted duration_ms=300 locks=1 cs=2000";
+  config.args = "lock=busted duration_ms=1000 locks=1 cs=20000 delay=0";
   const auto run = boot(*kvm, config);
   ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << run.reason;
   std::uint64_t violations = 0;
