@@ -146,7 +146,7 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
   while (!control_.stopping()) {
     const int rc = vcpu_.run();
     if (rc == -EINTR || rc == -EAGAIN) {
-      ++exits_["signal"];
+      count(ExitKind::kSignal);
       continue;
     }
     if (rc != 0) {
@@ -186,11 +186,11 @@ bool VcpuRunner::handle_exit() {
     case KVM_EXIT_IO:
       return handle_io();
     case KVM_EXIT_HLT:
-      ++exits_["hlt"];
+      count(ExitKind::kHlt);
       last_hypercall_.store(0, std::memory_order_relaxed);
       return halt();
     case KVM_EXIT_MMIO:
-      ++exits_["mmio"];
+      count(ExitKind::kMmio);
       return guest_error(fmt::format("MMIO {} of {} bytes at GPA {:#x}, outside guest memory",
                                      run->mmio.is_write ? "write" : "read", run->mmio.len, run->mmio.phys_addr));
     case KVM_EXIT_SHUTDOWN:
@@ -201,7 +201,7 @@ bool VcpuRunner::handle_exit() {
       return guest_error(fmt::format("VM entry failed, hardware reason {:#x}",
                                      run->fail_entry.hardware_entry_failure_reason));
     case KVM_EXIT_INTR:
-      ++exits_["intr"];
+      count(ExitKind::kIntr);
       return true;
     default:
       return guest_error(fmt::format("unexpected KVM exit reason {}", run->exit_reason));
@@ -229,24 +229,24 @@ bool VcpuRunner::handle_io() {
 
   switch (io.port) {
     case abi::kPortKvmHypercall:
-      ++exits_["hypercall"];
+      count(ExitKind::kHypercall);
       return out ? handle_kvm_hypercall(regs) : true;
     case abi::kPortSbiCall:
-      ++exits_["sbi"];
+      count(ExitKind::kSbi);
       return out ? handle_sbi_call(regs) : true;
     case abi::kPortUcall:
-      ++exits_["ucall"];
+      count(ExitKind::kUcall);
       return out ? handle_ucall(regs.rbx) : true;
     case abi::kPortFault:
       return handle_fault(regs);
     case abi::kPortNop:
-      ++exits_["nop"];
+      count(ExitKind::kNop);
       return true;
     default:
       break;
   }
   if (io.port >= abi::kPortCom1 && io.port < abi::kPortCom1 + 8) {
-    ++exits_["serial"];
+    count(ExitKind::kSerial);
     if (out && io.port == abi::kPortCom1) {
       for (std::uint32_t i = 0; i < io.count; ++i) control_.serial().put(index(), static_cast<char>(data[i * io.size]));
     } else if (!out) {
@@ -255,7 +255,7 @@ bool VcpuRunner::handle_io() {
     return true;
   }
   // Unclaimed port: reads float high, writes are dropped, as on real hardware.
-  ++exits_["other_io"];
+  count(ExitKind::kOtherIo);
   if (!out) std::memset(data, 0xFF, std::size_t{io.size} * io.count);
   return true;
 }
@@ -412,7 +412,8 @@ VcpuReport VcpuRunner::report() const {
                {"kicks_dropped", c.kicks_dropped.load()}};
   report.wake_latency_ns = control_.backend().wake_latencies(index());
   report.kvm = kvm_stats_;
-  report.exits = exits_;
+  for (std::size_t k = 0; k < exits_.size(); ++k)
+    if (exits_[k] != 0) report.exits[kExitKindNames[k]] = exits_[k];
   report.cpu_seconds = cpu_seconds_;
   report.runqueue_wait_ns = runqueue_wait_ns_;
   report.voluntary_switches = voluntary_switches_;

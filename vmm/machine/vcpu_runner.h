@@ -2,7 +2,9 @@
 #pragma once
 #include <pthread.h>
 
+#include <array>
 #include <atomic>
+#include <iterator>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -23,6 +25,12 @@
 #include "vmm/pvlock/pv_backend.h"
 
 namespace lockvisor::machine {
+
+// How lockvisor classifies exits (counted per vCPU, reported by name).
+enum class ExitKind : unsigned { kSignal, kHlt, kMmio, kIntr, kHypercall, kSbi, kUcall, kNop, kSerial, kOtherIo, kCount };
+inline constexpr const char* kExitKindNames[] = {"signal", "hlt",  "mmio", "intr",   "hypercall",
+                                                 "sbi",    "ucall", "nop",  "serial", "other_io"};
+static_assert(std::size(kExitKindNames) == static_cast<std::size_t>(ExitKind::kCount));
 
 // State shared by all vCPU threads of one run.
 class RunControl {
@@ -121,8 +129,10 @@ class VcpuRunner {
   std::atomic<std::uint64_t> last_hypercall_{0};
   std::atomic<std::uint64_t> rip_{0};
 
+  void count(ExitKind kind) { ++exits_[static_cast<std::size_t>(kind)]; }
+
   // Written by the vCPU thread only; read after join.
-  std::map<std::string, std::uint64_t> exits_;
+  std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> exits_{};
   std::vector<ResultValue> results_;
   std::vector<GuestCase> cases_;
   std::optional<std::uint64_t> guest_exit_code_;
