@@ -165,11 +165,15 @@ int run(RunOptions& o) {
     if (o.spin > 0) args += fmt::format("spin={} ", o.spin);
     if (o.halt != "hypercall") args += fmt::format("halt={} ", o.halt);
   }
+  // --param goes first: the guest takes the first occurrence of a key, so an
+  // explicit --param overrides what the options above generated.
+  std::string explicit_params;
   for (const auto& p : o.params) {
     if (p.find('=') == std::string::npos || p.find(' ') != std::string::npos)
       fail("--param '{}': expected key=value without spaces", p);
-    args += (args.empty() || args.back() == ' ' ? "" : " ") + p;
+    explicit_params += p + ' ';
   }
+  args = explicit_params + args;
   while (!args.empty() && args.back() == ' ') args.pop_back();
   config.args = args;
 
