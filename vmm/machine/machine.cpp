@@ -263,6 +263,7 @@ RunResult Machine::run() {
 
   io.run();
   for (auto& v : s.vcpus) v->join();
+  spdlog::debug("run ended: {}", s.control.decided() ? s.control.reason() : "every vCPU finished");
   s.serial.flush_all();
 
   RunResult result;

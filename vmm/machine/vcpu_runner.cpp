@@ -140,6 +140,7 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
     control_.end(Outcome::kHostError, e.what());
   }
   affinity_ = host::thread_affinity(pthread_self());
+  spdlog::debug("vCPU {} (APIC ID {}) starts on host CPUs {}", index(), apic_id_, host::format_cpu_list(affinity_));
   const auto wait_at_start = runqueue_wait_ns();
   state_.store(VcpuState::kRunning);
   control_.note_entry();
@@ -168,6 +169,8 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
   kvm_stats_ = stats_.snapshot();
   if (const auto wait_at_end = runqueue_wait_ns(); wait_at_start && wait_at_end)
     runqueue_wait_ns_ = *wait_at_end - *wait_at_start;
+  spdlog::debug("vCPU {} leaves its loop: {}, {:.3f} s CPU, last RIP {:#x}", index(), vcpu_state_name(state_.load()),
+                cpu_seconds_, rip());
   finished_.store(true);
   if (on_finished) on_finished();
 }
@@ -175,6 +178,7 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
 std::string VcpuRunner::where() const { return fmt::format("vCPU {} at RIP {:#x}", index(), rip()); }
 
 bool VcpuRunner::guest_error(std::string what) {
+  spdlog::debug("{}: {}", where(), what);
   state_.store(VcpuState::kFaulted);
   control_.end(Outcome::kGuestFault, fmt::format("{}: {}", where(), what));
   return false;
