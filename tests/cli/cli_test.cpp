@@ -93,7 +93,10 @@ TEST(CliBadInput, ImageFiles) {
 
 // Runs lockvisor, sends it SIGINT after `delay`, returns exit code and output.
 Outcome interrupt_after(const std::string& args, std::chrono::milliseconds delay) {
-  const std::string out_path = scratch("sigint.out");
+  // Per-process name, removed first: a stale file from an earlier run must
+  // not look like this run's header.
+  const std::string out_path = scratch("sigint-" + std::to_string(::getpid()) + ".out");
+  std::filesystem::remove(out_path);
   const std::string command = std::string("exec ") + LOCKVISOR_BINARY + " " + args + " > " + out_path + " 2>&1";
   const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
   pid_t pid = 0;
@@ -137,6 +140,7 @@ void expect_lock_report_keys(const nlohmann::json& j) {
 
 TEST(CliNative, LockbenchJsonHasEveryKey) {
   const std::string json = scratch("native.json");
+  std::filesystem::remove(json);
   const auto o = lockvisor("run --native --workload lockbench --lock ticket --vcpus 2 --duration 0.2 --json " + json);
   ASSERT_EQ(o.exit_code, 0) << o.output;
   const auto j = read_json(json);
@@ -149,6 +153,7 @@ TEST(CliKvm, GuestLockbenchJsonHasEveryKey) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   (void)kvm;
   const std::string json = scratch("guest.json");
+  std::filesystem::remove(json);
   const auto o = lockvisor("run --workload lockbench --lock pvqspinlock --vcpus 4 --pcpus 0 --duration 0.3 --json " + json);
   ASSERT_EQ(o.exit_code, 0) << o.output;
   const auto j = read_json(json);
