@@ -80,7 +80,7 @@ void expect_well_formed(const std::vector<WorkloadStats>& stats, const WorkloadP
   }
 }
 
-// ---- torture: every registry lock, 1:1 / 2:1 / 4:1 -----------------------
+// ---- torture: every registry lock, 1:1 / 2:1 / 4:1 / 8:1 ----------------
 
 class WorkloadTorture : public ::testing::TestWithParam<std::tuple<std::string, unsigned>> {};
 
@@ -130,7 +130,7 @@ std::vector<std::string> registry_names() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, WorkloadTorture,
-                         ::testing::Combine(::testing::ValuesIn(registry_names()), ::testing::Values(1u, 2u, 4u)),
+                         ::testing::Combine(::testing::ValuesIn(registry_names()), ::testing::Values(1u, 2u, 4u, 8u)),
                          [](const auto& info) {
                            std::string n = std::get<0>(info.param);
                            for (char& c : n)
