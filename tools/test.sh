@@ -20,7 +20,7 @@ ctest --preset tsan -R 'Lock|Qspin|Pv|Policy|Registry|Workload|Native|Negative' 
 
 cmake --preset asan >/dev/null
 cmake --build --preset asan --target lockvisor lockvisor_unit_tests lockvisor_cli_tests \
-  lockvisor_conformance_tests lockvisor_guest_lock_tests
+  lockvisor_conformance_tests lockvisor_guest_lock_tests lockvisor_guest_image_tests
 ctest --preset asan -L unit -j "$jobs"
 
 # One nested VM (when needed) for both kvm runs; the ASan pass uses fewer

@@ -2,12 +2,36 @@
 # Runs a command where /dev/kvm works: directly when this host has a usable
 # /dev/kvm, otherwise inside tools/nested-kvm (Linux KVM in an emulated AMD-V
 # machine; slower, but real KVM). Prints which one it chose.
+#
+# LOCKVISOR_WITH_KVM overrides the choice:
+#   auto    (default) this host's /dev/kvm when usable, else tools/nested-kvm
+#   local   this host's /dev/kvm; fails with one line (exit 6) when it is not usable
+#   nested  tools/nested-kvm, even where this host has a usable /dev/kvm
+# The local KVM device is $LOCKVISOR_KVM_DEVICE when set (as for lockvisor), else /dev/kvm.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
-  echo "with-kvm: using this host's /dev/kvm" >&2
+mode=${LOCKVISOR_WITH_KVM:-auto}
+device=${LOCKVISOR_KVM_DEVICE:-/dev/kvm}
+case "$mode" in
+auto | local | nested) ;;
+*)
+  echo "with-kvm: error: LOCKVISOR_WITH_KVM='$mode' is not one of auto, local, nested" >&2
+  exit 2
+  ;;
+esac
+local_usable() { [ -r "$device" ] && [ -w "$device" ]; }
+if [ "$mode" = local ] && ! local_usable; then
+  echo "with-kvm: error: LOCKVISOR_WITH_KVM=local, but this host has no usable $device (missing, or not readable and writable by this user)" >&2
+  exit 6
+fi
+if [ "$mode" != nested ] && local_usable; then
+  echo "with-kvm: using this host's $device${LOCKVISOR_WITH_KVM:+ (LOCKVISOR_WITH_KVM=$mode)}" >&2
   exec "$@"
 fi
-echo "with-kvm: no usable /dev/kvm here; running inside tools/nested-kvm (emulated AMD-V, real KVM)" >&2
+if [ "$mode" = nested ]; then
+  echo "with-kvm: LOCKVISOR_WITH_KVM=nested: running inside tools/nested-kvm (emulated AMD-V, real KVM)" >&2
+else
+  echo "with-kvm: no usable $device here; running inside tools/nested-kvm (emulated AMD-V, real KVM)" >&2
+fi
 "$here/nested-kvm/prepare.sh" >&2
 exec "$here/nested-kvm/run.sh" --smp 2 --timeout "${LOCKVISOR_NESTED_TIMEOUT:-3000}" -- "$@"

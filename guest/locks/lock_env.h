@@ -14,7 +14,12 @@
 //     static bool virtualized();                   // running under a hypervisor
 //     static bool dedicated();                     // vCPUs are dedicated (KVM_HINTS_REALTIME)
 //     static LockEvents& events();                 // this CPU's counters (lock_events.h)
+//     [[noreturn]] static void bug(const char* what); // a lock invariant broke: report, stop
 //   };
+//
+// bug() exists so that "cannot happen" paths say what happened where the
+// platform can report it (the guest's report channel, stderr natively),
+// rather than trapping with `ud2`, which guest CPL3 code must not contain.
 //
 // Optional: `static void relax();`, one spin-wait iteration (see spin_relax()).
 //
@@ -73,6 +78,7 @@ concept LockEnv = requires(volatile u8* ptr, u8 val, unsigned cpu) {
   requires detail::same_v<decltype(E::virtualized()), bool>;
   requires detail::same_v<decltype(E::dedicated()), bool>;
   requires detail::same_v<decltype(E::events()), LockEvents&>;
+  E::bug("");
 };
 
 // The uniform lock interface (CK style): every lock in the registry models it.

@@ -141,7 +141,7 @@ struct Hash {
         return &he->lock;
       }
     }
-    __builtin_trap();  // cannot happen: see the table comment
+    Env::bug("pvqspinlock: hash table full (cannot happen: see the table comment)");
   }
 
   // pv_unhash(): only called after seeing _Q_SLOW_VAL, which is set after the
@@ -156,7 +156,7 @@ struct Hash {
         return node;
       }
     }
-    __builtin_trap();  // cannot happen: _Q_SLOW_VAL implies a hashed entry
+    Env::bug("pvqspinlock: slow-path unlock found no hash entry (_Q_SLOW_VAL implies one)");
   }
 };
 

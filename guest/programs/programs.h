@@ -12,6 +12,7 @@ void program_lost_wakeup();
 void program_sbi_pvlock();
 void program_pingpong();
 void program_fault();
+void program_platform();
 void program_bench_doorbell();
 void program_lockbench();
 void program_uncontended();

@@ -17,6 +17,7 @@ constexpr Program kPrograms[] = {
     {"sbi-pvlock", program_sbi_pvlock},
     {"pingpong", program_pingpong},
     {"fault", program_fault},
+    {"platform", program_platform},
     {"bench-doorbell", program_bench_doorbell},
     {"lockbench", program_lockbench},
     {"uncontended", program_uncontended},

@@ -14,13 +14,13 @@ inline u64 rdtsc() {
 
 inline void cpu_relax() { asm volatile("pause" ::: "memory"); }
 
-struct CpuidRegs {
-  u32 eax, ebx, ecx, edx;
-};
-inline CpuidRegs cpuid(u32 leaf, u32 subleaf = 0) {
-  CpuidRegs r;
-  asm volatile("cpuid" : "=a"(r.eax), "=b"(r.ebx), "=c"(r.ecx), "=d"(r.edx) : "a"(leaf), "c"(subleaf));
-  return r;
+// No `cpuid` here: at CPL3 it is unreliable on PVM (runtime/cpuid_snapshot.h).
+
+// RFLAGS as CPL3 sees it (pushf is harmless at any IOPL outside VM86 mode).
+inline u64 read_rflags() {
+  u64 flags;
+  asm volatile("pushfq; popq %0" : "=r"(flags));
+  return flags;
 }
 
 // This vCPU's index, derived from the stack pointer (see kVcpuStackBlockShift):

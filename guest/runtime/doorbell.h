@@ -1,5 +1,12 @@
-// The guest half of lockvisor/abi/doorbell.h: each wrapper is one `out` to
-// an immediate port with the arguments pinned to the registers the ABI names.
+// The guest half of lockvisor/abi/doorbell.h: each wrapper is one byte-wide
+// `out` (or `in`) to an ABI port with the arguments pinned to the registers
+// the ABI names.
+//
+// They are out of line, in the section .text.doorbell (runtime/doorbell.cpp),
+// so that the guest image has exactly one place where CPL3 code does port
+// I/O: tests/guest_image checks that no other CPL3 code does, and that these
+// use only the ports the VMM's TSS I/O bitmap grants. A call costs nothing
+// next to the exit each of them makes.
 #pragma once
 #include "lockvisor/abi/doorbell.h"
 #include "lockvisor/abi/types.h"
@@ -7,39 +14,21 @@
 namespace guest {
 using namespace lockvisor::abi;
 
-inline i64 kvm_hypercall(u64 nr, u64 a0 = 0, u64 a1 = 0, u64 a2 = 0, u64 a3 = 0) {
-  u64 ret;
-  asm volatile("outl %%eax, %[port]"
-               : "=a"(ret)
-               : [port] "i"(kPortKvmHypercall), "a"(nr), "b"(a0), "c"(a1), "d"(a2), "S"(a3)
-               : "memory");
-  return static_cast<i64>(ret);
-}
+i64 kvm_hypercall(u64 nr, u64 a0 = 0, u64 a1 = 0, u64 a2 = 0, u64 a3 = 0);
 
 struct SbiRet {
   i64 error;
   i64 value;
 };
+SbiRet sbi_call(u32 eid, u32 fid, u64 a0 = 0, u64 a1 = 0, u64 a2 = 0);
 
-inline SbiRet sbi_call(u32 eid, u32 fid, u64 a0 = 0, u64 a1 = 0, u64 a2 = 0) {
-  u64 error;
-  u64 value;
-  asm volatile("outl %%eax, %[port]"
-               : "=a"(error), "=b"(value)
-               : [port] "i"(kPortSbiCall), "a"(u64{eid}), "b"(u64{fid}), "c"(a0), "d"(a1), "S"(a2)
-               : "memory");
-  return {static_cast<i64>(error), static_cast<i64>(value)};
-}
-
-inline void ucall_doorbell(const void* ucall) {
-  asm volatile("outl %%eax, %[port]" : : [port] "i"(kPortUcall), "a"(0), "b"(ucall) : "memory");
-}
+void ucall_doorbell(const void* ucall);
 
 // A bare exit to the VMM that does nothing: the baseline of the doorbell benchmark.
-inline void nop_exit() { asm volatile("outl %%eax, %[port]" : : [port] "i"(kPortNop), "a"(0) : "memory"); }
+void nop_exit();
 
-inline void serial_byte(char c) {
-  asm volatile("outb %%al, %%dx" : : "a"(c), "d"(u16{kPortCom1}) : "memory");
-}
+// COM1: transmit one byte; read the line status register.
+void serial_byte(char c);
+u8 serial_line_status();
 
 }  // namespace guest

@@ -6,6 +6,7 @@
 #include "runtime/boot.h"
 #include "runtime/cpu.h"
 #include "runtime/pv.h"
+#include "runtime/report.h"
 
 namespace guest {
 
@@ -30,6 +31,7 @@ struct GuestLockEnv {
   static bool virtualized() { return true; }
   static bool dedicated() { return g_lock_features.dedicated; }
   static lockvisor::locks::LockEvents& events() { return g_lock_events[this_cpu()]; }
+  [[noreturn]] static void bug(const char* what) { assert_fail(__FILE__, __LINE__, what); }
 };
 
 // Reads CPUID once; call on every vCPU before any lock is used.

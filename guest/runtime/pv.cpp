@@ -2,20 +2,21 @@
 
 #include "runtime/check.h"
 #include "runtime/cpu.h"
+#include "runtime/cpuid_snapshot.h"
 
 namespace guest {
 
 bool kvm_signature_present() {
-  const CpuidRegs r = cpuid(kCpuidSignatureLeaf);
+  const CpuidLeaf& r = cpl0_cpuid().signature;
   return r.ebx == kCpuidSignatureEbx && r.ecx == kCpuidSignatureEcx && r.edx == kCpuidSignatureEdx &&
          r.eax >= kCpuidFeaturesLeaf;
 }
 
 bool pv_unhalt_advertised() {
-  return kvm_signature_present() && (cpuid(kCpuidFeaturesLeaf).eax & kFeaturePvUnhalt) != 0;
+  return kvm_signature_present() && (cpl0_cpuid().features.eax & kFeaturePvUnhalt) != 0;
 }
 
-bool realtime_hint() { return kvm_signature_present() && (cpuid(kCpuidFeaturesLeaf).edx & kHintsRealtime) != 0; }
+bool realtime_hint() { return kvm_signature_present() && (cpl0_cpuid().features.edx & kHintsRealtime) != 0; }
 
 void wait_until_halted(u32 apic_id) {
   for (;;) {

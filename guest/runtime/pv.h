@@ -1,5 +1,6 @@
 // PV-lock primitives as guest code calls them: KICK_CPU, the two halts, the
-// SBI PVLOCK calls and feature detection (CPUID, as a KVM guest does it).
+// SBI PVLOCK calls and feature detection (CPUID, as a KVM guest does it, but
+// read at CPL0: runtime/cpuid_snapshot.h).
 #pragma once
 #include "lockvisor/abi/kvm_hypercall.h"
 #include "lockvisor/abi/sbi_pvlock.h"
@@ -10,8 +11,9 @@ namespace guest {
 inline i64 kick_cpu(u32 apic_id, u64 flags = 0) { return kvm_hypercall(kHcKickCpu, flags, apic_id); }
 // HALT hypercall: the CPL3 equivalent of `hlt`.
 inline i64 halt() { return kvm_hypercall(kHcHalt); }
-// A real `hlt` at CPL0, through the DPL3 gate kVectorKernelHalt.
-inline void kernel_halt() { asm volatile("int $0x80" ::: "memory"); }
+// A real `hlt` at CPL0: `int3` at the one site the vector-3 gate accepts
+// (arch/x86/entry.S; `int $n` would be #UD on PVM).
+extern "C" void kernel_halt();
 inline i64 query_halted(u32 apic_id) { return kvm_hypercall(kHcQueryHalted, apic_id); }
 
 inline SbiRet sbi_probe(u32 eid) { return sbi_call(kSbiExtBase, kSbiBaseProbeExtension, eid); }

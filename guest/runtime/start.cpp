@@ -1,19 +1,40 @@
 // guest_main: the first CPL3 code of every vCPU (called from arch/x86/entry.S).
 #include "lockvisor/abi/boot_info.h"
-#include "runtime/boot.h"
+#include "lockvisor/abi/kvm_hypercall.h"
 #include "runtime/boot.h"
 #include "runtime/check.h"
 #include "runtime/cpu.h"
+#include "runtime/cpuid_snapshot.h"
 #include "runtime/program.h"
+#include "runtime/pv.h"
 #include "runtime/report.h"
 
-extern "C" [[noreturn]] void guest_main(const lockvisor::abi::BootInfo* info, unsigned index) {
-  using namespace lockvisor::abi;
+namespace {
+using namespace lockvisor::abi;
+
+// What the VMM put in BootInfo must agree with what CPUID said at CPL0: a
+// mismatch means the VMM's two channels disagree, and every PV decision the
+// guest makes would rest on one of them being wrong.
+void check_cpuid_matches_boot_info(const BootInfo& info, unsigned index) {
+  LV_CHECK_MSG(guest::kvm_signature_present(), "CPUID 0x40000000 (read at CPL0) lacks the KVM signature");
+  LV_CHECK_EQ(guest::pv_unhalt_advertised(), (info.flags & kBootFlagPvUnhalt) != 0);
+  LV_CHECK_EQ(guest::realtime_hint(), (info.flags & kBootFlagDedicated) != 0);
+  LV_CHECK_EQ(guest::cpl0_cpuid().basic.ebx >> 24, info.vcpus[index].apic_id);
+}
+}  // namespace
+
+extern "C" [[noreturn]] void guest_main(const BootInfo* info, unsigned index, const guest::Cpl0Cpuid* cpuid) {
   // Nothing in BootInfo is trusted before magic and version match.
   if (info->magic != kBootInfoMagic || info->version != kBootInfoVersion)
     guest::assert_fail(__FILE__, __LINE__, "BootInfo magic/version mismatch: VMM and guest image disagree");
   guest::set_boot(info);
   LV_CHECK_EQ(guest::this_cpu(), index);  // the RSP-derived index must match the VMM's
+  LV_CHECK_LT(index, info->vcpu_count);
+  guest::set_cpl0_cpuid(index, *cpuid);
+  check_cpuid_matches_boot_info(*info, index);
+  // IOPL 0 at CPL3 on every KVM: the TSS I/O bitmap alone grants the
+  // doorbells, as PVM requires (lockvisor/abi/doorbell.h).
+  LV_CHECK_EQ(guest::read_rflags() & kRflagsIoplMask, 0u);
   const guest::Program* program = guest::find_program(info->program);
   if (program == nullptr)
     guest::assert_fail(__FILE__, __LINE__, guest::Text().str("unknown guest program '").str(info->program).str("'").c_str());

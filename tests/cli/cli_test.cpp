@@ -11,10 +11,14 @@
 #include <thread>
 
 #include <array>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "tests/support/kvm_required.h"
 
@@ -88,6 +92,118 @@ TEST(CliBadInput, ImageFiles) {
   expect_one_line_error(lockvisor("run --image " + truncated), 2, "guest image");
   expect_one_line_error(lockvisor("run --memory 4 --vcpus 8"), 2, "too small");
   expect_one_line_error(lockvisor("run --image " + text + " --timeout -1"), 2, "--timeout");
+}
+
+// Exit codes by whose fault an error is (README.md, "Exit codes"), checked with
+// LOCKVISOR_KVM_DEVICE naming a device that is missing or no KVM device: no
+// test here needs /dev/kvm, so they run in every CI.
+
+struct SplitOutcome {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+// Runs `env NAME=VALUE... lockvisor args`, stdout and stderr apart.
+SplitOutcome lockvisor_env(const std::string& env, const std::string& args) {
+  const std::string out_path = scratch("stdout-" + std::to_string(::getpid()) + ".out");
+  std::filesystem::remove(out_path);
+  const std::string command = "env " + env + " " + LOCKVISOR_BINARY + " " + args + " 2>&1 >" + out_path;
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string err;
+  std::array<char, 4096> buffer{};
+  while (pipe != nullptr && std::fgets(buffer.data(), buffer.size(), pipe)) err += buffer.data();
+  const int status = pipe != nullptr ? ::pclose(pipe) : -1;
+  std::ifstream in(out_path);
+  std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(out_path);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out, err};
+}
+
+// Exactly one line on stderr, "lockvisor: error: ...", containing every one of `mentions`.
+void expect_stderr_line(const SplitOutcome& o, int code, std::initializer_list<std::string> mentions,
+                        const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(o.exit_code, code) << "stderr: " << o.err << "stdout: " << o.out;
+  EXPECT_EQ(o.err.rfind("lockvisor: error: ", 0), 0u) << o.err;
+  ASSERT_FALSE(o.err.empty());
+  EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not exactly one line: " << o.err;
+  for (const auto& mention : mentions) EXPECT_NE(o.err.find(mention), std::string::npos) << mention << " in " << o.err;
+}
+
+const std::string kMissingDevice = "/nonexistent/kvm";
+const std::string kNoDevice = "LOCKVISOR_KVM_DEVICE=" + kMissingDevice;
+
+TEST(CliNoKvm, GuestCommandsExit6NamingTheMissingDevice) {
+  for (const std::string args : {"run", "run --workload hello --vcpus 2", "conformance", "conformance --filter kick",
+                                 "bench", "bench --contended"}) {
+    const auto o = lockvisor_env(kNoDevice, args);
+    expect_stderr_line(o, 6, {"no usable KVM at " + kMissingDevice, std::strerror(ENOENT), "LOCKVISOR_KVM_DEVICE"},
+                       args);
+    EXPECT_EQ(o.out, "") << args;
+  }
+}
+
+TEST(CliNoKvm, DoctorSaysNoUsableKvmAtThePathAndExits6) {
+  const auto o = lockvisor_env(kNoDevice, "doctor");
+  expect_stderr_line(o, 6, {"no usable KVM at " + kMissingDevice, std::strerror(ENOENT)}, "doctor");
+  EXPECT_NE(o.out.find("KVM device     : " + kMissingDevice + ": no usable KVM at this path"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("none can run here"), std::string::npos) << o.out;
+}
+
+TEST(CliNoKvm, DeviceThatIsNoKvmExits6WithTheErrnoText) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  struct Case {
+    std::string device;
+    std::string errno_text;
+  };
+  const Case cases[] = {{"/dev/null", std::strerror(ENOTTY)}, {dir, std::strerror(EISDIR)}};
+  for (const auto& c : cases)
+    for (const std::string command : {"run", "conformance", "bench", "doctor"}) {
+      const auto o = lockvisor_env("LOCKVISOR_KVM_DEVICE=" + c.device, command);
+      expect_stderr_line(o, 6, {"no usable KVM at " + c.device, c.errno_text}, command + " on " + c.device);
+    }
+}
+
+TEST(CliNoKvm, BadOptionsStillExit2) {
+  // Usage errors are found before the KVM device is opened: 2, not 6.
+  const std::pair<std::string, std::string> cases[] = {
+      {"run --no-such-option", "no-such-option"},
+      {"run --vcpus 1000", "--vcpus 1000"},
+      {"run --vcpus 0", "--vcpus 0"},
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"conformance --no-such-option", "no-such-option"},
+      {"conformance --filter no-such-case", "matches no case"},
+      {"bench --repeat many", "many"},
+  };
+  for (const auto& [args, mention] : cases) {
+    const auto o = lockvisor_env(kNoDevice, args);
+    expect_stderr_line(o, 2, {mention}, args);
+    EXPECT_EQ(o.err.find("KVM"), std::string::npos) << args << ": " << o.err;
+  }
+}
+
+TEST(CliNoKvm, MissingImageFileIsBadInputExit2) {
+  const std::string image = "/nonexistent/guest.elf";
+  for (const std::string command : {"run", "conformance"}) {
+    const auto o = lockvisor_env(kNoDevice, command + " --image " + image);
+    expect_stderr_line(o, 2, {"guest image", image, std::strerror(ENOENT)}, command);
+    EXPECT_EQ(o.err.find(kMissingDevice), std::string::npos) << o.err;
+  }
+}
+
+TEST(CliNoKvm, BadJsonPathIsBadInputExit2) {
+  const auto o = lockvisor_env(kNoDevice, "run --native --workload uncontended --vcpus 1 --iterations 1000 --json "
+                                          "/nonexistent/dir/report.json");
+  expect_stderr_line(o, 2, {"--json /nonexistent/dir/report.json"}, "--json");
+}
+
+TEST(CliNoKvm, NativeRunsNeedNoKvmDevice) {
+  const auto o = lockvisor_env(kNoDevice, "run --native --workload uncontended --vcpus 1 --iterations 1000");
+  EXPECT_EQ(o.exit_code, 0) << o.err << o.out;
+  EXPECT_EQ(o.err, "");
 }
 
 

@@ -43,6 +43,7 @@ struct DummyEnv {
   static bool virtualized() { return true; }
   static bool dedicated() { return false; }
   static LockEvents& events() { return g_events[g_cpu]; }
+  [[noreturn]] static void bug(const char*) { __builtin_trap(); }
 };
 static_assert(LockEnv<DummyEnv>);
 

@@ -30,15 +30,22 @@ struct BenchOptions {
   std::uint64_t lock_iterations = 1u << 20;  // 4x the seeds' 256K loop: steadier medians
 };
 
+// A benchmark run stopped by SIGINT/SIGTERM: bench ends with exit code 130.
+struct Stopped {};
+
 machine::RunResult boot(const kvm::KvmSystem& kvm, std::span<const std::byte> image, machine::MachineConfig config,
                         std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now()) {
   config.echo_guest_prints = false;
   if (config.timeout_s == 0) config.timeout_s = 600;
   machine::Machine vm(kvm, std::move(config), image, origin);
   auto result = vm.run();
-  if (result.outcome != machine::Outcome::kCompleted)
-    fail("benchmark run failed: {}: {}", machine::outcome_name(result.outcome), result.reason);
-  return result;
+  switch (result.outcome) {
+    case machine::Outcome::kCompleted: return result;
+    case machine::Outcome::kInterrupted: throw Stopped{};
+    case machine::Outcome::kHostError:
+      fail_host("benchmark run failed: {}: {}", machine::outcome_name(result.outcome), result.reason);
+    default: fail_guest("benchmark run failed: {}: {}", machine::outcome_name(result.outcome), result.reason);
+  }
 }
 
 std::vector<std::uint64_t> cycles_to_ns(const machine::RunResult& run, const char* key) {
@@ -114,7 +121,7 @@ void contended_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image
   }
 }
 
-int bench(const BenchOptions& o) {
+int bench_all(const BenchOptions& o) {
   std::vector<std::byte> storage;
   const auto image = select_guest_image("", storage);
   const auto kvm = kvm::KvmSystem::open();
@@ -222,6 +229,15 @@ int bench(const BenchOptions& o) {
   if (o.contended) contended_bench(kvm, image, o, out);
   if (!o.json.empty()) report::write_json_file(o.json, out);
   return 0;
+}
+
+int bench(const BenchOptions& o) {
+  try {
+    return bench_all(o);
+  } catch (const Stopped&) {
+    fmt::print(stderr, "lockvisor bench: stopped by SIGINT/SIGTERM\n");
+    return machine::exit_code(machine::Outcome::kInterrupted);
+  }
 }
 
 }  // namespace

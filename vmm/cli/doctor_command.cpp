@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <fstream>
 #include <optional>
 
 #include "vmm/cli/commands.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/kvm/kvm_system.h"
+#include "vmm/machine/run_result.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::cli {
@@ -29,15 +31,18 @@ int doctor() {
   fmt::print("CPU model      : {}\n", cpu_model());
   fmt::print("KVM kind       : {}{}\n", kvm::backend_name(backend),
              backend == kvm::Backend::kPvm ? " (software PVM: guest CPL0 emulated, vmcall never completes)" : "");
+  const std::string device = kvm::kvm_device_path();
   std::optional<kvm::KvmSystem> system;
   try {
-    system.emplace(kvm::KvmSystem::open());
+    system.emplace(kvm::KvmSystem::open(device));
   } catch (const Error& e) {
-    fmt::print("/dev/kvm       : unusable: {}\n", e.what());
+    fmt::print("KVM device     : {}: no usable KVM at this path\n", device);
     fmt::print("backends       : none can run here (tools/nested-kvm/run.sh runs lockvisor inside an emulated AMD-V machine)\n");
-    return 6;
+    std::fflush(stdout);
+    fmt::print(stderr, "lockvisor: error: {}\n", e.what());
+    return machine::exit_code(machine::Outcome::kHostError);
   }
-  fmt::print("/dev/kvm       : API version {}\n", system->api_version());
+  fmt::print("KVM device     : {}, API version {}\n", device, system->api_version());
   struct Cap {
     long id;
     const char* name;
@@ -64,7 +69,7 @@ int doctor() {
   fmt::print("  in-kernel      not implemented yet; {}\n",
              backend == kvm::Backend::kPvm ? "impossible on PVM (vmcall never completes)"
                                            : "possible on this host (KVM handles vmcall KICK_CPU)");
-  return required ? 0 : 6;
+  return required ? 0 : machine::exit_code(machine::Outcome::kHostError);
 }
 
 }  // namespace

@@ -11,6 +11,21 @@
 #include "vmm/machine/run_result.h"
 #include "vmm/util/error.h"
 
+namespace {
+
+// Whose fault an error is decides the exit code (README.md, "Exit codes").
+lockvisor::machine::Outcome outcome_of(lockvisor::ErrorKind kind) {
+  using lockvisor::machine::Outcome;
+  switch (kind) {
+    case lockvisor::ErrorKind::kUsage: return Outcome::kUsageError;
+    case lockvisor::ErrorKind::kHost: return Outcome::kHostError;
+    case lockvisor::ErrorKind::kGuest: return Outcome::kGuestFault;
+  }
+  return Outcome::kHostError;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace lockvisor;
   CLI::App app{"lockvisor: a minimal KVM VMM with a paravirtual lock backend", "lockvisor"};
@@ -66,7 +81,7 @@ int main(int argc, char** argv) {
       if (command->parsed()) return action();
   } catch (const Error& e) {
     fmt::print(stderr, "lockvisor: error: {}\n", e.what());
-    return machine::exit_code(machine::Outcome::kUsageError);
+    return machine::exit_code(outcome_of(e.kind()));
   } catch (const std::exception& e) {
     fmt::print(stderr, "lockvisor: internal error: {}\n", e.what());
     return machine::exit_code(machine::Outcome::kHostError);

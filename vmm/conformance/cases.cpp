@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "lockvisor/abi/ucall.h"
 #include "vmm/conformance/suite.h"
@@ -73,6 +74,7 @@ machine::MachineConfig two_vcpus(const char* program, std::string args = "") {
   config.program = program;
   config.args = std::move(args);
   config.echo_guest_prints = false;
+  config.capture_serial = true;
   return config;
 }
 
@@ -177,10 +179,34 @@ CaseSpec fault(const char* kind, const char* mnemonic) {
             return Expect(run)
                 .outcome(Outcome::kGuestFault)
                 .reason_contains(mnemonic)
+                .reason_contains("CPL3")
                 .reason_contains("vCPU 0 at RIP 0x1")  // inside the image at 1 MiB
                 .done();
           },
           [](const RunResult& run) { return run.reason; }};
+}
+
+// The VMM's CPUID table, as guest code sees it: read at CPL0 by the entry
+// code (on PVM, CPL3 `cpuid` would see the host's values instead).
+CaseSpec cpuid_at_cpl0(bool pv_unhalt, bool dedicated) {
+  auto config = two_vcpus("platform");
+  config.pv_unhalt = pv_unhalt;
+  config.dedicated_hint = dedicated;
+  return {fmt::format("cpuid-at-cpl0-pv-{}{}", pv_unhalt ? "on" : "off", dedicated ? "-dedicated" : ""),
+          fmt::format("the guest sees the VMM's CPUID: PV_UNHALT {}, REALTIME hint {}, its own APIC ID",
+                      pv_unhalt ? "set" : "clear", dedicated ? "set" : "clear"),
+          config,
+          [=](const RunResult& run) {
+            Expect expect(run);
+            expect.outcome(Outcome::kCompleted);
+            for (unsigned v = 0; v < run.vcpus.size(); ++v)
+              expect.result(v, "kvm_signature", 1)
+                  .result(v, "pv_unhalt", pv_unhalt ? 1 : 0)
+                  .result(v, "realtime", dedicated ? 1 : 0)
+                  .result(v, "apic_id", run.vcpus[v].apic_id);
+            return expect.done();
+          },
+          nullptr};
 }
 
 }  // namespace
@@ -294,9 +320,30 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                      }, [](const RunResult& run) { return fmt::format("detected in {:.2f} s", run.wall_seconds); }});
   }
 
+  cases.push_back({"cpl3-ports",
+                   "every ABI port at the ABI's width works from CPL3 (TSS I/O bitmap, IOPL 0), on every vCPU",
+                   two_vcpus("platform"), [](const RunResult& run) {
+                     Expect expect(run);
+                     expect.outcome(Outcome::kCompleted);
+                     const std::uint64_t serial_line = std::string_view("cpl3 serial ok\n").size();
+                     for (unsigned v = 0; v < 2; ++v)
+                       expect.exits(v, "hypercall", 1).exits(v, "sbi", 1).exits(v, "nop", 1)
+                           .exits(v, "serial", serial_line + 1);  // + the LSR read
+                     auto lines = run.serial_lines;
+                     std::sort(lines.begin(), lines.end());
+                     return expect
+                         .that(lines == std::vector<std::string>{"vCPU 0: cpl3 serial ok", "vCPU 1: cpl3 serial ok"},
+                               fmt::format("serial output: expected one line per vCPU, got {} lines", lines.size()))
+                         .done();
+                   }, nullptr});
+  cases.push_back(cpuid_at_cpl0(true, false));
+  cases.push_back(cpuid_at_cpl0(false, true));
+
   cases.push_back(fault("gp", "#GP"));
   cases.push_back(fault("pf", "#PF"));
   cases.push_back(fault("ud", "#UD"));
+  cases.push_back(fault("port", "#GP"));  // a port outside the ABI: denied by the I/O bitmap
+  cases.push_back(fault("bp", "#BP"));    // a stray int3 is a breakpoint, not a halt
   cases.push_back({"guest-assertion-reported", "a failed guest check is reported with file, line and message",
                    two_vcpus("no-such-program"), [](const RunResult& run) {
                      return Expect(run)

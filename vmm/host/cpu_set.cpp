@@ -68,7 +68,7 @@ std::string format_cpu_list(const std::vector<int>& cpus) {
 std::vector<int> allowed_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) fail("sched_getaffinity: {}", std::strerror(errno));
+  if (sched_getaffinity(0, sizeof set, &set) != 0) fail_host("sched_getaffinity: {}", std::strerror(errno));
   return from_cpu_set(set);
 }
 
@@ -89,7 +89,7 @@ void set_thread_affinity(pthread_t thread, const std::vector<int>& cpus) {
   CPU_ZERO(&set);
   for (int cpu : cpus) CPU_SET(cpu, &set);
   if (const int err = pthread_setaffinity_np(thread, sizeof set, &set); err != 0)
-    fail("cannot pin a vCPU thread to CPUs {}: {}", format_cpu_list(cpus), std::strerror(err));
+    fail_host("cannot pin a vCPU thread to CPUs {}: {}", format_cpu_list(cpus), std::strerror(err));
 }
 
 std::vector<int> thread_affinity(pthread_t thread) {

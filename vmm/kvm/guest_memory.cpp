@@ -11,7 +11,7 @@ namespace lockvisor::kvm {
 
 GuestMemory::GuestMemory(std::uint64_t bytes) {
   void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (addr == MAP_FAILED) fail("cannot allocate {} MiB of guest memory: {}", bytes >> 20, std::strerror(errno));
+  if (addr == MAP_FAILED) fail_host("cannot allocate {} MiB of guest memory: {}", bytes >> 20, std::strerror(errno));
   mapping_ = Mapping(addr, bytes);
 }
 

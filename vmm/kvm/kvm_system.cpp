@@ -4,6 +4,7 @@
 #include <sys/ioctl.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -42,20 +43,31 @@ Backend detect_backend() {
   return Backend::kUnknown;
 }
 
+std::string kvm_device_path() {
+  const char* path = std::getenv(kKvmDeviceVariable);
+  return path != nullptr && *path != '\0' ? path : kDefaultKvmDevice;
+}
+
 KvmSystem KvmSystem::open(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  int raw = -1;
+  do raw = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  while (raw < 0 && errno == EINTR);
+  UniqueFd fd(raw);
   if (!fd.valid()) {
     const int err = errno;
     if (err == ENOENT)
-      fail("{} does not exist: this host offers no KVM (load kvm_intel, kvm_amd or kvm_pvm; "
-           "'lockvisor doctor' tells more)", path);
+      fail_host("no usable KVM at {}: {} (load kvm_intel, kvm_amd or kvm_pvm, or name the KVM device in {})", path,
+                std::strerror(err), kKvmDeviceVariable);
     if (err == EACCES || err == EPERM)
-      fail("{}: permission denied (run as root or join the group that owns it)", path);
-    fail("cannot open {}: {}", path, std::strerror(err));
+      fail_host("no usable KVM at {}: {} (run as root or join the group that owns it)", path, std::strerror(err));
+    fail_host("no usable KVM at {}: {}", path, std::strerror(err));
   }
   const int version = ::ioctl(fd.get(), KVM_GET_API_VERSION, 0);
+  if (version < 0)
+    fail_host("no usable KVM at {}: KVM_GET_API_VERSION: {} (not a KVM device?)", path, std::strerror(errno));
   if (version != KVM_API_VERSION)
-    fail("{}: KVM API version {} is not the supported version {}", path, version, KVM_API_VERSION);
+    fail_host("no usable KVM at {}: KVM API version {} is not the supported version {}", path, version,
+              KVM_API_VERSION);
   return KvmSystem(std::move(fd), version);
 }
 
@@ -65,12 +77,12 @@ int KvmSystem::check_extension(long capability) const {
 }
 
 void KvmSystem::require_extension(long capability, const char* name) const {
-  if (check_extension(capability) <= 0) fail("this KVM lacks the capability {}, which lockvisor needs", name);
+  if (check_extension(capability) <= 0) fail_host("this KVM lacks the capability {}, which lockvisor needs", name);
 }
 
 int KvmSystem::vcpu_mmap_size() const {
   const int size = ::ioctl(fd_.get(), KVM_GET_VCPU_MMAP_SIZE, 0);
-  if (size < static_cast<int>(sizeof(kvm_run))) fail("KVM_GET_VCPU_MMAP_SIZE failed: {}", std::strerror(errno));
+  if (size < static_cast<int>(sizeof(kvm_run))) fail_host("KVM_GET_VCPU_MMAP_SIZE failed: {}", std::strerror(errno));
   return size;
 }
 
@@ -89,9 +101,9 @@ std::vector<kvm_cpuid_entry2> KvmSystem::supported_cpuid() const {
       std::memcpy(entries.data(), buffer.data() + sizeof header, header.nent * sizeof(kvm_cpuid_entry2));
       return entries;
     }
-    if (errno != E2BIG) fail("KVM_GET_SUPPORTED_CPUID ({} entries) failed: {}", capacity, std::strerror(errno));
+    if (errno != E2BIG) fail_host("KVM_GET_SUPPORTED_CPUID ({} entries) failed: {}", capacity, std::strerror(errno));
   }
-  fail("KVM_GET_SUPPORTED_CPUID: more than 4096 entries");
+  fail_host("KVM_GET_SUPPORTED_CPUID: more than 4096 entries");
 }
 
 UniqueFd KvmSystem::create_vm() const {
@@ -99,7 +111,7 @@ UniqueFd KvmSystem::create_vm() const {
   int vm = -1;
   do vm = ::ioctl(fd_.get(), KVM_CREATE_VM, 0);
   while (vm < 0 && errno == EINTR);
-  if (vm < 0) fail("KVM_CREATE_VM failed: {}", std::strerror(errno));
+  if (vm < 0) fail_host("KVM_CREATE_VM failed: {}", std::strerror(errno));
   return UniqueFd(vm);
 }
 

@@ -1,4 +1,5 @@
-// /dev/kvm: the host's KVM, what it offers, and which kind of KVM it is.
+// /dev/kvm (or $LOCKVISOR_KVM_DEVICE): the host's KVM, what it offers, and
+// which kind of KVM it is.
 #pragma once
 #include <linux/kvm.h>
 
@@ -16,11 +17,19 @@ enum class Backend { kPvm, kVmx, kSvm, kUnknown };
 const char* backend_name(Backend backend);
 Backend detect_backend();
 
+// The KVM device to open: $LOCKVISOR_KVM_DEVICE when set and not empty,
+// otherwise /dev/kvm.
+inline constexpr const char* kKvmDeviceVariable = "LOCKVISOR_KVM_DEVICE";
+inline constexpr const char* kDefaultKvmDevice = "/dev/kvm";
+std::string kvm_device_path();
+
 class KvmSystem {
  public:
-  // Opens /dev/kvm and checks the API version; throws lockvisor::Error with
-  // the reason (absent, permission denied, API mismatch).
-  static KvmSystem open(const std::string& path = "/dev/kvm");
+  // Opens the KVM device (kvm_device_path()) and checks the API version;
+  // throws a host lockvisor::Error, one line naming the path and the reason
+  // (absent, permission denied, not a KVM device, API mismatch).
+  static KvmSystem open() { return open(kvm_device_path()); }
+  static KvmSystem open(const std::string& path);
 
   int fd() const { return fd_.get(); }
   int api_version() const { return api_version_; }

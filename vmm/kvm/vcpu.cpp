@@ -14,7 +14,7 @@ namespace lockvisor::kvm {
 Vcpu::Vcpu(UniqueFd fd, int mmap_size, unsigned index) : fd_(std::move(fd)), index_(index) {
   void* addr = ::mmap(nullptr, static_cast<std::size_t>(mmap_size), PROT_READ | PROT_WRITE, MAP_SHARED,
                       fd_.get(), 0);
-  if (addr == MAP_FAILED) fail("vCPU {}: cannot map kvm_run: {}", index, std::strerror(errno));
+  if (addr == MAP_FAILED) fail_host("vCPU {}: cannot map kvm_run: {}", index, std::strerror(errno));
   run_ = Mapping(addr, static_cast<std::size_t>(mmap_size));
 }
 
@@ -24,24 +24,24 @@ int Vcpu::run() {
 
 kvm_regs Vcpu::regs() const {
   kvm_regs regs{};
-  if (::ioctl(fd_.get(), KVM_GET_REGS, &regs) != 0) fail("vCPU {}: KVM_GET_REGS: {}", index_, std::strerror(errno));
+  if (::ioctl(fd_.get(), KVM_GET_REGS, &regs) != 0) fail_host("vCPU {}: KVM_GET_REGS: {}", index_, std::strerror(errno));
   return regs;
 }
 
 void Vcpu::set_regs(const kvm_regs& regs) const {
-  if (::ioctl(fd_.get(), KVM_SET_REGS, &regs) != 0) fail("vCPU {}: KVM_SET_REGS: {}", index_, std::strerror(errno));
+  if (::ioctl(fd_.get(), KVM_SET_REGS, &regs) != 0) fail_host("vCPU {}: KVM_SET_REGS: {}", index_, std::strerror(errno));
 }
 
 kvm_sregs Vcpu::sregs() const {
   kvm_sregs sregs{};
   if (::ioctl(fd_.get(), KVM_GET_SREGS, &sregs) != 0)
-    fail("vCPU {}: KVM_GET_SREGS: {}", index_, std::strerror(errno));
+    fail_host("vCPU {}: KVM_GET_SREGS: {}", index_, std::strerror(errno));
   return sregs;
 }
 
 void Vcpu::set_sregs(const kvm_sregs& sregs) const {
   if (::ioctl(fd_.get(), KVM_SET_SREGS, &sregs) != 0)
-    fail("vCPU {}: KVM_SET_SREGS: {}", index_, std::strerror(errno));
+    fail_host("vCPU {}: KVM_SET_SREGS: {}", index_, std::strerror(errno));
 }
 
 void Vcpu::set_cpuid(const std::vector<kvm_cpuid_entry2>& entries) const {
@@ -50,7 +50,7 @@ void Vcpu::set_cpuid(const std::vector<kvm_cpuid_entry2>& entries) const {
   std::memcpy(buffer.data(), &header, sizeof header);
   std::memcpy(buffer.data() + sizeof header, entries.data(), entries.size() * sizeof(kvm_cpuid_entry2));
   if (::ioctl(fd_.get(), uapi::kSetCpuid2, buffer.data()) != 0)
-    fail("vCPU {}: KVM_SET_CPUID2: {}", index_, std::strerror(errno));
+    fail_host("vCPU {}: KVM_SET_CPUID2: {}", index_, std::strerror(errno));
 }
 
 UniqueFd Vcpu::stats_fd() const {

@@ -17,12 +17,12 @@ Vm::Vm(const KvmSystem& system, std::uint64_t memory_bytes)
   region.memory_size = memory_bytes;
   region.userspace_addr = reinterpret_cast<__u64>(memory_.host_base());
   if (::ioctl(fd_.get(), KVM_SET_USER_MEMORY_REGION, &region) != 0)
-    fail("KVM_SET_USER_MEMORY_REGION ({} MiB): {}", memory_bytes >> 20, std::strerror(errno));
+    fail_host("KVM_SET_USER_MEMORY_REGION ({} MiB): {}", memory_bytes >> 20, std::strerror(errno));
 }
 
 Vcpu Vm::create_vcpu(unsigned index, unsigned apic_id) {
   UniqueFd fd(::ioctl(fd_.get(), KVM_CREATE_VCPU, apic_id));
-  if (!fd.valid()) fail("KVM_CREATE_VCPU {}: {}", index, std::strerror(errno));
+  if (!fd.valid()) fail_host("KVM_CREATE_VCPU {}: {}", index, std::strerror(errno));
   return Vcpu(std::move(fd), system_.vcpu_mmap_size(), index);
 }
 

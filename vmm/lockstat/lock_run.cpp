@@ -43,12 +43,14 @@ std::vector<abi::WorkloadStats> workload_stats_from(const machine::RunResult& ru
   std::vector<abi::WorkloadStats> out;
   for (unsigned i = 0; i < run.vcpus.size(); ++i) {
     const auto* r = run.result(i, abi::kWorkloadStatsKey);
-    if (r == nullptr) fail("vCPU {} reported no workload statistics", i);
+    if (r == nullptr) fail_guest("vCPU {} reported no workload statistics", i);
     if (r->values.size() != abi::kWorkloadStatsWords)
-      fail("vCPU {}: workload statistics of {} words, expected {}", i, r->values.size(), abi::kWorkloadStatsWords);
+      fail_guest("vCPU {}: workload statistics of {} words, expected {}", i, r->values.size(),
+                 abi::kWorkloadStatsWords);
     abi::WorkloadStats stats;
     std::memcpy(&stats, r->values.data(), sizeof stats);
-    if (stats.version != abi::kWorkloadStatsVersion) fail("vCPU {}: workload statistics version {}", i, stats.version);
+    if (stats.version != abi::kWorkloadStatsVersion)
+      fail_guest("vCPU {}: workload statistics version {}", i, stats.version);
     out.push_back(stats);
   }
   return out;

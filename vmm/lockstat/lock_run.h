@@ -34,8 +34,8 @@ struct LockRun {
   nlohmann::json host;  // kvm kind, CPU model, kernel, version
 };
 
-// The WorkloadStats each vCPU reported; throws lockvisor::Error if a record
-// is missing or malformed (wrong length or version).
+// The WorkloadStats each vCPU reported; throws a guest lockvisor::Error if a
+// record is missing or malformed (wrong length or version).
 std::vector<abi::WorkloadStats> workload_stats_from(const machine::RunResult& run);
 
 // Summary of the VMM side of a guest run (halts, kicks, wake latency, exits).

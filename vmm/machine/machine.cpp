@@ -83,7 +83,8 @@ struct Machine::State {
       : config(std::move(cfg)),
         origin(origin_time),
         backend(config.vcpus, config.backend),
-        serial(config.serial_path, config.vcpus),
+        serial(config.capture_serial ? SerialConsole(SerialConsole::Capture{}, config.vcpus)
+                                     : SerialConsole(config.serial_path, config.vcpus)),
         control(config, backend, serial, origin),
         vm(kvm, config.memory_mib << 20) {}
 
@@ -275,6 +276,7 @@ RunResult Machine::run() {
   result.tsc_khz = s.tsc_khz;
   for (const auto& v : s.vcpus) result.vcpus.push_back(v->report());
   result.guest_prints = s.control.prints();
+  result.serial_lines = s.serial.captured();
   if (s.control.decided()) {
     result.outcome = s.control.outcome();
     result.reason = s.control.reason();

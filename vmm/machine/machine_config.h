@@ -33,6 +33,7 @@ struct MachineConfig {
   double timeout_s = 0;          // 0: no watchdog
   unsigned deadlock_check_ms = 100;
   std::string serial_path;       // empty: serial output goes to stdout
+  bool capture_serial = false;   // keep serial lines in RunResult::serial_lines instead (serial_path unused)
   bool echo_guest_prints = true; // log the guest's print() lines
 };
 

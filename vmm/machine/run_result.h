@@ -66,6 +66,7 @@ struct RunResult {
   std::vector<std::string> details;  // per-vCPU state lines for deadlocks and timeouts
   std::vector<VcpuReport> vcpus;
   std::vector<std::string> guest_prints;
+  std::vector<std::string> serial_lines;  // "vCPU N: text", with MachineConfig::capture_serial only
   double wall_seconds = 0;
   double seconds_to_first_entry = 0;  // run start -> first KVM_RUN
   double seconds_to_first_exit = 0;   // run start -> first exit from guest code

@@ -19,27 +19,42 @@ SerialConsole::SerialConsole(const std::string& path, unsigned vcpus) : out_(std
   }
 }
 
+SerialConsole::SerialConsole(Capture, unsigned vcpus) : out_(nullptr), pending_(vcpus) {}
+
 SerialConsole::~SerialConsole() { flush_all(); }
 
 void SerialConsole::put(unsigned vcpu, char c) {
   std::lock_guard lock(mutex_);
   std::string& line = pending_[vcpu];
   line.push_back(c);
-  if (c == '\n' || line.size() >= kMaxLine) write_line(line);
+  if (c == '\n' || line.size() >= kMaxLine) write_line(vcpu, line);
 }
 
 void SerialConsole::flush_all() {
   std::lock_guard lock(mutex_);
-  for (auto& line : pending_) {
+  for (unsigned vcpu = 0; vcpu < pending_.size(); ++vcpu) {
+    auto& line = pending_[vcpu];
     if (line.empty()) continue;
     line.push_back('\n');
-    write_line(line);
+    write_line(vcpu, line);
   }
 }
 
-void SerialConsole::write_line(std::string& line) {
-  std::fwrite(line.data(), 1, line.size(), out_);
-  std::fflush(out_);
+std::vector<std::string> SerialConsole::captured() const {
+  std::lock_guard lock(mutex_);
+  return captured_;
+}
+
+void SerialConsole::write_line(unsigned vcpu, std::string& line) {
+  if (out_ == nullptr) {
+    if (captured_.size() < kMaxCapturedLines) {
+      if (!line.empty() && line.back() == '\n') line.pop_back();
+      captured_.push_back("vCPU " + std::to_string(vcpu) + ": " + line);
+    }
+  } else {
+    std::fwrite(line.data(), 1, line.size(), out_);
+    std::fflush(out_);
+  }
   line.clear();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lockvisor/abi/doorbell.h"
 #include "lockvisor/abi/guest_layout.h"
 #include "lockvisor/abi/kvm_hypercall.h"
 #include "vmm/util/error.h"
@@ -26,8 +27,6 @@ constexpr std::uint64_t kGdtKernelCode = 0x00AF9A000000FFFF;
 constexpr std::uint64_t kGdtKernelData = 0x00CF92000000FFFF;
 constexpr std::uint64_t kGdtUserData = 0x00CFF2000000FFFF;
 constexpr std::uint64_t kGdtUserCode = 0x00AFFA000000FFFF;
-constexpr std::uint32_t kTssLimit = 103;
-constexpr std::uint16_t kTssIoMapBase = 104;  // past the limit: no I/O bitmap, IOPL decides
 
 std::uint64_t tss_address(unsigned index) { return abi::kTssAddr + abi::kTssStride * index; }
 
@@ -46,7 +45,30 @@ kvm_segment flat_segment(std::uint16_t selector, std::uint8_t type, bool code) {
   return segment;
 }
 
+// Fills one vCPU's TSS (abi::kTssStride bytes, zeroed by the caller's memory):
+// RSP0, the I/O map base, and a bitmap that denies every port but the bytes
+// of abi::kCpl3PortAccesses. CPL3 runs with IOPL = 0, so on every KVM — and on
+// PVM, which ignores IOPL at CPL3 — this bitmap alone decides which `in`/`out`
+// exit to the VMM and which raise #GP.
+void write_tss(std::uint8_t* tss, std::uint64_t rsp0) {
+  std::memcpy(tss + 4, &rsp0, sizeof rsp0);
+  const auto io_map_base = static_cast<std::uint16_t>(abi::kTssIoMapOffset);
+  std::memcpy(tss + 102, &io_map_base, sizeof io_map_base);
+  std::uint8_t* bitmap = tss + abi::kTssIoMapOffset;
+  std::memset(bitmap, 0xFF, abi::kIoBitmapPorts / 8 + 1);  // all denied, plus the trailing 0xFF byte
+  for (const auto& access : abi::kCpl3PortAccesses)
+    for (unsigned port = access.port; port < access.port + access.width; ++port)
+      bitmap[port / 8] &= static_cast<std::uint8_t>(~(1u << (port % 8)));
+}
+
 }  // namespace
+
+bool cpl3_port_allowed(const std::uint8_t* tss, unsigned port) {
+  std::uint16_t io_map_base;
+  std::memcpy(&io_map_base, tss + 102, sizeof io_map_base);
+  if (io_map_base + port / 8 > abi::kTssLimit) return false;
+  return (tss[io_map_base + port / 8] >> (port % 8) & 1) == 0;
+}
 
 std::uint64_t kernel_stack_top(std::uint64_t memory_bytes, unsigned index) {
   return memory_bytes - std::uint64_t{index} * abi::kVcpuStackBlockBytes;
@@ -92,13 +114,10 @@ void write_boot_tables(const kvm::GuestMemory& memory, unsigned vcpu_count) {
     const std::uint64_t base = tss_address(i);
     const std::size_t slot = (abi::kSelFirstTss + 16 * i) / 8;
     // 16-byte system descriptor: available 64-bit TSS (type 9), present.
-    gdt[slot] = (kTssLimit & 0xFFFF) | ((base & 0xFFFFFF) << 16) | (std::uint64_t{0x89} << 40) |
+    gdt[slot] = (abi::kTssLimit & 0xFFFF) | ((base & 0xFFFFFF) << 16) | (std::uint64_t{0x89} << 40) |
                 ((base >> 24 & 0xFF) << 56);
     gdt[slot + 1] = base >> 32;
-    auto tss = memory.range(base, abi::kTssStride)->data();
-    const std::uint64_t rsp0 = kernel_stack_top(bytes, i);
-    std::memcpy(tss + 4, &rsp0, sizeof rsp0);
-    std::memcpy(tss + 102, &kTssIoMapBase, sizeof kTssIoMapBase);
+    write_tss(reinterpret_cast<std::uint8_t*>(memory.range(base, abi::kTssStride)->data()), kernel_stack_top(bytes, i));
   }
 }
 
@@ -107,7 +126,7 @@ kvm_sregs boot_sregs(kvm_sregs sregs, unsigned index) {
   sregs.ds = sregs.es = sregs.fs = sregs.gs = sregs.ss = flat_segment(abi::kSelKernelData, 0x3, false);
   kvm_segment tr{};
   tr.base = tss_address(index);
-  tr.limit = kTssLimit;
+  tr.limit = abi::kTssLimit;
   tr.selector = static_cast<std::uint16_t>(abi::kSelFirstTss + 16 * index);
   tr.type = 0xB;  // busy 64-bit TSS, as after LTR
   tr.present = 1;

@@ -20,6 +20,11 @@ struct CpuidOptions {
 // one TSS per vCPU. Memory size must be a multiple of 2 MiB.
 void write_boot_tables(const kvm::GuestMemory& memory, unsigned vcpu_count);
 
+// What the CPU decides for a CPL3 access to `port` (one byte) with IOPL = 0,
+// reading the TSS at `tss` as write_boot_tables left it: true when the I/O
+// bitmap allows it (exit to the VMM), false when it raises #GP.
+bool cpl3_port_allowed(const std::uint8_t* tss, unsigned port);
+
 std::uint64_t kernel_stack_top(std::uint64_t memory_bytes, unsigned index);
 std::uint64_t user_stack_top(std::uint64_t memory_bytes, unsigned index);
 // Lowest address used by the vCPU stacks.

@@ -37,6 +37,8 @@
 
 #include <cassert>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 
 #include "locks/lock_env.h"
@@ -91,6 +93,10 @@ struct NativeEnvT {
   static bool virtualized() { return kVirt; }
   static bool dedicated() { return kDedicated; }
   static LockEvents& events() { return ev[cpu()]; }
+  [[noreturn]] static void bug(const char* what) {
+    std::fprintf(stderr, "lockvisor: lock bug on CPU %d: %s\n", tls_cpu, what);
+    std::abort();
+  }
 
   static void wait(volatile u8* ptr, u8 val) {
     PerCpu& me = percpu[cpu()];

@@ -5,8 +5,17 @@
  * Entry contract (lockvisor/abi/guest_layout.h): long mode, CPL0, IF=0,
  * RSP = kernel stack top, RDI = BootInfo, RSI = vCPU index, RDX = user stack
  * top; GDT, TSS and IDTR already loaded by the VMM. Each vCPU fills the shared
- * IDT with the same gates (idempotent), then drops to CPL3 with IOPL=3 so the
- * doorbells work from user mode.
+ * IDT with the same gates (idempotent), takes the CPUID snapshot CPL3 code
+ * needs, then drops to CPL3 with IOPL = 0.
+ *
+ * What CPL3 code may do is shaped by PVM, where CPL3 runs natively but
+ *   - port I/O is granted only by the TSS I/O bitmap (IOPL is discarded):
+ *     the VMM's bitmap grants the doorbell and COM1 ports;
+ *   - `int $n` raises #UD; only `int3` is delivered: the CPL0 halt is entered
+ *     with `int3` at one known site (kernel_halt below);
+ *   - `cpuid` answers with the host's values, not the VMM's table: the leaves
+ *     the runtime needs are read here, at CPL0, and handed over in memory.
+ * tests/guest_image checks the built image for all three.
  */
 #define SEL_KERNEL_CODE 0x08
 #define SEL_USER_DATA   0x1b
@@ -15,7 +24,28 @@
 #define PORT_FAULT      0xE7
 #define GATE_KERNEL     0x8E00   /* present, DPL0, 64-bit interrupt gate */
 #define GATE_USER       0xEE00   /* present, DPL3, 64-bit interrupt gate */
-#define RFLAGS_USER     0x3002   /* IOPL=3, IF=0 */
+#define RFLAGS_USER     0x0002   /* IOPL=0, IF=0 */
+#define VECTOR_BP       3        /* lockvisor/abi/doorbell.h kVectorKernelHalt */
+
+/*
+ * The CPUID snapshot (guest/runtime/cpuid_snapshot.h, struct Cpl0Cpuid):
+ * three leaves of 16 bytes (EAX, EBX, ECX, EDX), at the top of the user
+ * stack, in a 64-byte slot that keeps the CPL3 stack 16-byte aligned.
+ */
+#define CPUID_SLOT_BYTES     64
+#define CPUID_OFF_SIGNATURE  0       /* 0x40000000 */
+#define CPUID_OFF_FEATURES   16      /* 0x40000001 */
+#define CPUID_OFF_BASIC      32      /* 1: APIC ID in EBX[31:24] */
+
+.macro CPUID_TO leaf, offset
+    mov $\leaf, %eax
+    xor %ecx, %ecx
+    cpuid
+    mov %eax, \offset(%r15)
+    mov %ebx, \offset+4(%r15)
+    mov %ecx, \offset+8(%r15)
+    mov %edx, \offset+12(%r15)
+.endm
 
     .section .text.boot, "ax"
     .code64
@@ -33,13 +63,20 @@ _start:
     inc %ecx
     cmp $32, %ecx
     jne 1b
-    /* Gate 0x80: run `hlt` at CPL0 on behalf of CPL3 code. */
-    mov $0x80, %ecx
-    lea kernel_halt_gate(%rip), %rax
+    /* Gate 3, DPL3 so that CPL3 `int3` reaches it: the CPL0 halt. */
+    mov $VECTOR_BP, %ecx
+    lea breakpoint_or_kernel_halt(%rip), %rax
     mov $GATE_USER, %r8d
     call set_gate
 
-    /* iretq frame to user_entry at CPL3. */
+    /* CPUID at CPL0, where it sees the VMM's table (see above). */
+    sub $CPUID_SLOT_BYTES, %r14
+    mov %r14, %r15
+    CPUID_TO 0x40000000, CPUID_OFF_SIGNATURE
+    CPUID_TO 0x40000001, CPUID_OFF_FEATURES
+    CPUID_TO 1, CPUID_OFF_BASIC
+
+    /* iretq frame to user_entry at CPL3: guest_main(BootInfo, index, snapshot). */
     pushq $SEL_USER_DATA
     pushq %r14
     pushq $RFLAGS_USER
@@ -48,6 +85,7 @@ _start:
     pushq %rax
     mov %r12, %rdi
     mov %r13, %rsi
+    mov %r15, %rdx
     iretq
 
 /* set_gate: ecx = vector, rax = handler, r8d = type/attributes word. */
@@ -69,8 +107,14 @@ set_gate:
     movl $0, 12(%rdi)
     ret
 
-/* DPL3 gate 0x80: a real `hlt` at CPL0 (exits as KVM_EXIT_HLT). */
-kernel_halt_gate:
+/*
+ * DPL3 gate 3: a real `hlt` at CPL0 (exits as KVM_EXIT_HLT) when the `int3`
+ * is the one at kernel_halt (its saved RIP, trap-style, is the instruction
+ * after it); any other breakpoint is reported as #BP like every exception.
+ */
+breakpoint_or_kernel_halt:
+    cmpq $kernel_halt_resume, (%rsp)
+    jne exception_3
     hlt
     iretq
 
@@ -113,7 +157,21 @@ exception_stubs:
     .text
 user_entry:
     and $-16, %rsp
-    call guest_main             /* (const BootInfo*, unsigned index); never returns */
+    call guest_main             /* (const BootInfo*, unsigned index, const Cpl0Cpuid*); never returns */
 3:  jmp 3b
+
+/*
+ * void kernel_halt(void), CPL3: one real `hlt` at CPL0 through gate 3. In the
+ * doorbell section: with the port doorbells, the only CPL3 code that may
+ * leave CPL3 on purpose.
+ */
+    .section .text.doorbell, "ax"
+    .global kernel_halt
+    .type kernel_halt, @function
+kernel_halt:
+    int3
+kernel_halt_resume:
+    ret
+    .size kernel_halt, . - kernel_halt
 
     .section .note.GNU-stack, "", @progbits

@@ -3,10 +3,11 @@
 // 2 MiB pages, U/S = 1 at every level so CPL3 code can touch all of memory.
 //
 //   0x0000_1000  GDT (null, kernel code/data, user data/code, one TSS per vCPU)
-//   0x0000_3000  TSS array, kTssStride bytes per vCPU (RSP0 = kernel stack)
 //   0x0000_8000  BootInfo (boot_info.h)
 //   0x0000_A000  IDT, 256 gates; the VMM loads IDTR, each vCPU fills the gates
 //   0x0001_0000  page tables: PML4, PDPT, then one PD per GiB
+//   0x0002_0000  TSS array, kTssStride bytes per vCPU: the 104-byte TSS (RSP0 =
+//                kernel stack) followed by its I/O permission bitmap
 //   0x0010_0000  the guest ELF image (PT_LOAD segments must stay in
 //                [kImageBase, kImageLimit))
 //   ...          free memory for the guest (BootInfo::free_start..free_end)
@@ -19,13 +20,24 @@ namespace lockvisor::abi {
 inline constexpr u32 kMaxVcpus = 128;
 
 inline constexpr u64 kGdtAddr = 0x1000;
-inline constexpr u64 kTssAddr = 0x3000;
-inline constexpr u64 kTssStride = 128;  // a 104-byte TSS rounded up
 inline constexpr u64 kBootInfoAddr = 0x8000;
 inline constexpr u64 kBootInfoBytes = 0x2000;
 inline constexpr u64 kIdtAddr = 0xA000;
 inline constexpr u64 kIdtEntries = 256;
 inline constexpr u64 kPageTableAddr = 0x10000;
+inline constexpr u64 kPageTableBytes = 0x6000;  // PML4, PDPT, 4 PDs (kMaxMemoryBytes)
+
+// Each vCPU's TSS: the 104-byte 64-bit TSS, then (at kTssIoMapOffset, the
+// value of its I/O map base field) an I/O permission bitmap of one bit per
+// port for ports [0, kIoBitmapPorts), then the 0xFF byte the CPU requires
+// after it. The TSS limit ends at that byte, so every higher port is denied.
+inline constexpr u64 kTssAddr = 0x20000;
+inline constexpr u64 kTssBytes = 104;
+inline constexpr u64 kTssIoMapOffset = kTssBytes;
+inline constexpr u64 kIoBitmapPorts = 0x400;  // COM1 (0x3F8) is the highest port the ABI uses
+inline constexpr u64 kTssLimit = kTssIoMapOffset + kIoBitmapPorts / 8;  // the 0xFF byte
+inline constexpr u64 kTssStride = 256;
+static_assert(kTssLimit < kTssStride, "TSS and bitmap outgrew their stride");
 inline constexpr u64 kImageBase = 0x100000;
 inline constexpr u64 kImageLimit = 0x1000000;  // 16 MiB
 inline constexpr u64 kMaxMemoryBytes = 4ull << 30;
@@ -46,13 +58,15 @@ inline constexpr u16 kSelKernelData = 0x10;
 inline constexpr u16 kSelUserData = 0x18 | 3;
 inline constexpr u16 kSelUserCode = 0x20 | 3;
 inline constexpr u16 kSelFirstTss = 0x28;  // vCPU i: kSelFirstTss + 16 * i
-static_assert(kSelFirstTss + 16 * kMaxVcpus <= kTssAddr - kGdtAddr, "GDT overlaps the TSS array");
-static_assert(kTssAddr + kTssStride * kMaxVcpus <= kBootInfoAddr, "TSS array overlaps BootInfo");
+static_assert(kSelFirstTss + 16 * kMaxVcpus <= kBootInfoAddr - kGdtAddr, "GDT overlaps BootInfo");
+static_assert(kPageTableAddr + kPageTableBytes <= kTssAddr, "page tables overlap the TSS array");
+static_assert(kTssAddr + kTssStride * kMaxVcpus <= kImageBase, "TSS array overlaps the image");
 
 // Entry state of every vCPU: 64-bit mode, CPL0, interrupts off, RIP = ELF
 // entry, RSP = this vCPU's kernel stack top, RDI = kBootInfoAddr, RSI = vCPU
-// index, RDX = this vCPU's user stack top. The guest enters CPL3 itself (iretq) with RFLAGS.IOPL = 3 so that
-// its doorbells work from CPL3.
-inline constexpr u64 kRflagsIopl3 = 3ull << 12;
+// index, RDX = this vCPU's user stack top. The guest enters CPL3 itself
+// (iretq) with RFLAGS.IOPL = 0: its doorbells work from CPL3 because the TSS
+// I/O bitmap grants their ports (doorbell.h), the one mechanism PVM honours.
+inline constexpr u64 kRflagsIoplMask = 3ull << 12;
 
 }  // namespace lockvisor::abi
