@@ -20,6 +20,7 @@
 #define SEL_KERNEL_CODE 0x08
 #define SEL_USER_DATA   0x1b
 #define SEL_USER_CODE   0x23
+#define SEL_FIRST_TSS   0x28     /* vCPU i: SEL_FIRST_TSS + 16 * i (guest_layout.h) */
 #define IDT_BASE        0xA000
 #define PORT_FAULT      0xE7
 #define GATE_KERNEL     0x8E00   /* present, DPL0, 64-bit interrupt gate */
@@ -68,6 +69,20 @@ _start:
     lea breakpoint_or_kernel_halt(%rip), %rax
     mov $GATE_USER, %r8d
     call set_gate
+
+    /*
+     * Load this vCPU's TSS ourselves, although the VMM's KVM_SET_SREGS already
+     * put it in TR. The I/O bitmap check reads TR's cached descriptor, and
+     * what an emulator caches for a TR set from outside varies: QEMU TCG (the
+     * nested AMD-V test machine) grants no port unless the cached type is
+     * "available", which only a real `ltr` of the (available) GDT descriptor
+     * leaves there. `ltr` gives every KVM — hardware, nested, PVM — the same
+     * architectural state. It marks the descriptor busy, as it should.
+     */
+    mov %r13d, %eax
+    shl $4, %eax
+    add $SEL_FIRST_TSS, %eax
+    ltr %ax
 
     /* CPUID at CPL0, where it sees the VMM's table (see above). */
     sub $CPUID_SLOT_BYTES, %r14
