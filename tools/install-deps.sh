@@ -7,6 +7,10 @@ packages=(
   build-essential cmake ninja-build
   libboost-dev libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libbenchmark-dev
+  # clang: vmm/runstate's sched_switch BPF program (clang -target bpf, CO-RE
+  # against the kernel's BTF; its loader is libbpf 1.1, found with pkg-config)
+  # and the report-channel fuzz target (libFuzzer, in libclang-rt-14-dev)
+  clang libbpf-dev pkgconf libclang-rt-14-dev
   # tools/nested-kvm: KVM inside an emulated AMD-V machine, for hosts
   # without a usable /dev/kvm (the project's CI machines)
   qemu-system-x86 busybox-static cpio kmod xz-utils zstd

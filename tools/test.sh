@@ -3,8 +3,11 @@
 #   1. default build: host-only tests (unit, CLI, native lock stress);
 #   2. ThreadSanitizer build: the native lock stress tests again;
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build: unit and CLI tests;
-#   4. the tests that boot guests (ctest label "kvm"), default build and then
-#      the ASan build, on this host's KVM or inside tools/nested-kvm.
+#   4. the report-channel decoder under libFuzzer (clang, ASan + UBSan) for a
+#      bounded time (LOCKVISOR_FUZZ_SECONDS, default 30);
+#   5. the tests that boot guests (ctest label "kvm": conformance, guest locks,
+#      CLI, the hostile-guest suite), default build and then the ASan build,
+#      on this host's KVM or inside tools/nested-kvm.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 tools/install-deps.sh
@@ -20,8 +23,16 @@ ctest --preset tsan -R 'Lock|Qspin|Pv|Policy|Registry|Workload|Native|Negative' 
 
 cmake --preset asan >/dev/null
 cmake --build --preset asan --target lockvisor lockvisor_unit_tests lockvisor_cli_tests \
-  lockvisor_conformance_tests lockvisor_guest_lock_tests lockvisor_guest_image_tests
+  lockvisor_conformance_tests lockvisor_guest_lock_tests lockvisor_guest_image_tests lockvisor_hostile_tests
 ctest --preset asan -L unit -j "$jobs"
+
+# Fuzzing needs clang's libFuzzer: its own build directory, only the decoder.
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_CXX_COMPILER=clang++ -DLOCKVISOR_FUZZ=ON >/dev/null
+cmake --build build/fuzz --target lockvisor_report_channel_fuzz
+mkdir -p build/fuzz/report-channel-corpus
+build/fuzz/tests/hostile/lockvisor_report_channel_fuzz -max_total_time="${LOCKVISOR_FUZZ_SECONDS:-30}" \
+  -max_len=4096 -rss_limit_mb=2048 -print_final_stats=1 build/fuzz/report-channel-corpus
 
 # One nested VM (when needed) for both kvm runs; the ASan pass uses fewer
 # ping-pong rounds: it checks memory safety of the same paths, not endurance.

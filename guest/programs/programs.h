@@ -17,4 +17,5 @@ void program_bench_doorbell();
 void program_lockbench();
 void program_uncontended();
 void program_torture();
+void program_hostile();
 }  // namespace guest

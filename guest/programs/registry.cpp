@@ -22,6 +22,7 @@ constexpr Program kPrograms[] = {
     {"lockbench", program_lockbench},
     {"uncontended", program_uncontended},
     {"torture", program_torture},
+    {"hostile", program_hostile},
 };
 
 }  // namespace

@@ -1,8 +1,11 @@
 // Bad input to the lockvisor command: a clear one-line error and the
 // documented non-zero exit code, never a crash or a hang.
+#include <elf.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,10 +19,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <cstdint>
 #include <initializer_list>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "lockvisor/abi/doorbell.h"
+#include "lockvisor/abi/guest_layout.h"
+#include "lockvisor/abi/ucall.h"
+#include "lockvisor/abi/workload.h"
 #include "tests/support/kvm_required.h"
 
 
@@ -316,6 +327,412 @@ TEST(CliKvm, OvercommittedPingpongPrintsStatistics) {
   EXPECT_NE(o.output.find("outcome: completed"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("16000 hand-offs"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("   7     done      0"), std::string::npos) << o.output;
+}
+
+// ---- Issue 10: output files, option ranges, input files, exit codes --------
+//
+// Which test produces each row of README.md's exit-code table:
+//   0   CliKvm.OvercommittedPingpongPrintsStatistics, CliNoKvm.NativeRunsNeedNoKvmDevice
+//   1   CliKvm.GuestProgramExitingNonZeroExits1, CliKvm.MutualExclusionViolationExits1,
+//       CliKvm.FailingConformanceCaseExits1
+//   2   CliBadInput.*, CliOptions.*, CliOutputFiles.*
+//   3   CliKvm.GuestFaultExits3, CliKvm.LockWorkloadWithoutStatisticsIsAGuestFault, CliKvm.BenchGuestFaultExits3
+//   4   CliKvm.WatchdogStopsTheGuestWithExitCode4
+//   5   CliKvm.LossyPingpongLostWakeupIsReported
+//   6   CliNoKvm.*, CliOutputFiles.FailedJsonWriteLeavesNoTemporary
+//   130 CliKvm.SigintStopsCleanlyAndStillReports
+
+// A fresh directory, removed with everything in it.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = scratch("dir-XXXXXX");
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  std::set<std::string> entries() const {
+    std::set<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(path_)) names.insert(e.path().filename().string());
+    return names;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs `command` with /bin/sh, stdout and stderr together.
+Outcome shell(const std::string& command) {
+  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string output;
+  std::array<char, 4096> buffer{};
+  while (pipe != nullptr && std::fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
+  const int status = pipe != nullptr ? ::pclose(pipe) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
+}
+
+// The run's "outcome: NAME (exit code N): ..." line: exactly one, naming
+// `outcome` and the exit code the process really ended with.
+void expect_outcome_line(const Outcome& o, const std::string& outcome) {
+  std::size_t lines = 0;
+  std::string line;
+  for (std::size_t at = 0; at < o.output.size();) {
+    const std::size_t end = std::min(o.output.find('\n', at), o.output.size());
+    if (o.output.compare(at, 9, "outcome: ") == 0) {
+      ++lines;
+      line = o.output.substr(at, end - at);
+    }
+    at = end + 1;
+  }
+  ASSERT_EQ(lines, 1u) << o.output;
+  EXPECT_EQ(line.rfind("outcome: " + outcome, 0), 0u) << line;
+  EXPECT_NE(line.find("(exit code " + std::to_string(o.exit_code) + ")"), std::string::npos)
+      << "the outcome line disagrees with exit code " << o.exit_code << ": " << line;
+}
+
+// Defect 1: --json refuses anything but a regular file, before anything runs
+// (here: before the missing KVM device is even looked at), and touches nothing.
+TEST(CliOutputFiles, JsonTargetThatIsNotARegularFileIsRefused) {
+  ScratchDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo.json").c_str(), 0600), 0);
+  std::filesystem::create_directory(dir / "dir.json");
+  write_file(dir / "victim", "precious");
+  std::filesystem::create_symlink(dir / "victim", dir / "link.json");
+  std::set<std::string> entries = {"fifo.json", "dir.json", "victim", "link.json"};
+  std::vector<std::pair<std::string, std::string>> targets = {
+      {dir / "fifo.json", "FIFO"}, {dir / "dir.json", "directory"}, {dir / "link.json", "symbolic link"}};
+  // A character device of our own (/dev/null's numbers), so that a regression
+  // in the native run, which needs no KVM and would write, damages nothing
+  // of the host's. Creating one needs root; the real /dev/null is tried below
+  // only with commands that would stop at the missing KVM device first.
+  if (::mknod((dir / "null.json").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    targets.push_back({dir / "null.json", "character device"});
+    entries.insert("null.json");
+  }
+  for (const std::string command :
+       {"run", "run --native --workload uncontended --vcpus 1 --iterations 1000", "conformance", "bench"}) {
+    auto all = targets;
+    if (command.find("--native") == std::string::npos) all.push_back({"/dev/null", "character device"});
+    for (const auto& [target, kind] : all) {
+      const auto o = lockvisor_env(kNoDevice, command + " --json " + target);
+      expect_stderr_line(o, 2, {"--json " + target, kind}, command + " --json " + target);
+      EXPECT_EQ(o.out, "") << command;
+    }
+  }
+  struct stat st {};
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_TRUE(std::filesystem::is_fifo(dir / "fifo.json"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.json"));
+  EXPECT_EQ(read_text(dir / "victim"), "precious");
+  EXPECT_EQ(dir.entries(), entries);
+}
+
+// Defect 1: a symlink planted where the old writer put its temporary
+// (x.json.tmp) is not written through.
+TEST(CliOutputFiles, PlantedTemporarySymlinkIsNotFollowed) {
+  ScratchDir dir;
+  write_file(dir / "victim", "precious");
+  std::filesystem::create_symlink(dir / "victim", dir / "report.json.tmp");
+  const auto o = lockvisor("run --native --workload uncontended --vcpus 1 --iterations 1000 --json " + (dir / "report.json"));
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_EQ(read_text(dir / "victim"), "precious");
+  EXPECT_EQ(read_json(dir / "report.json")["mode"], "native");
+  EXPECT_EQ(dir.entries(), (std::set<std::string>{"victim", "report.json", "report.json.tmp"}));
+}
+
+// Defect 1: a write that fails (file size limit: as a full disk would) is a
+// host problem, keeps the old report whole and leaves no temporary.
+TEST(CliOutputFiles, FailedJsonWriteLeavesNoTemporary) {
+  ScratchDir dir;
+  write_file(dir / "report.json", "old report");
+  const auto o = shell("trap '' XFSZ; ulimit -f 1; exec " + std::string(LOCKVISOR_BINARY) +
+                       " run --native --workload uncontended --vcpus 1 --iterations 1000 --json " + (dir / "report.json"));
+  EXPECT_EQ(o.exit_code, 6) << o.output;
+  EXPECT_NE(o.output.find("lockvisor: error: --json " + (dir / "report.json") + ": write failed"), std::string::npos)
+      << o.output;
+  EXPECT_EQ(read_text(dir / "report.json"), "old report");
+  EXPECT_EQ(dir.entries(), std::set<std::string>{"report.json"});
+}
+
+// Defect 11: an unwritable --json is a bad command line found before the run
+// (exit 2 here, not the missing KVM device's 6).
+TEST(CliOutputFiles, UnwritableJsonIsFoundBeforeAnythingRuns) {
+  for (const std::string command : {"run", "run --workload torture", "conformance", "bench"})
+    for (const std::string target : {"/nonexistent/dir/report.json", "/proc/lockvisor-report.json"}) {
+      const auto o = lockvisor_env(kNoDevice, command + " --json " + target);
+      expect_stderr_line(o, 2, {"--json " + target}, command + " --json " + target);
+      EXPECT_EQ(o.err.find("KVM"), std::string::npos) << o.err;
+    }
+}
+
+// Defects 6 and 12: numbers out of range are refused when parsing, before the
+// KVM device is opened: no wrap-around, no nan, no infinite or instant timeout.
+TEST(CliOptions, NumbersOutOfRangeAreRefused) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"run --timeout inf", "--timeout"},
+      {"run --timeout nan", "--timeout"},
+      {"run --timeout 1e300", "--timeout"},
+      {"run --timeout 1e-300", "--timeout"},
+      {"run --timeout -1", "--timeout"},
+      {"run --memory 17592186044480", "--memory"},
+      {"run --memory -2", "--memory"},
+      {"run --memory 8192", "--memory"},
+      {"run --seed -5", "--seed"},
+      {"run --vcpus -1", "--vcpus"},
+      {"run --rounds -1", "--rounds"},
+      {"run --spin -1", "--spin"},
+      {"run --kick-delay-us 30000000", "--kick-delay-us"},
+      {"run --kick-delay-us -1", "--kick-delay-us"},
+      {"run --halt-poll-us 1000001", "--halt-poll-us"},
+      {"run --workload lockbench --iterations -1", "--iterations"},
+      {"run --workload lockbench --cs -1", "--cs"},
+      {"run --workload lockbench --delay -1", "--delay"},
+      {"run --workload lockbench --duration inf", "--duration"},
+      {"run --workload lockbench --duration nan", "--duration"},
+      {"run --workload lockbench --duration 1e-300", "--duration"},
+      {"run --workload torture --locks -1", "--locks"},
+      {"run --workload torture --long-hold-ns -1", "--long-hold-ns"},
+      {"run --workload torture --long-hold-every -1", "--long-hold-every"},
+      {"run --workload torture --cs-lines -1", "--cs-lines"},
+      {"conformance --case-timeout -5", "--case-timeout"},
+      {"conformance --case-timeout nan", "--case-timeout"},
+      {"conformance --pingpong-rounds -1", "--pingpong-rounds"},
+      {"bench --repeat -1", "--repeat"},
+      {"bench --kick-rounds -1", "--kick-rounds"},
+      {"bench --lock-runs 0", "--lock-runs"},
+      {"bench --lock-iterations -1", "--lock-iterations"},
+      {"bench --contended-seconds inf", "--contended-seconds"},
+  };
+  for (const auto& [args, option] : cases) {
+    const auto o = lockvisor_env(kNoDevice, args);
+    expect_stderr_line(o, 2, {option}, args);
+    EXPECT_EQ(o.err.find("KVM"), std::string::npos) << args << ": " << o.err;
+  }
+}
+
+// The edges of those ranges are accepted: parsing passes and the command gets
+// as far as the (missing) KVM device.
+TEST(CliOptions, NumbersAtTheEdgesOfTheirRangesAreAccepted) {
+  for (const std::string args :
+       {"run --timeout 0 --memory 4096 --seed 18446744073709551615 --kick-delay-us 1000000 --halt-poll-us 0",
+        "run --timeout 1000000 --memory 64 --seed 0x10", "run --timeout 0.001",
+        "run --workload torture --duration 3600 --locks 16 --cs 1000000000", "conformance --case-timeout 0.001"}) {
+    const auto o = lockvisor_env(kNoDevice, args);
+    expect_stderr_line(o, 6, {"no usable KVM"}, args);
+  }
+}
+
+// Defect 7: an --image that is a FIFO with no writer used to block forever;
+// now it reads as empty at once. (timeout -s KILL turns a hang into 137.)
+TEST(CliBadInput, ImageOnAFifoWithoutWriterDoesNotBlock) {
+  ScratchDir dir;
+  ASSERT_EQ(::mkfifo((dir / "guest.elf").c_str(), 0600), 0);
+  for (const std::string command : {"run", "conformance"}) {
+    const auto o = shell("timeout -s KILL 20 " + std::string(LOCKVISOR_BINARY) + " " + command + " --image " +
+                         (dir / "guest.elf"));
+    EXPECT_EQ(o.exit_code, 2) << command << ": " << o.output;
+    EXPECT_NE(o.output.find("is empty"), std::string::npos) << o.output;
+  }
+  expect_one_line_error(lockvisor("run --image /dev/zero"), 2, "not a regular file");
+}
+
+// ---- Hand-made guest images -------------------------------------------------
+// A few instructions at the ELF entry, run at CPL0 on every vCPU before any
+// guest runtime exists: enough for a guest that faults, or that reports
+// exactly what a test wants through the report channel (hypercalls/README.md).
+
+class HandMadeGuest {
+ public:
+  // Sends the report-channel message `u` (placed in the image) and goes on.
+  HandMadeGuest& ucall(const lockvisor::abi::Ucall& u) {
+    const std::uint32_t gpa = place(&u, sizeof u);
+    code({0x48, 0xC7, 0xC3});  // mov rbx, imm32 (sign-extended; below 2 GiB)
+    code({static_cast<std::uint8_t>(gpa), static_cast<std::uint8_t>(gpa >> 8), static_cast<std::uint8_t>(gpa >> 16),
+          static_cast<std::uint8_t>(gpa >> 24)});
+    return code({0xE6, static_cast<std::uint8_t>(lockvisor::abi::kPortUcall)});  // out imm8, al
+  }
+  HandMadeGuest& done(std::uint64_t exit_code) {
+    return ucall(message(lockvisor::abi::UcallType::kDone, "", {exit_code}));
+  }
+  HandMadeGuest& code(std::initializer_list<std::uint8_t> bytes) {
+    code_.insert(code_.end(), bytes);
+    return *this;
+  }
+  // Copies `size` bytes into the image's data area; returns their address.
+  std::uint32_t place(const void* bytes, std::size_t size) {
+    data_.resize((data_.size() + 63) & ~std::size_t{63});
+    const auto at = static_cast<std::uint32_t>(kData + data_.size());
+    data_.insert(data_.end(), static_cast<const std::uint8_t*>(bytes), static_cast<const std::uint8_t*>(bytes) + size);
+    return at;
+  }
+  static lockvisor::abi::Ucall message(lockvisor::abi::UcallType type, const std::string& text,
+                                       std::initializer_list<std::uint64_t> args) {
+    lockvisor::abi::Ucall u{};
+    u.magic = lockvisor::abi::kUcallMagic;
+    u.type = type;
+    std::copy(args.begin(), args.end(), u.args);
+    std::memcpy(u.text, text.data(), std::min<std::size_t>(text.size(), sizeof u.text - 1));
+    return u;
+  }
+  // The ELF file: one RWX PT_LOAD at kImageBase, code (ending in `jmp .`) then data.
+  std::string write(const std::string& path) const {
+    std::vector<std::uint8_t> segment(code_);
+    segment.insert(segment.end(), {0xEB, 0xFE});
+    EXPECT_LE(segment.size(), kData - lockvisor::abi::kImageBase);
+    segment.resize(kData - lockvisor::abi::kImageBase);
+    segment.insert(segment.end(), data_.begin(), data_.end());
+    Elf64_Ehdr eh{};
+    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_ident[EI_VERSION] = EV_CURRENT;
+    eh.e_type = ET_EXEC;
+    eh.e_machine = EM_X86_64;
+    eh.e_version = EV_CURRENT;
+    eh.e_entry = lockvisor::abi::kImageBase;
+    eh.e_phoff = sizeof eh;
+    eh.e_ehsize = sizeof eh;
+    eh.e_phentsize = sizeof(Elf64_Phdr);
+    eh.e_phnum = 1;
+    Elf64_Phdr ph{};
+    ph.p_type = PT_LOAD;
+    ph.p_flags = PF_R | PF_W | PF_X;
+    ph.p_offset = 0x1000;
+    ph.p_vaddr = ph.p_paddr = lockvisor::abi::kImageBase;
+    ph.p_filesz = ph.p_memsz = segment.size();
+    ph.p_align = 0x1000;
+    std::string file(0x1000, '\0');
+    std::memcpy(file.data(), &eh, sizeof eh);
+    std::memcpy(file.data() + sizeof eh, &ph, sizeof ph);
+    file.append(reinterpret_cast<const char*>(segment.data()), segment.size());
+    write_file(path, file);
+    return path;
+  }
+
+ private:
+  static constexpr std::uint64_t kData = lockvisor::abi::kImageBase + 0x1000;
+  std::vector<std::uint8_t> code_;
+  std::vector<std::uint8_t> data_;
+};
+
+// Exit code 3, through `run`: ud2 at the entry, before the guest has an IDT.
+TEST(CliKvm, GuestFaultExits3) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  ScratchDir dir;
+  const auto image = HandMadeGuest().code({0x0F, 0x0B}).write(dir / "fault.elf");
+  const auto o = lockvisor("run --workload hello --vcpus 1 --image " + image);
+  EXPECT_EQ(o.exit_code, 3) << o.output;
+  expect_outcome_line(o, "guest-fault");
+}
+
+// Defect 11: bench used to end a faulting guest's run with exit code 2.
+TEST(CliKvm, BenchGuestFaultExits3) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  ScratchDir dir;
+  const auto image = HandMadeGuest().code({0x0F, 0x0B}).write(dir / "fault.elf");
+  const auto o = lockvisor_env("", "bench --image " + image);
+  expect_stderr_line(o, 3, {"benchmark run failed: guest-fault"}, "bench");
+}
+
+// Exit code 1: a guest program that exits non-zero.
+TEST(CliKvm, GuestProgramExitingNonZeroExits1) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  ScratchDir dir;
+  const auto o = lockvisor("run --workload hello --vcpus 1 --image " + HandMadeGuest().done(1).write(dir / "exit1.elf"));
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  expect_outcome_line(o, "guest-failed");
+}
+
+// Defect 11: a lock workload whose guest completes without statistics printed
+// "completed (exit code 0)" and then exited with another code.
+TEST(CliKvm, LockWorkloadWithoutStatisticsIsAGuestFault) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  ScratchDir dir;
+  const auto image = HandMadeGuest().done(0).write(dir / "silent.elf");
+  const auto o = lockvisor("run --workload lockbench --vcpus 1 --image " + image + " --json " + (dir / "r.json"));
+  EXPECT_EQ(o.exit_code, 3) << o.output;
+  expect_outcome_line(o, "guest-fault");
+  EXPECT_NE(o.output.find("no workload statistics"), std::string::npos) << o.output;
+  EXPECT_EQ(read_json(dir / "r.json")["exit_code"], 3);
+}
+
+// Exit code 1 for a mutual-exclusion violation, and an outcome line that says
+// so (it used to say "completed (exit code 0)"): statistics forged by hand.
+TEST(CliKvm, MutualExclusionViolationExits1) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  namespace abi = lockvisor::abi;
+  abi::WorkloadStats stats{};
+  stats.version = abi::kWorkloadStatsVersion;
+  stats.ops = stats.latency_count = 1000;
+  stats.violations = 3;
+  stats.tsc_khz = 1000000;
+  stats.elapsed_cycles = 100000000;  // 0.1 s at 1 GHz
+  stats.latency_max = 100;
+  stats.latency_sum = 100 * stats.ops;
+  stats.latency_buckets[abi::latency_bucket(100)] = stats.ops;
+  HandMadeGuest guest;
+  const std::uint32_t array = guest.place(&stats, sizeof stats);
+  guest.ucall(HandMadeGuest::message(abi::UcallType::kResultArray, abi::kWorkloadStatsKey,
+                                     {array, abi::kWorkloadStatsWords, 0}))
+      .done(0);
+  ScratchDir dir;
+  const auto o = lockvisor("run --workload lockbench --vcpus 1 --image " + guest.write(dir / "violator.elf") +
+                           " --json " + (dir / "r.json"));
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  expect_outcome_line(o, "guest-failed");
+  EXPECT_NE(o.output.find("mutual exclusion violated 3 times"), std::string::npos) << o.output;
+  const auto j = read_json(dir / "r.json");
+  EXPECT_EQ(j["violations"], 3);
+  EXPECT_EQ(j["vm"]["exit_code"], 1);
+}
+
+// Exit code 1 through conformance: a case that cannot finish in its time.
+TEST(CliKvm, FailingConformanceCaseExits1) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const auto o = lockvisor("conformance --filter pingpong-2-vcpus-one-pcpu --pingpong-rounds 1000000000 --case-timeout 0.5");
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  EXPECT_NE(o.output.find("0 passed, 1 failed"), std::string::npos) << o.output;
+}
+
+// Defect 11: an unwritable --json used to be found after the run (here a
+// 2-second watchdog: "outcome: timeout (exit code 4)", then exit 2).
+TEST(CliKvm, UnwritableJsonFailsBeforeBooting) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const auto start = std::chrono::steady_clock::now();
+  const auto o = lockvisor("run --workload pingpong --rounds 1000000000 --timeout 2 --json /proc/lockvisor-report.json");
+  expect_one_line_error(o, 2, "--json /proc/lockvisor-report.json");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// Deliverable 5: when the JSON cannot be written after all (file size limit),
+// the outcome line carries the exit code the process ends with.
+TEST(CliKvm, JsonWriteFailureAfterTheRunShowsInTheOutcomeLine) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  ScratchDir dir;
+  const auto o = shell("trap '' XFSZ; ulimit -f 1; exec " + std::string(LOCKVISOR_BINARY) +
+                       " run --workload hello --vcpus 1 --json " + (dir / "r.json"));
+  EXPECT_EQ(o.exit_code, 6) << o.output;
+  expect_outcome_line(o, "completed, --json not written");
+  EXPECT_NE(o.output.find("lockvisor: error: --json " + (dir / "r.json") + ": write failed"), std::string::npos)
+      << o.output;
+  EXPECT_TRUE(dir.entries().empty());
 }
 
 }  // namespace

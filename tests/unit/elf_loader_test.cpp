@@ -539,6 +539,38 @@ TEST(ReadImageFile, TooLarge) {
   EXPECT_NE(message.find("larger than the 64 MiB limit"), std::string::npos) << message;
 }
 
+// Opening a FIFO nobody writes to used to block forever (issue 10, defect 7);
+// now it reads as empty at once.
+TEST(ReadImageFile, FifoWithoutWriterDoesNotBlock) {
+  TempDir dir;
+  const auto fifo = dir / "guest.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string message = read_error(fifo.string());
+  EXPECT_NE(message.find("is empty"), std::string::npos) << message;
+}
+
+// A pipe is still read to the end, as before (process substitution,
+// `--image <(...)`, gives lockvisor a /dev/fd path to a pipe like this one).
+TEST(ReadImageFile, PipeIsRead) {
+  int ends[2];
+  ASSERT_EQ(::pipe2(ends, O_CLOEXEC), 0);
+  const Bytes image = valid_builder().build();
+  ASSERT_LT(image.size(), 4096u);  // fits in the pipe buffer: no writer thread needed
+  ASSERT_EQ(::write(ends[1], image.data(), image.size()), static_cast<ssize_t>(image.size()));
+  ::close(ends[1]);
+  EXPECT_EQ(read_image_file("/proc/self/fd/" + std::to_string(ends[0])), image);
+  ::close(ends[0]);
+}
+
+TEST(ReadImageFile, DevicesAreRefused) {
+  for (const char* device : {"/dev/zero", "/dev/null", "/dev/tty"}) {
+    if (::access(device, F_OK) != 0) continue;
+    const std::string message = read_error(device);
+    EXPECT_TRUE(message.find("not a regular file") != std::string::npos ||
+                message.find("cannot open") != std::string::npos)  // /dev/tty without a terminal: ENXIO
+        << device << ": " << message;
+  }
+}
 
 }  // namespace
 }  // namespace lockvisor::vmm

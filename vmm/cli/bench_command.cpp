@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "locks/registry.h"
 #include "vmm/cli/commands.h"
+#include "vmm/cli/option_checks.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/native/native_runner.h"
 #include "vmm/guest_image.h"
@@ -16,12 +18,14 @@
 #include "vmm/metrics/summary.h"
 #include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
+#include "vmm/util/output_file.h"
 
 namespace lockvisor::cli {
 namespace {
 
 struct BenchOptions {
   std::string json;
+  std::string image;  // empty: the built-in guest
   unsigned repeat = 10;
   std::uint64_t kick_rounds = 1000;
   unsigned lock_runs = 11;
@@ -33,6 +37,13 @@ struct BenchOptions {
 // A benchmark run stopped by SIGINT/SIGTERM: bench ends with exit code 130.
 struct Stopped {};
 
+// A benchmark run that did not complete: bench ends with that run's exit code
+// (guest fault 3, timeout 4, deadlock 5, host problem 6: README.md, "Exit codes").
+struct RunFailed {
+  machine::Outcome outcome;
+  std::string reason;
+};
+
 machine::RunResult boot(const kvm::KvmSystem& kvm, std::span<const std::byte> image, machine::MachineConfig config,
                         std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now()) {
   config.echo_guest_prints = false;
@@ -42,17 +53,32 @@ machine::RunResult boot(const kvm::KvmSystem& kvm, std::span<const std::byte> im
   switch (result.outcome) {
     case machine::Outcome::kCompleted: return result;
     case machine::Outcome::kInterrupted: throw Stopped{};
-    case machine::Outcome::kHostError:
-      fail_host("benchmark run failed: {}: {}", machine::outcome_name(result.outcome), result.reason);
-    default: fail_guest("benchmark run failed: {}: {}", machine::outcome_name(result.outcome), result.reason);
+    default: throw RunFailed{result.outcome, result.reason};
   }
 }
 
+// A guest-reported cycle count in ns: 128-bit and saturating, so that no
+// count wraps around to a plausible value.
+std::uint64_t to_ns(std::uint64_t cycles, std::uint64_t tsc_khz) {
+  const unsigned __int128 ns = static_cast<unsigned __int128>(cycles) * 1000000 / tsc_khz;
+  return ns > ~std::uint64_t{0} ? ~std::uint64_t{0} : static_cast<std::uint64_t>(ns);
+}
+
+// The samples the guest reported under `key`; missing ones mean the guest
+// did not run the benchmark (a guest problem, exit 3), not a zero cost.
 std::vector<std::uint64_t> cycles_to_ns(const machine::RunResult& run, const char* key) {
+  const auto* r = run.result(0, key);
+  if (r == nullptr || r->values.empty()) fail_guest("benchmark run: the guest reported no '{}' samples", key);
+  if (run.tsc_khz == 0) fail_host("benchmark run: the TSC frequency is unknown");
   std::vector<std::uint64_t> ns;
-  if (const auto* r = run.result(0, key))
-    for (auto c : r->values) ns.push_back(c * 1000000 / run.tsc_khz);
+  for (auto c : r->values) ns.push_back(to_ns(c, run.tsc_khz));
   return ns;
+}
+
+// Picoseconds per uncontended lock/unlock pair, from guest- or host-reported stats.
+std::uint64_t ps_per_pair(const abi::WorkloadStats& s) {
+  if (s.ops == 0 || s.tsc_khz == 0) fail_guest("uncontended run: no operations or no TSC frequency reported");
+  return static_cast<std::uint64_t>(static_cast<unsigned __int128>(to_ns(s.elapsed_cycles, s.tsc_khz)) * 1000 / s.ops);
 }
 
 // 5. (--contended) lockbench under overcommit, guest vs native, every lock:
@@ -122,8 +148,10 @@ void contended_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image
 }
 
 int bench_all(const BenchOptions& o) {
+  std::optional<OutputFile> json;  // checked before anything runs, not after
+  if (!o.json.empty()) json.emplace(o.json, "--json");
   std::vector<std::byte> storage;
-  const auto image = select_guest_image("", storage);
+  const auto image = select_guest_image(o.image, storage);
   const auto kvm = kvm::KvmSystem::open();
   nlohmann::json out;
   out["kvm"] = kvm::backend_name(kvm::detect_backend());
@@ -206,7 +234,7 @@ int bench_all(const BenchOptions& o) {
         config.args = fmt::format("lock={} iterations={}", lock.name, o.lock_iterations);
         const auto run = boot(kvm, image, config);
         const auto stats = lockstat::workload_stats_from(run);
-        guest_ps.push_back(stats[0].elapsed_cycles * 1000000000 / stats[0].tsc_khz / stats[0].ops);
+        guest_ps.push_back(ps_per_pair(stats.at(0)));
 
         native::NativeRunConfig native_config;
         native_config.lock = lock.name;
@@ -217,7 +245,7 @@ int bench_all(const BenchOptions& o) {
         native_config.params.cs_lines = 1;
         native_config.params.seed = 1;
         const auto native_stats = native::run_native(native_config);
-        native_ps.push_back(native_stats[0].elapsed_cycles * 1000000000 / native_stats[0].tsc_khz / native_stats[0].ops);
+        native_ps.push_back(ps_per_pair(native_stats.at(0)));
       }
       const double guest_ns = *metrics::percentile(guest_ps, 50) / 1000.0;
       const double native_ns = *metrics::percentile(native_ps, 50) / 1000.0;
@@ -227,7 +255,7 @@ int bench_all(const BenchOptions& o) {
     }
   }
   if (o.contended) contended_bench(kvm, image, o, out);
-  if (!o.json.empty()) report::write_json_file(o.json, out);
+  if (json) report::write_json_file(*json, out);
   return 0;
 }
 
@@ -237,6 +265,10 @@ int bench(const BenchOptions& o) {
   } catch (const Stopped&) {
     fmt::print(stderr, "lockvisor bench: stopped by SIGINT/SIGTERM\n");
     return machine::exit_code(machine::Outcome::kInterrupted);
+  } catch (const RunFailed& failed) {
+    fmt::print(stderr, "lockvisor: error: benchmark run failed: {}: {}\n", machine::outcome_name(failed.outcome),
+               failed.reason);
+    return machine::exit_code(failed.outcome);
   }
 }
 
@@ -245,13 +277,21 @@ int bench(const BenchOptions& o) {
 Action add_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* command = app.add_subcommand("bench", "Measure doorbell, kick->wake and start-up costs");
-  command->add_option("--json", options->json, "Write the results as JSON to FILE");
-  command->add_option("--repeat", options->repeat, "Start-up measurements to take");
-  command->add_option("--kick-rounds", options->kick_rounds, "Kick->wake rounds per placement (at most 4096)");
+  command->add_option("--json", options->json,
+                      "Write the results as JSON to FILE"
+                      " (absent or a regular file, checked first; replaced atomically)");
+  command->add_option("--image", options->image, "Guest ELF image (default: the built-in one)");
+  command->add_option("--repeat", options->repeat, "Start-up measurements to take (1..10000)")
+      ->transform(unsigned_in(1, 10000));
+  command->add_option("--kick-rounds", options->kick_rounds, "Kick->wake rounds per placement (1..4096)")
+      ->transform(unsigned_in(1, 4096));
   command->add_flag("--contended", options->contended, "Also run lockbench at 1:1 and 4:1, guest vs native, every lock");
-  command->add_option("--contended-seconds", options->contended_seconds, "Length of each --contended run");
-  command->add_option("--lock-runs", options->lock_runs, "Uncontended runs per lock, guest and native each");
-  command->add_option("--lock-iterations", options->lock_iterations, "Lock/unlock pairs per uncontended run");
+  command->add_option("--contended-seconds", options->contended_seconds, "Length of each --contended run (0.001..3600 s)")
+      ->check(seconds_in(0.001, 3600));
+  command->add_option("--lock-runs", options->lock_runs, "Uncontended runs per lock, guest and native each (1..1000)")
+      ->transform(unsigned_in(1, 1000));
+  command->add_option("--lock-iterations", options->lock_iterations, "Lock/unlock pairs per uncontended run, up to 10^10")
+      ->transform(unsigned_in(1, 10000000000));
   return [options] { return bench(*options); };
 }
 

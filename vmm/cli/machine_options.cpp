@@ -1,28 +1,40 @@
 #include "vmm/cli/machine_options.h"
 
+#include "lockvisor/abi/guest_layout.h"
+#include "vmm/cli/option_checks.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::cli {
 
 void MachineOptions::add_to(CLI::App& command) {
-  command.add_option("--vcpus", config.vcpus, "Number of vCPUs (may exceed host CPUs: that is the point)");
-  command.add_option("--memory", config.memory_mib, "Guest memory in MiB (even number)");
+  command.add_option("--vcpus", config.vcpus, "Number of vCPUs, 1..128 (may exceed host CPUs: that is the point)")
+      ->transform(unsigned_in(0, std::numeric_limits<unsigned>::max()).description(""));  // 1..128: validate_config
+  // Bounded here, before `memory_mib << 20` could wrap to a small size.
+  command.add_option("--memory", config.memory_mib, "Guest memory in MiB (an even number, 2..4096)")
+      ->transform(unsigned_in(2, abi::kMaxMemoryBytes >> 20));
   command.add_option("--pcpus", pcpus, "Host CPUs the vCPU threads may use, e.g. 0 or 0-1 (default: all allowed)");
   command.add_option("--pin", pin, "spread: vCPU i pinned to the i-th of --pcpus round-robin; float: any of them")
       ->check(CLI::IsMember({"spread", "float"}));
   command.add_option("--kick", kick, "sticky: a kick before a halt is remembered; lossy: dropped unless halted")
       ->check(CLI::IsMember({"sticky", "lossy"}));
-  command.add_option("--kick-delay-us", config.backend.kick_delay_us, "Delay every kick by N microseconds");
-  command.add_option("--halt-poll-us", config.backend.halt_poll_us, "Poll the kick latch N us before sleeping in a halt");
+  command.add_option("--kick-delay-us", config.backend.kick_delay_us, "Delay every kick by N microseconds (at most 1 s)")
+      ->transform(unsigned_in(0, 1000000));
+  command.add_option("--halt-poll-us", config.backend.halt_poll_us,
+                     "Poll the kick latch N us before sleeping in a halt (at most 1 s)")
+      ->transform(unsigned_in(0, 1000000));
   command.add_flag("--no-pv", no_pv, "Hide KVM_FEATURE_PV_UNHALT; KICK_CPU returns -1000");
   command.add_flag("--no-sbi-pvlock", no_sbi, "Turn the SBI PVLOCK extension off");
   command.add_option("--sbi-eid", sbi_eid, "Experimental-range alias of the SBI PVLOCK EID (hex)");
   command.add_flag("--dedicated", config.dedicated_hint, "Advertise KVM_HINTS_REALTIME (vCPUs are dedicated)");
-  command.add_option("--timeout", config.timeout_s, "Watchdog: stop the guest after S seconds (exit code 4)");
+  command.add_option("--timeout", config.timeout_s,
+                     "Watchdog: stop the guest after S seconds (exit code 4), 0.001..1e6; 0: none (lock workloads: "
+                     "10 x --duration + 60 s)")
+      ->check(seconds_in(0.001, 1e6, true));
   command.add_option("--serial", config.serial_path, "Write the guest's COM1 output to FILE instead of stdout");
   command.add_option("--image", image, "Guest ELF image (default: the one built into lockvisor)");
-  command.add_option("--seed", config.seed, "Seed of the guest's pseudo-random choices");
+  command.add_option("--seed", config.seed, "Seed of the guest's pseudo-random choices")->transform(unsigned_in(0, kU64Max));
+  add_limit_options(command, config.limits);
 }
 
 void MachineOptions::finish() {

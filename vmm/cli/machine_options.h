@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "vmm/cli/limit_options.h"
 #include "vmm/machine/machine_config.h"
 
 namespace lockvisor::cli {

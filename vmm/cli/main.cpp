@@ -5,9 +5,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <map>
+#include <optional>
 
 #include "vmm/cli/commands.h"
+#include "vmm/machine/machine.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/util/error.h"
 
@@ -24,9 +29,55 @@ lockvisor::machine::Outcome outcome_of(lockvisor::ErrorKind kind) {
   return Outcome::kHostError;
 }
 
+int run_command_line(int argc, char** argv);
+
+// Earlier still than main(): blocks SIGINT/SIGTERM/SIGHUP as soon as the
+// dynamic loader has mapped and relocated the program, before any library's
+// constructor runs, so that a signal that arrives while they run stays
+// pending until StopSignals takes it. (Before this point no program can catch
+// a signal; the window is the dynamic loader's, well under a millisecond.)
+void block_stop_signals_early(int, char**, char**) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+[[gnu::used, gnu::section(".preinit_array")]] void (*const block_stop_signals_early_entry)(int, char**, char**) =
+    block_stop_signals_early;
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  using namespace lockvisor;
+  // First, before anything slow and before any thread exists: from here on a
+  // SIGINT/SIGTERM/SIGHUP can only end the process with exit code 130 and a
+  // report or one line, never by the signal (vmm/machine/machine.h).
+  std::optional<machine::StopSignals> stop_signals;
+  try {
+    stop_signals.emplace();
+  } catch (const Error& e) {
+    fmt::print(stderr, "lockvisor: error: {}\n", e.what());
+    return machine::exit_code(machine::Outcome::kHostError);
+  }
+  int code = run_command_line(argc, argv);
+  // A signal the command did not meet (it came after the last VM, during a
+  // command that runs none, or was swallowed on the way) still decides the
+  // exit code: one line says so.
+  if (const int signal = machine::stop_signal();
+      signal != 0 && code != machine::exit_code(machine::Outcome::kInterrupted)) {
+    std::fflush(stdout);
+    fmt::print(stderr, "lockvisor: stopped by {} (exit code {})\n", machine::signal_name(signal),
+               machine::exit_code(machine::Outcome::kInterrupted));
+    code = machine::exit_code(machine::Outcome::kInterrupted);
+  }
+  return code;
+}
+
+namespace {
+
+int run_command_line(int argc, char** argv) {
   using namespace lockvisor;
   CLI::App app{"lockvisor: a minimal KVM VMM with a paravirtual lock backend", "lockvisor"};
   app.set_version_flag("--version", LOCKVISOR_VERSION);
@@ -77,8 +128,13 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
 
   try {
+    machine::throw_if_stop_signalled();
     for (auto& [command, action] : actions)
       if (command->parsed()) return action();
+  } catch (const machine::Interrupted& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "lockvisor: {}\n", e.what());
+    return machine::exit_code(machine::Outcome::kInterrupted);
   } catch (const Error& e) {
     fmt::print(stderr, "lockvisor: error: {}\n", e.what());
     return machine::exit_code(outcome_of(e.kind()));
@@ -88,3 +144,5 @@ int main(int argc, char** argv) {
   }
   return machine::exit_code(machine::Outcome::kUsageError);
 }
+
+}  // namespace

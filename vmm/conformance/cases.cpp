@@ -78,11 +78,20 @@ machine::MachineConfig two_vcpus(const char* program, std::string args = "") {
   return config;
 }
 
+// Guest-reported TSC cycles in ns: 128-bit and saturating, so that no forged
+// count wraps around to a plausible value; an unknown TSC rate (0 kHz) gives
+// the maximum rather than a division by zero.
+std::uint64_t cycles_to_ns(std::uint64_t cycles, std::uint64_t tsc_khz) {
+  if (tsc_khz == 0) return ~std::uint64_t{0};
+  const unsigned __int128 ns = static_cast<unsigned __int128>(cycles) * 1000000 / tsc_khz;
+  return ns > ~std::uint64_t{0} ? ~std::uint64_t{0} : static_cast<std::uint64_t>(ns);
+}
+
 std::string latency_notes(const RunResult& run) {
   std::string notes;
   if (const auto* cycles = run.result(0, "kick_wake_cycles"); cycles != nullptr && run.tsc_khz > 0) {
     std::vector<std::uint64_t> ns;
-    for (auto c : cycles->values) ns.push_back(c * 1000000 / run.tsc_khz);
+    for (auto c : cycles->values) ns.push_back(cycles_to_ns(c, run.tsc_khz));
     const auto s = metrics::summarize_latency(ns);
     notes += fmt::format("guest-measured kick->wake median {:.1f} us, p99 {:.1f} us", s.p50 / 1000, s.p99 / 1000);
   }
@@ -228,7 +237,7 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                        const auto* cycles = run.result(0, "kick_wake_cycles");
                        std::uint64_t fastest = ~std::uint64_t{0};
                        if (cycles)
-                         for (auto c : cycles->values) fastest = std::min(fastest, c * 1000000 / run.tsc_khz);
+                         for (auto c : cycles->values) fastest = std::min(fastest, cycles_to_ns(c, run.tsc_khz));
                        return Expect(run)
                            .outcome(Outcome::kCompleted)
                            .pv(0, "halts_woken", kRounds)

@@ -199,9 +199,12 @@ LoadedImage load_elf_image(std::span<const std::byte> file, std::span<std::byte>
 }
 
 std::vector<std::byte> read_image_file(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO that has no writer (or a tty, a device)
+  // would otherwise block forever. A FIFO opened so reads EOF at once while
+  // it has no writer, so after clearing the flag a pipe is read as before.
   int raw = -1;
   do {
-    raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   } while (raw < 0 && errno == EINTR);
   if (raw < 0) fail("guest image: cannot open '{}': {}", path, errno_message(errno));
   const UniqueFd fd(raw);
@@ -209,6 +212,12 @@ std::vector<std::byte> read_image_file(const std::string& path) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail("guest image: cannot stat '{}': {}", path, errno_message(errno));
   if (S_ISDIR(st.st_mode)) fail("guest image: '{}' is a directory", path);
+  // Devices and sockets are no image files, and reading one may never end.
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+    fail("guest image: '{}' is not a regular file or a pipe", path);
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0)
+    fail_host("guest image: cannot read '{}': {}", path, errno_message(errno));
   if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxImageFileBytes) {
     fail("guest image: '{}' is {} bytes, larger than the {} MiB limit", path, st.st_size,
          kMaxImageFileBytes >> 20);

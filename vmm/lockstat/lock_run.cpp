@@ -16,6 +16,16 @@
 namespace lockvisor::lockstat {
 namespace {
 
+// Every count in a WorkloadStats record is the guest's word: sums saturate
+// at 2^64 - 1 instead of wrapping, so that no total can come out smaller
+// than one of its parts (two vCPUs reporting 2^63 violations each must not
+// add up to 0).
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
+void add_to(std::uint64_t& total, std::uint64_t value) { total = saturating_add(total, value); }
+
 double cycles_to_ns(double cycles, std::uint64_t tsc_khz) {
   return tsc_khz ? cycles * 1e6 / static_cast<double>(tsc_khz) : 0;
 }
@@ -27,7 +37,7 @@ double bucket_percentile(const std::vector<std::uint64_t>& buckets, std::uint64_
   const std::size_t rank = metrics::nearest_rank(count, p);
   std::uint64_t seen = 0;
   for (std::uint32_t b = 0; b < buckets.size(); ++b) {
-    seen += buckets[b];
+    add_to(seen, buckets[b]);
     if (seen >= rank) {
       const double low = static_cast<double>(abi::latency_bucket_lowest(b));
       const double high = b + 1 < abi::kLatencyBuckets ? static_cast<double>(abi::latency_bucket_lowest(b + 1)) : low;
@@ -60,12 +70,12 @@ nlohmann::json vmm_counters(const machine::RunResult& run) {
   std::map<std::string, std::uint64_t> pv;
   std::uint64_t exits = 0;
   for (const auto& v : run.vcpus) {
-    for (const auto& [name, value] : v.pv) pv[name] += value;
-    for (const auto& [name, value] : v.exits) exits += value;
+    for (const auto& [name, value] : v.pv) add_to(pv[name], value);
+    for (const auto& [name, value] : v.exits) add_to(exits, value);
   }
   return {{"halts", pv["halts"]},
           {"halts_immediate", pv["halts_immediate"]},
-          {"halts_woken", pv["halts_woken"] + pv["halts_polled"]},
+          {"halts_woken", saturating_add(pv["halts_woken"], pv["halts_polled"])},
           {"kicks", pv["kicks_sent"]},
           {"kicks_received", pv["kicks_received"]},
           {"kicks_coalesced", pv["kicks_coalesced"]},
@@ -105,26 +115,26 @@ nlohmann::json to_json(const LockRun& run) {
   std::uint64_t involuntary = 0;
   for (const auto& s : run.samples) {
     const auto& st = s.stats;
-    ops_total += st.ops;
-    violations += st.violations;
+    add_to(ops_total, st.ops);
+    add_to(violations, st.violations);
     per_cpu_ops.push_back(st.ops);
-    latency_count += st.latency_count;
+    add_to(latency_count, st.latency_count);
     latency_max = std::max(latency_max, st.latency_max);
     latency_sum += static_cast<double>(st.latency_sum);
     tsc_khz = st.tsc_khz ? st.tsc_khz : tsc_khz;
     max_elapsed = std::max(max_elapsed, st.elapsed_cycles);
-    for (std::uint32_t b = 0; b < abi::kLatencyBuckets; ++b) buckets[b] += st.latency_buckets[b];
+    for (std::uint32_t b = 0; b < abi::kLatencyBuckets; ++b) add_to(buckets[b], st.latency_buckets[b]);
     nlohmann::json cpu_events;
     for (unsigned e = 0; e < locks::kLockEventCount; ++e) {
       const char* name = locks::kLockEventNames[e];
-      pv[name] += st.lock_events[e];
+      add_to(pv[name], st.lock_events[e]);
       if (st.lock_events[e]) cpu_events[name] = st.lock_events[e];
     }
     pv_per_cpu.push_back(cpu_events.is_null() ? nlohmann::json::object() : cpu_events);
     cpu_seconds += s.cpu_seconds;
-    involuntary += s.involuntary_switches;
-    if (s.host_preemptions) preemptions = preemptions.value_or(0) + *s.host_preemptions;
-    if (s.runqueue_wait_ns) steal = steal.value_or(0) + *s.runqueue_wait_ns;
+    add_to(involuntary, s.involuntary_switches);
+    if (s.host_preemptions) preemptions = saturating_add(preemptions.value_or(0), *s.host_preemptions);
+    if (s.runqueue_wait_ns) steal = saturating_add(steal.value_or(0), *s.runqueue_wait_ns);
   }
   const double duration_s = cycles_to_ns(static_cast<double>(max_elapsed), tsc_khz) * 1e-9;
   j["duration_s"] = duration_s;

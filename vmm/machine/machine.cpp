@@ -1,15 +1,23 @@
 #include "vmm/machine/machine.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -23,6 +31,7 @@
 #include "vmm/machine/serial_console.h"
 #include "vmm/machine/vcpu_runner.h"
 #include "vmm/machine/x86_boot.h"
+#include "vmm/native/native_runner.h"
 #include "vmm/pvlock/userspace_backend.h"
 #include "vmm/util/error.h"
 
@@ -78,6 +87,125 @@ std::uint64_t minimum_memory_mib(unsigned vcpus, std::uint64_t image_end) {
   return align_up(bytes, kTwoMiB) >> 20;
 }
 
+// ---------------------------------------------------------------- stop signals
+
+namespace {
+
+struct StopRegistry {
+  std::mutex mutex;
+  std::atomic<int> signal{0};
+  const std::function<void(int)>* on_stop = nullptr;  // the innermost StopScope's
+};
+
+StopRegistry& stop_registry() {
+  static StopRegistry registry;
+  return registry;
+}
+
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// Ends the process now, from the watcher thread: whatever the other threads
+// are doing (a native workload, a wait that did not end). Flushes stdout only
+// if no other thread holds it and it can take a buffer's worth at once (a
+// pipe nobody reads must not block this either).
+[[noreturn]] void hard_stop(int signal, const char* why) {
+  if (::ftrylockfile(stdout) == 0) {
+    pollfd out{STDOUT_FILENO, POLLOUT, 0};
+    if (::poll(&out, 1, 0) == 1 && (out.revents & POLLOUT) != 0) std::fflush(stdout);
+    ::funlockfile(stdout);
+  }
+  const std::string line = fmt::format("lockvisor: stopped by {}: {}\n", signal_name(signal), why);
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, line.data(), line.size());
+  std::_Exit(exit_code(Outcome::kInterrupted));
+}
+
+}  // namespace
+
+std::string signal_name(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return fmt::format("signal {}", signal);
+  }
+}
+
+int stop_signal() { return stop_registry().signal.load(); }
+
+Interrupted::Interrupted(int signal)
+    : std::runtime_error(fmt::format("stopped by {} (no VM was running)", signal_name(signal))), signal_(signal) {}
+
+void throw_if_stop_signalled() {
+  if (const int signal = stop_signal()) throw Interrupted(signal);
+}
+
+StopScope::StopScope(std::function<void(int)> on_stop) : on_stop_(std::move(on_stop)) {
+  auto& registry = stop_registry();
+  std::lock_guard lock(registry.mutex);
+  previous_ = std::exchange(registry.on_stop, &on_stop_);
+  if (const int signal = registry.signal.load()) on_stop_(signal);
+}
+
+StopScope::~StopScope() {
+  auto& registry = stop_registry();
+  std::lock_guard lock(registry.mutex);
+  registry.on_stop = previous_;
+}
+
+StopSignals::StopSignals() {
+  // Before anything else: no thread exists yet, so every later thread inherits
+  // the block; SIGUSR1 (the vCPU kick-out) is never blocked, and gets its
+  // no-op handler now so that a stray one cannot kill the process either.
+  install_vcpu_interrupt_signal();
+  const sigset_t set = stop_signal_set();
+  if (const int rc = pthread_sigmask(SIG_BLOCK, &set, nullptr); rc != 0)
+    fail_host("blocking SIGINT/SIGTERM/SIGHUP: {}", std::strerror(rc));
+  signals_.reset(::signalfd(-1, &set, SFD_CLOEXEC));
+  if (!signals_.valid()) fail_host("signalfd: {}", std::strerror(errno));
+  quit_.reset(::eventfd(0, EFD_CLOEXEC));
+  if (!quit_.valid()) fail_host("eventfd: {}", std::strerror(errno));
+  watcher_ = std::thread([this] { watch(); });
+}
+
+StopSignals::~StopSignals() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto written = ::write(quit_.get(), &one, sizeof one);
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void StopSignals::watch() {
+  auto& registry = stop_registry();
+  std::optional<std::chrono::steady_clock::time_point> grace_end;  // set by the first signal
+  for (;;) {
+    pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {quit_.get(), POLLIN, 0}};
+    // After the first signal, look every 20 ms for a reason to stop harder.
+    if (::poll(fds, 2, grace_end ? 20 : -1) < 0 && errno != EINTR) return;
+    if (fds[1].revents != 0) return;
+    signalfd_siginfo info{};
+    if ((fds[0].revents & POLLIN) != 0 && ::read(signals_.get(), &info, sizeof info) == sizeof info) {
+      const int signal = static_cast<int>(info.ssi_signo);
+      if (grace_end) hard_stop(signal, "second signal; no report");
+      grace_end = std::chrono::steady_clock::now() + kStopGrace;
+      std::lock_guard lock(registry.mutex);
+      registry.signal.store(signal);
+      if (registry.on_stop != nullptr) (*registry.on_stop)(signal);
+    }
+    if (grace_end) {
+      if (native::runs_in_progress().load() > 0)
+        hard_stop(stop_signal(), "a native run's host threads cannot be stopped mid-workload; no report");
+      if (std::chrono::steady_clock::now() >= *grace_end)
+        hard_stop(stop_signal(), fmt::format("still running {} s later; no report", kStopGrace.count()).c_str());
+    }
+  }
+}
+
 struct Machine::State {
   State(const kvm::KvmSystem& kvm, MachineConfig cfg, std::chrono::steady_clock::time_point origin_time)
       : config(std::move(cfg)),
@@ -104,6 +232,7 @@ struct Machine::State {
 
 Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<const std::byte> image,
                  std::chrono::steady_clock::time_point origin) {
+  throw_if_stop_signalled();
   validate_config(config);
   kvm.require_extension(KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS");
   kvm.require_extension(KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT");
@@ -159,20 +288,14 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
   s.kvm_kind = kvm::backend_name(kvm::detect_backend());
   spdlog::debug("VM ready: {} vCPUs, {} MiB, image entry {:#x}, image end {:#x}, TSC {} kHz, KVM {}", cfg.vcpus,
                 cfg.memory_mib, loaded.entry, loaded.end_gpa, s.tsc_khz, s.kvm_kind);
+  s.serial.open();  // last: a --serial file is created or truncated only once the VM is built
 }
 
 Machine::~Machine() = default;
 
 std::vector<std::string> Machine::State::vcpu_state_lines() const {
   std::vector<std::string> lines;
-  for (const auto& v : vcpus) {
-    const auto latch = backend.latch_state(v->index());
-    const bool halted = (latch & pvlock::KickLatch::kHalted) != 0;
-    const char* state = v->finished() ? vcpu_state_name(v->state()) : (halted ? "halted" : "running");
-    lines.push_back(fmt::format("vCPU {}: {}, kick {}, last hypercall {:#x}, RIP {:#x}", v->index(), state,
-                                (latch & pvlock::KickLatch::kPending) ? "pending" : "not pending",
-                                v->last_hypercall(), v->rip()));
-  }
+  for (const auto& v : vcpus) lines.push_back(v->state_line());
   return lines;
 }
 
@@ -190,6 +313,23 @@ bool Machine::State::deadlocked() const {
   return any_halted && backend.epoch() == before;
 }
 
+// Every wait ends when the run stops. The run stops (RunControl::end, whose
+// stop hook is below) on the first of: a guest fault or failure, --timeout
+// (the watchdog timer), a deadlock, SIGINT/SIGTERM/SIGHUP (StopScope), or
+// every vCPU finishing. From then on, each thread leaves promptly:
+//   - a vCPU in KVM_RUN: immediate_exit plus SIGUSR1 (not blocked in vCPU
+//     threads, no SA_RESTART: KVM_RUN returns EINTR), repeated by the ticker
+//     below every deadlock_check_ms until every vCPU thread has left;
+//   - a vCPU halted on its kick latch (futex sleep or halt polling): the
+//     backend's stop() sets kStop and wakes it; kStop is sticky, so no later
+//     halt blocks either;
+//   - a vCPU delaying a kick (--kick-delay-us): sleeps on the backend's
+//     StopFlag, which stop() sets;
+//   - this thread's event loop runs only timers and posted handlers, and
+//     returns once every vCPU thread has reported its end (on_finished); the
+//     joins after it therefore wait for threads that are already leaving.
+// Whatever does not end this way (a host call that ignores EINTR) is ended by
+// StopSignals' backstop on a signal (kStopGrace), never by waiting for it.
 RunResult Machine::run() {
   State& s = *state_;
   namespace asio = boost::asio;
@@ -200,17 +340,30 @@ RunResult Machine::run() {
     for (auto& v : s.vcpus) v->interrupt();
   });
 
-  // vCPU threads must not take SIGINT/SIGTERM: those belong to the monitor.
-  sigset_t blocked, previous;
-  sigemptyset(&blocked);
-  sigaddset(&blocked, SIGINT);
-  sigaddset(&blocked, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &blocked, &previous);
-
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int number) {
-    if (!ec) s.control.end(Outcome::kInterrupted, fmt::format("stopped by {}", number == SIGINT ? "SIGINT" : "SIGTERM"));
+  // SIGINT/SIGTERM/SIGHUP end the run through the event loop, like the
+  // watchdog (StopSignals takes them on its own thread and calls us). The
+  // scope ends before the joins below: the watcher never sees a joined thread.
+  const auto stop_by_signal = [&s](int signal) {
+    s.control.end(Outcome::kInterrupted, fmt::format("stopped by {}", signal_name(signal)), s.vcpu_state_lines());
+  };
+  std::optional<StopScope> on_signal;
+  on_signal.emplace([&io, &stop_by_signal](int signal) {
+    asio::post(io, [&stop_by_signal, signal] { stop_by_signal(signal); });
   });
+  // A signal that came while the VM was being built: the guest never runs,
+  // the report still comes.
+  if (const int signal = stop_signal()) stop_by_signal(signal);
+
+  // vCPU threads inherit this thread's mask: they must never take
+  // SIGINT/SIGTERM/SIGHUP (those belong to StopSignals, already blocked
+  // process-wide when main() installed it) and must always take SIGUSR1, or
+  // KVM_RUN would not return EINTR.
+  const sigset_t stop_set = stop_signal_set();
+  sigset_t kick_set, previous;
+  sigemptyset(&kick_set);
+  sigaddset(&kick_set, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &stop_set, &previous);
+  pthread_sigmask(SIG_UNBLOCK, &kick_set, nullptr);
 
   std::size_t finished = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -263,9 +416,11 @@ RunResult Machine::run() {
   ticker.async_wait(tick);
 
   io.run();
+  on_signal.reset();
   for (auto& v : s.vcpus) v->join();
   spdlog::debug("run ended: {}", s.control.decided() ? s.control.reason() : "every vCPU finished");
   s.serial.flush_all();
+  if (auto error = s.serial.write_error()) s.control.end(Outcome::kHostError, std::move(*error));
 
   RunResult result;
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -274,6 +429,7 @@ RunResult Machine::run() {
   result.backend = std::string(s.backend.name());
   result.kvm_kind = s.kvm_kind;
   result.tsc_khz = s.tsc_khz;
+  result.guest_usage = s.control.usage();
   for (const auto& v : s.vcpus) result.vcpus.push_back(v->report());
   result.guest_prints = s.control.prints();
   result.serial_lines = s.serial.captured();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lockvisor/abi/sbi_pvlock.h"
+#include "vmm/machine/guest_limits.h"
 #include "vmm/pvlock/pv_backend.h"
 
 namespace lockvisor::machine {
@@ -35,6 +36,7 @@ struct MachineConfig {
   std::string serial_path;       // empty: serial output goes to stdout
   bool capture_serial = false;   // keep serial lines in RunResult::serial_lines instead (serial_path unused)
   bool echo_guest_prints = true; // log the guest's print() lines
+  GuestLimits limits;            // what the guest may make the VMM keep or do (guest_limits.h)
 };
 
 }  // namespace lockvisor::machine

@@ -23,8 +23,15 @@ const char* vcpu_state_name(VcpuState state) {
     case VcpuState::kHalted: return "halted";
     case VcpuState::kDone: return "done";
     case VcpuState::kFaulted: return "faulted";
+    case VcpuState::kStopped: return "stopped";
   }
   return "unknown";
+}
+
+std::uint64_t RunResult::guest_text_replaced() const {
+  std::uint64_t sum = 0;
+  for (const auto& v : vcpus) sum += v.guest_text_replaced;  // each is bounded by the message limit
+  return sum;
 }
 
 const ResultValue* RunResult::result(unsigned vcpu, const std::string& key) const {

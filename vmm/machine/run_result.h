@@ -22,7 +22,9 @@ enum class Outcome {
 const char* outcome_name(Outcome outcome);
 inline int exit_code(Outcome outcome) { return static_cast<int>(outcome); }
 
-enum class VcpuState { kStarting, kRunning, kHalted, kDone, kFaulted };
+// kStopped: the run was ended (by another vCPU, the watchdog, a signal)
+// while this vCPU was running or had not started yet.
+enum class VcpuState { kStarting, kRunning, kHalted, kDone, kFaulted, kStopped };
 const char* vcpu_state_name(VcpuState state);
 
 struct ResultValue {
@@ -44,6 +46,7 @@ struct VcpuReport {
   bool kick_pending = false;
   std::uint64_t last_hypercall = 0;
   std::uint64_t rip = 0;
+  bool exited = false;  // false: the guest never exited to the VMM, rip means nothing
   std::optional<std::uint64_t> guest_exit_code;
   // The PV backend's counters (pvlock::VcpuPvCounters), by name.
   std::map<std::string, std::uint64_t> pv;
@@ -58,6 +61,16 @@ struct VcpuReport {
   std::vector<int> affinity;
   std::vector<ResultValue> results;
   std::vector<GuestCase> cases;
+  // Guest strings (PRINT, ASSERT, keys, case names) whose invalid UTF-8 was
+  // replaced with U+FFFD.
+  std::uint64_t guest_text_replaced = 0;
+};
+
+// What the guest made the VMM keep or do, against MachineConfig::limits.
+struct GuestUsage {
+  std::uint64_t report_messages = 0;
+  std::uint64_t report_bytes = 0;
+  std::uint64_t serial_bytes = 0;
 };
 
 struct RunResult {
@@ -66,14 +79,17 @@ struct RunResult {
   std::vector<std::string> details;  // per-vCPU state lines for deadlocks and timeouts
   std::vector<VcpuReport> vcpus;
   std::vector<std::string> guest_prints;
-  std::vector<std::string> serial_lines;  // "vCPU N: text", with MachineConfig::capture_serial only
+  std::vector<std::string> serial_lines;  // "vCPU N: text" ("vCPU N+ text": a split line goes on), with MachineConfig::capture_serial only
   double wall_seconds = 0;
   double seconds_to_first_entry = 0;  // run start -> first KVM_RUN
   double seconds_to_first_exit = 0;   // run start -> first exit from guest code
   std::string backend;                // PV backend name
   std::string kvm_kind;               // PVM / VMX / SVM
   std::uint64_t tsc_khz = 0;
+  GuestUsage guest_usage;
 
+  // Guest strings with invalid UTF-8 replaced, over all vCPUs.
+  std::uint64_t guest_text_replaced() const;
   // Looks up a result reported by vCPU `vcpu` (nullptr when absent).
   const ResultValue* result(unsigned vcpu, const std::string& key) const;
   std::uint64_t pv(unsigned vcpu, const std::string& counter) const;

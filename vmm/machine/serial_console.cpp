@@ -1,43 +1,100 @@
 #include "vmm/machine/serial_console.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
+#include <fmt/format.h>
+
+#include "vmm/machine/guest_text.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::machine {
 
 namespace {
-constexpr std::size_t kMaxLine = 4096;  // a guest that never sends '\n' still gets flushed
+
+// Where a segment of at most `limit` bytes of `bytes` may end without
+// splitting a UTF-8 sequence (when the bytes are UTF-8 at all): back off
+// over at most three continuation bytes and the lead byte before them.
+std::size_t segment_end(const std::string& bytes, std::size_t limit) {
+  if (bytes.size() <= limit) return bytes.size();
+  const auto continuation = [&](std::size_t i) { return (static_cast<unsigned char>(bytes[i]) & 0xC0) == 0x80; };
+  std::size_t cut = limit;  // the segment is bytes[0, cut); bytes[cut] starts the next
+  for (int back = 0; back < 3 && cut > 1 && continuation(cut); ++back) --cut;
+  return continuation(cut) ? limit : cut;  // not UTF-8 there anyway: cut anywhere
 }
 
-SerialConsole::SerialConsole(const std::string& path, unsigned vcpus) : out_(stdout), pending_(vcpus) {
-  if (!path.empty()) {
-    file_.reset(std::fopen(path.c_str(), "w"));
-    if (!file_) fail("--serial {}: {}", path, std::strerror(errno));
-    out_ = file_.get();
-  }
-}
+}  // namespace
 
-SerialConsole::SerialConsole(Capture, unsigned vcpus) : out_(nullptr), pending_(vcpus) {}
+SerialConsole::SerialConsole(std::string path, unsigned vcpus) : path_(std::move(path)), pending_(vcpus) {}
+
+SerialConsole::SerialConsole(Capture, unsigned vcpus) : capture_(true), pending_(vcpus) {}
 
 SerialConsole::~SerialConsole() { flush_all(); }
 
-void SerialConsole::put(unsigned vcpu, char c) {
+void SerialConsole::open() {
   std::lock_guard lock(mutex_);
-  std::string& line = pending_[vcpu];
-  line.push_back(c);
-  if (c == '\n' || line.size() >= kMaxLine) write_line(vcpu, line);
+  if (capture_ || path_.empty() || file_) return;
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail("--serial {}: is a directory", path_);
+  // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader
+  // forever; with it the open fails at once (ENXIO). O_TRUNC only affects a
+  // regular file. Writes are made blocking again below.
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+  if (fd < 0) {
+    if (errno == ENXIO) fail("--serial {}: a FIFO with no reader (start the reader first)", path_);
+    fail("--serial {}: {}", path_, std::strerror(errno));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+    const int error = errno;
+    ::close(fd);
+    fail("--serial {}: {}", path_, std::strerror(error));
+  }
+  file_.reset(::fdopen(fd, "w"));
+  if (!file_) {
+    const int error = errno;
+    ::close(fd);
+    fail("--serial {}: {}", path_, std::strerror(error));
+  }
+}
+
+bool SerialConsole::put(unsigned vcpu, char c) {
+  std::lock_guard lock(mutex_);
+  if (write_error_) return false;
+  if (vcpu >= pending_.size()) return true;
+  Pending& line = pending_[vcpu];
+  if (c == '\n') {
+    write_segment(vcpu, line, line.bytes.size(), true);
+  } else {
+    line.bytes.push_back(c);
+    // One byte past the bound, so that the cut can avoid splitting a UTF-8
+    // sequence; a segment never exceeds kMaxLineBytes.
+    if (line.bytes.size() > kMaxLineBytes) write_segment(vcpu, line, segment_end(line.bytes, kMaxLineBytes), false);
+  }
+  return !write_error_;
 }
 
 void SerialConsole::flush_all() {
   std::lock_guard lock(mutex_);
   for (unsigned vcpu = 0; vcpu < pending_.size(); ++vcpu) {
     auto& line = pending_[vcpu];
-    if (line.empty()) continue;
-    line.push_back('\n');
-    write_line(vcpu, line);
+    if (!line.bytes.empty()) write_segment(vcpu, line, line.bytes.size(), true);
   }
+  if (!capture_ && !write_error_) {
+    std::FILE* out = file_ ? file_.get() : stdout;
+    if (std::fflush(out) != 0)
+      write_error_ = fmt::format("serial output ({}): write failed: {}", path_.empty() ? "stdout" : path_,
+                                 std::strerror(errno));
+  }
+}
+
+std::optional<std::string> SerialConsole::write_error() const {
+  std::lock_guard lock(mutex_);
+  return write_error_;
 }
 
 std::vector<std::string> SerialConsole::captured() const {
@@ -45,17 +102,25 @@ std::vector<std::string> SerialConsole::captured() const {
   return captured_;
 }
 
-void SerialConsole::write_line(unsigned vcpu, std::string& line) {
-  if (out_ == nullptr) {
-    if (captured_.size() < kMaxCapturedLines) {
-      if (!line.empty() && line.back() == '\n') line.pop_back();
-      captured_.push_back("vCPU " + std::to_string(vcpu) + ": " + line);
-    }
-  } else {
-    std::fwrite(line.data(), 1, line.size(), out_);
-    std::fflush(out_);
+// Writes the first `length` bytes of `line` as one output line; the rest
+// stays pending as the continuation of this segment.
+void SerialConsole::write_segment(unsigned vcpu, Pending& line, std::size_t length, bool ends_line) {
+  const std::string_view bytes(line.bytes.data(), length);
+  const char mark = line.continued ? '+' : '|';
+  if (capture_) {
+    if (captured_.size() < kMaxCapturedLines)
+      captured_.push_back(fmt::format("vCPU {}{} {}", vcpu, line.continued ? "+" : ":", valid_utf8(bytes)));
+  } else if (!write_error_) {
+    std::FILE* out = file_ ? file_.get() : stdout;
+    const std::string text =
+        fmt::format("{}vCPU {}{} {}\n", file_ ? "" : "serial ", vcpu, mark, console_escape(bytes));
+    errno = 0;
+    if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0)
+      write_error_ = fmt::format("serial output ({}): write failed: {}", path_.empty() ? "stdout" : path_,
+                                 std::strerror(errno != 0 ? errno : EIO));
   }
-  line.clear();
+  line.bytes.erase(0, length);
+  line.continued = !ends_line;
 }
 
 }  // namespace lockvisor::machine

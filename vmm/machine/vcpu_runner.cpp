@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +18,7 @@
 #include "lockvisor/abi/sbi_pvlock.h"
 #include "lockvisor/abi/ucall.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/machine/guest_text.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::machine {
@@ -39,7 +42,11 @@ std::optional<std::uint64_t> runqueue_wait_ns() {
 
 RunControl::RunControl(const MachineConfig& config, pvlock::PvBackend& backend, SerialConsole& serial,
                        std::chrono::steady_clock::time_point origin)
-    : config_(config), backend_(backend), serial_(serial), origin_(origin) {}
+    : config_(config), backend_(backend), serial_(serial), budget_(config.limits), origin_(origin) {}
+
+GuestUsage RunControl::usage() const {
+  return {budget_.messages(), budget_.report_bytes(), budget_.serial_bytes()};
+}
 
 void RunControl::end(Outcome outcome, std::string reason, std::vector<std::string> details) {
   {
@@ -114,7 +121,12 @@ void install_vcpu_interrupt_signal() {
 }
 
 VcpuRunner::VcpuRunner(kvm::Vcpu vcpu, unsigned apic_id, kvm::GuestMemory& memory, RunControl& control)
-    : vcpu_(std::move(vcpu)), apic_id_(apic_id), memory_(memory), control_(control), stats_(vcpu_.stats_fd()) {
+    : vcpu_(std::move(vcpu)),
+      apic_id_(apic_id),
+      memory_(memory),
+      control_(control),
+      stats_(vcpu_.stats_fd()),
+      guest_report_(control.budget()) {
   vcpu_.request_sync_regs();
 }
 
@@ -134,30 +146,35 @@ void VcpuRunner::interrupt() {
 }
 
 void VcpuRunner::thread_main(std::vector<int> affinity) {
-  try {
-    if (!affinity.empty()) host::set_thread_affinity(pthread_self(), affinity);
-  } catch (const Error& e) {
-    control_.end(Outcome::kHostError, e.what());
-  }
-  affinity_ = host::thread_affinity(pthread_self());
-  spdlog::debug("vCPU {} (APIC ID {}) starts on host CPUs {}", index(), apic_id_, host::format_cpu_list(affinity_));
   const auto wait_at_start = runqueue_wait_ns();
-  state_.store(VcpuState::kRunning);
-  control_.note_entry();
-  while (!control_.stopping()) {
-    const int rc = vcpu_.run();
-    if (rc == -EINTR || rc == -EAGAIN) {
-      count(ExitKind::kSignal);
-      continue;
+  // Nothing may leave this thread by an exception: std::terminate would end
+  // the process without a report. An allocation that fails although every
+  // guest limit held (the host is short of memory) ends the run as a host
+  // error, and the thread still reports below.
+  try {
+    try {
+      if (!affinity.empty()) host::set_thread_affinity(pthread_self(), affinity);
+    } catch (const Error& e) {
+      control_.end(Outcome::kHostError, e.what());
     }
-    if (rc != 0) {
-      control_.end(Outcome::kHostError, fmt::format("vCPU {}: KVM_RUN failed: {}", index(), std::strerror(-rc)));
-      break;
+    affinity_ = host::thread_affinity(pthread_self());
+    spdlog::debug("vCPU {} (APIC ID {}) starts on host CPUs {}", index(), apic_id_, host::format_cpu_list(affinity_));
+    run_loop();
+  } catch (const std::bad_alloc&) {
+    host_error("out of host memory while handling the guest (std::bad_alloc)");
+  } catch (const Error& e) {
+    try {
+      e.kind() == ErrorKind::kGuest ? guest_error(e.what()) : host_error(e.what());
+    } catch (...) {
+      control_.end(e.kind() == ErrorKind::kGuest ? Outcome::kGuestFault : Outcome::kHostError, std::string());
     }
-    control_.note_exit();
-    rip_.store(vcpu_.sync_regs().rip, std::memory_order_relaxed);
-    if (!handle_exit()) break;
+  } catch (const std::exception& e) {
+    host_error("internal error: ", e.what());
+  } catch (...) {
+    host_error("internal error: unknown exception");
   }
+  const VcpuState left = state_.load();
+  if (left == VcpuState::kRunning || left == VcpuState::kStarting) state_.store(VcpuState::kStopped);
   timespec cpu{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
   cpu_seconds_ = static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) * 1e-9;
@@ -175,12 +192,56 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
   if (on_finished) on_finished();
 }
 
-std::string VcpuRunner::where() const { return fmt::format("vCPU {} at RIP {:#x}", index(), rip()); }
+void VcpuRunner::run_loop() {
+  state_.store(VcpuState::kRunning);
+  control_.note_entry();
+  while (!control_.stopping()) {
+    const int rc = vcpu_.run();
+    if (rc == -EINTR || rc == -EAGAIN) {
+      count(ExitKind::kSignal);
+      continue;
+    }
+    if (rc != 0) {
+      control_.end(Outcome::kHostError, fmt::format("vCPU {}: KVM_RUN failed: {}", index(), std::strerror(-rc)));
+      break;
+    }
+    control_.note_exit();
+    rip_.store(vcpu_.sync_regs().rip, std::memory_order_relaxed);
+    exited_.store(true, std::memory_order_relaxed);
+    if (!handle_exit()) break;
+  }
+}
+
+std::string VcpuRunner::where() const {
+  return exited() ? fmt::format("vCPU {} at RIP {:#x}", index(), rip()) : fmt::format("vCPU {} (no exit yet)", index());
+}
+
+std::string VcpuRunner::state_line() const {
+  const auto latch = control_.backend().latch_state(index());
+  const VcpuState state = state_.load();
+  const char* name = finished() || state == VcpuState::kStarting ? vcpu_state_name(state)
+                     : (latch & pvlock::KickLatch::kHalted)       ? "halted"
+                                                                  : "running";
+  return fmt::format("vCPU {}: {}, kick {}, last hypercall {:#x}, {}", index(), name,
+                     (latch & pvlock::KickLatch::kPending) ? "pending" : "not pending", last_hypercall(),
+                     exited() ? fmt::format("RIP {:#x}", rip()) : std::string("no exit yet"));
+}
 
 bool VcpuRunner::guest_error(std::string what) {
   spdlog::debug("{}: {}", where(), what);
   state_.store(VcpuState::kFaulted);
   control_.end(Outcome::kGuestFault, fmt::format("{}: {}", where(), what));
+  return false;
+}
+
+// Also used on the way out of a failed allocation: if even the reason line
+// cannot be built, the run still ends (an empty reason allocates nothing).
+bool VcpuRunner::host_error(const char* what, const char* detail) noexcept {
+  try {
+    control_.end(Outcome::kHostError, fmt::format("vCPU {}: {}{}", index(), what, detail));
+  } catch (...) {
+    control_.end(Outcome::kHostError, std::string());
+  }
   return false;
 }
 
@@ -231,28 +292,35 @@ bool VcpuRunner::handle_io() {
   const bool out = io.direction == KVM_EXIT_IO_OUT;
   kvm_regs& regs = vcpu_.sync_regs();
 
+  // Reads float high on every port nothing answers, the doorbells included
+  // (they are write-only): as on real hardware.
+  const auto float_high = [&] {
+    if (!out) std::memset(data, 0xFF, std::size_t{io.size} * io.count);
+    return true;
+  };
   switch (io.port) {
     case abi::kPortKvmHypercall:
       count(ExitKind::kHypercall);
-      return out ? handle_kvm_hypercall(regs) : true;
+      return out ? handle_kvm_hypercall(regs) : float_high();
     case abi::kPortSbiCall:
       count(ExitKind::kSbi);
-      return out ? handle_sbi_call(regs) : true;
+      return out ? handle_sbi_call(regs) : float_high();
     case abi::kPortUcall:
       count(ExitKind::kUcall);
-      return out ? handle_ucall(regs.rbx) : true;
+      return out ? handle_ucall(regs.rbx) : float_high();
     case abi::kPortFault:
-      return handle_fault(regs);
+      count(ExitKind::kFault);
+      return out ? handle_fault(regs) : float_high();  // only a write reports an exception
     case abi::kPortNop:
       count(ExitKind::kNop);
-      return true;
+      return float_high();
     default:
       break;
   }
   if (io.port >= abi::kPortCom1 && io.port < abi::kPortCom1 + 8) {
     count(ExitKind::kSerial);
     if (out && io.port == abi::kPortCom1) {
-      for (std::uint32_t i = 0; i < io.count; ++i) control_.serial().put(index(), static_cast<char>(data[i * io.size]));
+      return handle_serial_out(data, io.size, io.count);
     } else if (!out) {
       std::memset(data, io.port == abi::kPortCom1Lsr ? 0x60 : 0, std::size_t{io.size} * io.count);
     }
@@ -260,7 +328,19 @@ bool VcpuRunner::handle_io() {
   }
   // Unclaimed port: reads float high, writes are dropped, as on real hardware.
   count(ExitKind::kOtherIo);
-  if (!out) std::memset(data, 0xFF, std::size_t{io.size} * io.count);
+  return float_high();
+}
+
+bool VcpuRunner::handle_serial_out(const std::uint8_t* data, std::uint32_t size, std::uint32_t count) {
+  // Charged before anything is written: the limit bounds what a guest makes
+  // the VMM write to the console or the --serial file.
+  if (auto over = control_.budget().charge_serial_bytes(count)) return guest_error(std::move(*over));
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (!control_.serial().put(index(), static_cast<char>(data[std::size_t{i} * size]))) {
+      const auto why = control_.serial().write_error();
+      return host_error(why ? why->c_str() : "serial output: write failed");
+    }
+  }
   return true;
 }
 
@@ -325,74 +405,57 @@ bool VcpuRunner::handle_sbi_call(kvm_regs& regs) {
   return true;
 }
 
-bool VcpuRunner::handle_fault(const kvm_regs& regs) {
+namespace {
+std::string exception_name(std::uint64_t vector) {
+  // Intel SDM vol. 3, table 6-1, and AMD's #HV, #VC, #SX.
   static constexpr const char* kNames[32] = {"#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM",
-                                             "#DF", "CSO", "#TS", "#NP", "#SS", "#GP", "#PF", "reserved",
-                                             "#MF", "#AC", "#MC", "#XM", "#VE", "#CP"};
+                                             "#DF", "CSO", "#TS", "#NP", "#SS", "#GP", "#PF", nullptr,
+                                             "#MF", "#AC", "#MC", "#XM", "#VE", "#CP", nullptr, nullptr,
+                                             nullptr, nullptr, nullptr, nullptr, "#HV", "#VC", "#SX", nullptr};
+  if (vector < 32 && kNames[vector] != nullptr) return fmt::format("{} (vector {})", kNames[vector], vector);
+  if (vector < 32) return fmt::format("vector {} (reserved)", vector);
+  if (vector < 256) return fmt::format("vector {} (not an exception: an interrupt vector)", vector);
+  return fmt::format("vector {} (no such vector)", vector);
+}
+}  // namespace
+
+bool VcpuRunner::handle_fault(const kvm_regs& regs) {
   const std::uint64_t vector = regs.rbx;
-  const char* name = vector < 32 && kNames[vector] != nullptr ? kNames[vector] : "exception";
   rip_.store(regs.rdx, std::memory_order_relaxed);
-  std::string what = fmt::format("guest exception {} (vector {}), error code {:#x}, CPL{}", name, vector, regs.rcx,
+  std::string what = fmt::format("guest exception {}, error code {:#x}, CPL{}", exception_name(vector), regs.rcx,
                                  regs.rdi & 3);
   if (vector == 14) what += fmt::format(", CR2 {:#x}", regs.rsi);
   return guest_error(std::move(what));
 }
 
 bool VcpuRunner::handle_ucall(std::uint64_t gpa) {
-  const auto ucall = memory_.read<abi::Ucall>(gpa);
-  if (!ucall) return guest_error(fmt::format("report channel: structure at GPA {:#x} lies outside guest memory", gpa));
-  if (ucall->magic != abi::kUcallMagic) return guest_error("report channel: bad magic");
-  // Fixed-capacity strings: never trust a terminator to be there.
-  const std::string text(ucall->text, strnlen(ucall->text, sizeof ucall->text));
-  switch (ucall->type) {
-    case abi::UcallType::kPrint:
-      if (control_.config().echo_guest_prints) fmt::print("guest vCPU {}: {}\n", index(), text);
-      control_.add_print(fmt::format("vCPU {}: {}", index(), text));
+  auto action = guest_report_.handle(memory_.all(), gpa);
+  switch (action.kind) {
+    case UcallAction::Kind::kContinue:
       return true;
-    case abi::UcallType::kAssertFail: {
-      const std::string file(ucall->file, strnlen(ucall->file, sizeof ucall->file));
+    case UcallAction::Kind::kPrint:
+      // Shown escaped and prefixed, so that a guest line cannot pass for one
+      // of the VMM's own (no VMM line starts with "guest ").
+      if (control_.config().echo_guest_prints) fmt::print("guest vCPU {}| {}\n", index(), console_escape(action.text));
+      control_.add_print(fmt::format("vCPU {}: {}", index(), action.text));
+      return true;
+    case UcallAction::Kind::kAssertFailed:
       state_.store(VcpuState::kFaulted);
-      control_.end(Outcome::kGuestFailed,
-                   fmt::format("vCPU {}: guest check failed at {}:{}: {}", index(), file, ucall->args[0], text));
+      control_.end(Outcome::kGuestFailed, fmt::format("vCPU {}: {}", index(), action.text));
       return false;
-    }
-    case abi::UcallType::kResult:
-      results_.push_back({text, {ucall->args[0]}, ucall->args[1]});
-      return true;
-    case abi::UcallType::kResultArray: {
-      const std::uint64_t count = ucall->args[1];
-      if (count > abi::kUcallMaxArrayLength)
-        return guest_error(fmt::format("report channel: array '{}' of {} values is too long", text, count));
-      const auto bytes = memory_.range(ucall->args[0], count * sizeof(std::uint64_t));
-      if (!bytes) return guest_error(fmt::format("report channel: array '{}' lies outside guest memory", text));
-      ResultValue value{text, std::vector<std::uint64_t>(count), ucall->args[2]};
-      std::memcpy(value.values.data(), bytes->data(), bytes->size());
-      results_.push_back(std::move(value));
-      return true;
-    }
-    case abi::UcallType::kCaseBegin:
-      cases_.push_back({text, false, false});
-      return true;
-    case abi::UcallType::kCaseEnd:
-      for (auto it = cases_.rbegin(); it != cases_.rend(); ++it) {
-        if (it->name == text && !it->ended) {
-          it->ended = true;
-          it->passed = ucall->args[0] == 1;
-          break;
-        }
-      }
-      return true;
-    case abi::UcallType::kDone:
-      guest_exit_code_ = ucall->args[0];
+    case UcallAction::Kind::kDone:
+      guest_exit_code_ = action.exit_code;
       state_.store(VcpuState::kDone);
-      if (ucall->args[0] != 0)
-        control_.end(Outcome::kGuestFailed, fmt::format("vCPU {}: program exited with code {}", index(), ucall->args[0]));
+      if (action.exit_code != 0)
+        control_.end(Outcome::kGuestFailed, fmt::format("vCPU {}: program exited with code {}", index(), action.exit_code));
       return false;
+    case UcallAction::Kind::kGuestError:
+      break;
   }
-  return guest_error(fmt::format("report channel: unknown type {}", static_cast<std::uint32_t>(ucall->type)));
+  return guest_error(std::move(action.text));
 }
 
-VcpuReport VcpuRunner::report() const {
+VcpuReport VcpuRunner::report() {
   VcpuReport report;
   report.index = index();
   report.apic_id = apic_id_;
@@ -403,6 +466,7 @@ VcpuReport VcpuRunner::report() const {
     report.final_state = VcpuState::kHalted;
   report.last_hypercall = last_hypercall();
   report.rip = rip();
+  report.exited = exited();
   report.guest_exit_code = guest_exit_code_;
   const auto& c = control_.backend().counters(index());
   report.pv = {{"halts", c.halts.load()},
@@ -423,8 +487,9 @@ VcpuReport VcpuRunner::report() const {
   report.voluntary_switches = voluntary_switches_;
   report.involuntary_switches = involuntary_switches_;
   report.affinity = affinity_;
-  report.results = results_;
-  report.cases = cases_;
+  report.results = std::move(guest_report_.results());
+  report.cases = std::move(guest_report_.cases());
+  report.guest_text_replaced = guest_report_.replaced_strings();
   return report;
 }
 

@@ -19,7 +19,9 @@
 #include "vmm/kvm/binary_stats.h"
 #include "vmm/kvm/vcpu.h"
 #include "vmm/kvm/vm.h"
+#include "vmm/machine/guest_limits.h"
 #include "vmm/machine/machine_config.h"
+#include "vmm/machine/report_channel.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/serial_console.h"
 #include "vmm/pvlock/pv_backend.h"
@@ -27,9 +29,11 @@
 namespace lockvisor::machine {
 
 // How lockvisor classifies exits (counted per vCPU, reported by name).
-enum class ExitKind : unsigned { kSignal, kHlt, kMmio, kIntr, kHypercall, kSbi, kUcall, kNop, kSerial, kOtherIo, kCount };
-inline constexpr const char* kExitKindNames[] = {"signal", "hlt",  "mmio", "intr",   "hypercall",
-                                                 "sbi",    "ucall", "nop",  "serial", "other_io"};
+enum class ExitKind : unsigned {
+  kSignal, kHlt, kMmio, kIntr, kHypercall, kSbi, kUcall, kNop, kSerial, kOtherIo, kFault, kCount
+};
+inline constexpr const char* kExitKindNames[] = {"signal", "hlt",  "mmio", "intr",   "hypercall", "sbi",
+                                                 "ucall",  "nop",  "serial", "other_io", "fault"};
 static_assert(std::size(kExitKindNames) == static_cast<std::size_t>(ExitKind::kCount));
 
 // State shared by all vCPU threads of one run.
@@ -41,6 +45,9 @@ class RunControl {
   const MachineConfig& config() const { return config_; }
   pvlock::PvBackend& backend() { return backend_; }
   SerialConsole& serial() { return serial_; }
+  // The VM-wide counters config().limits apply to.
+  GuestBudget& budget() { return budget_; }
+  GuestUsage usage() const;
   bool stopping() const { return stopping_.load(); }
 
   // Ends the run with `outcome` unless an earlier call already decided it.
@@ -68,6 +75,7 @@ class RunControl {
   const MachineConfig& config_;
   pvlock::PvBackend& backend_;
   SerialConsole& serial_;
+  GuestBudget budget_;
   std::chrono::steady_clock::time_point origin_;
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;
@@ -97,14 +105,23 @@ class VcpuRunner {
   VcpuState state() const { return state_.load(); }
   std::uint64_t last_hypercall() const { return last_hypercall_.load(std::memory_order_relaxed); }
   std::uint64_t rip() const { return rip_.load(std::memory_order_relaxed); }
-  // Called by the monitor once the thread has ended.
-  VcpuReport report() const;
+  // Whether the guest has exited to the VMM at least once (rip() is
+  // meaningful only then).
+  bool exited() const { return exited_.load(std::memory_order_relaxed); }
+  // "vCPU 1: halted, kick not pending, last hypercall 0x4c560001, RIP 0x10bb34"
+  // ("no exit yet" instead of a RIP): the state lines of deadlock, timeout
+  // and signal reports. Callable from any thread while the vCPU runs.
+  std::string state_line() const;
+  // Called by the monitor once the thread has ended; moves the results and
+  // cases out (call once).
+  VcpuReport report();
 
   // Invoked on the vCPU thread when it leaves its loop.
   std::function<void()> on_finished;
 
  private:
   void thread_main(std::vector<int> affinity);
+  void run_loop();
   // Each returns false when this vCPU must leave its loop.
   bool handle_exit();
   bool handle_io();
@@ -112,8 +129,10 @@ class VcpuRunner {
   bool handle_sbi_call(kvm_regs& regs);
   bool handle_ucall(std::uint64_t gpa);
   bool handle_fault(const kvm_regs& regs);
+  bool handle_serial_out(const std::uint8_t* data, std::uint32_t size, std::uint32_t count);
   bool halt();
   bool guest_error(std::string what);
+  bool host_error(const char* what, const char* detail = "") noexcept;
   std::string where() const;
 
   kvm::Vcpu vcpu_;
@@ -128,13 +147,13 @@ class VcpuRunner {
   std::atomic<VcpuState> state_{VcpuState::kStarting};
   std::atomic<std::uint64_t> last_hypercall_{0};
   std::atomic<std::uint64_t> rip_{0};
+  std::atomic<bool> exited_{false};
 
   void count(ExitKind kind) { ++exits_[static_cast<std::size_t>(kind)]; }
 
   // Written by the vCPU thread only; read after join.
   std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> exits_{};
-  std::vector<ResultValue> results_;
-  std::vector<GuestCase> cases_;
+  GuestReport guest_report_;
   std::optional<std::uint64_t> guest_exit_code_;
   double cpu_seconds_ = 0;
   std::optional<std::uint64_t> runqueue_wait_ns_;

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -63,7 +64,26 @@ std::vector<abi::WorkloadStats> run_native(const NativeRunConfig& config,
 
 // ---- the typed core (also for tests: locks outside the registry, other Envs)
 
+// Host threads running a workload cannot be stopped mid-run: the workload
+// loops on the TSC until its deadline or iteration count, with no wait that
+// could be cut short. While this count is non-zero, the lockvisor command's
+// signal watcher (StopSignals, vmm/machine/machine.h) ends the process at
+// once on SIGINT/SIGTERM/SIGHUP (one line, exit 130) instead of waiting for
+// the run. Every other wait of a native run is bounded: the start/end
+// barriers by the other threads, BenchEnv::wait() by its futex timeout.
+inline std::atomic<unsigned>& runs_in_progress() {
+  static std::atomic<unsigned> runs{0};
+  return runs;
+}
+
 namespace detail {
+struct RunInProgress {
+  RunInProgress() { runs_in_progress().fetch_add(1); }
+  ~RunInProgress() { runs_in_progress().fetch_sub(1); }
+  RunInProgress(const RunInProgress&) = delete;
+  RunInProgress& operator=(const RunInProgress&) = delete;
+};
+
 std::mutex& run_mutex();
 // Pinning for thread i (empty: unpinned).
 std::vector<int> thread_pcpus(const NativeRunConfig& config, unsigned i);
@@ -96,6 +116,7 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
   (void)Platform::tsc_khz();  // calibrate before the threads start
 
   std::lock_guard<std::mutex> guard(detail::run_mutex());
+  const detail::RunInProgress in_progress;  // a stop signal now ends the process (see above)
   Env::reset();
   Env::set_nr_cpus(n);
   std::vector<std::thread> threads;

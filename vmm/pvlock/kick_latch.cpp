@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 
 namespace lockvisor::pvlock {
 namespace {
@@ -13,6 +14,13 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected) {
   // Returns on a wake, a signal, or at once when word != expected (EAGAIN):
   // callers loop and re-read the word in every case.
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+// Like futex_wait, but gives up after `timeout` (relative, CLOCK_MONOTONIC).
+void futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) {
+  const auto ns = timeout.count();
+  const timespec relative{static_cast<std::time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, &relative, nullptr, 0);
 }
 
 void futex_wake_all(std::atomic<std::uint32_t>& word) {
@@ -89,6 +97,23 @@ void KickLatch::stop() {
   epoch_->fetch_add(1);
   word_.fetch_or(kStop);
   futex_wake_all(word_);
+}
+
+void StopFlag::set() {
+  word_.store(1);
+  futex_wake_all(word_);
+}
+
+bool StopFlag::sleep_for(std::chrono::nanoseconds duration) const {
+  const auto deadline = std::chrono::steady_clock::now() + duration;
+  for (;;) {
+    if (is_set()) return true;
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds::zero()) return false;
+    // Returns on set()'s wake, at once if the word is no longer 0, on a
+    // signal (SIGUSR1 kick-out) or at the timeout: re-check in every case.
+    futex_wait_for(word_, 0, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+  }
 }
 
 }  // namespace lockvisor::pvlock

@@ -21,6 +21,7 @@
 // detector can tell a stable "everyone halted" picture from a torn one.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace lockvisor::pvlock {
@@ -61,6 +62,22 @@ class KickLatch {
   bool try_consume(std::uint32_t& seen);
   std::atomic<std::uint32_t> word_{0};
   std::atomic<std::uint64_t>* epoch_;
+};
+
+// A one-way "the run is stopping" flag that a thread can sleep on with a
+// deadline: the userspace backend's --kick-delay-us waits on it, so that a
+// delayed kick never outlives the run (watchdog, deadlock, signal, fault).
+// set() wakes every sleeper at once and for good.
+class StopFlag {
+ public:
+  void set();
+  bool is_set() const { return word_.load() != 0; }
+  // Sleeps for `duration`, or less: returns true as soon as the flag is set
+  // (at once if it already is), false when the duration has passed.
+  bool sleep_for(std::chrono::nanoseconds duration) const;
+
+ private:
+  mutable std::atomic<std::uint32_t> word_{0};
 };
 
 }  // namespace lockvisor::pvlock

@@ -1,7 +1,6 @@
 #include "vmm/pvlock/userspace_backend.h"
 
 #include <chrono>
-#include <thread>
 
 namespace lockvisor::pvlock {
 namespace {
@@ -26,7 +25,10 @@ KickResult UserspaceBackend::kick(unsigned from, int target) {
     sender.kicks_invalid.fetch_add(1, std::memory_order_relaxed);
     return KickResult::kNoSuchTarget;
   }
-  if (options_.kick_delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(options_.kick_delay_us));
+  // The delay is a wait the end of the run cuts short (watchdog, deadlock,
+  // signal, fault): a stopping run delivers the kick at once (the latch has
+  // kStop by then, so it wakes nobody for long) and the vCPU leaves its loop.
+  if (options_.kick_delay_us > 0) stopping_.sleep_for(std::chrono::microseconds(options_.kick_delay_us));
   Slot& slot = *slots_[static_cast<std::size_t>(target)];
   // Stamp before delivering: the woken halter reads it after consuming the kick.
   slot.counters.last_kick_ns.store(now_ns(), std::memory_order_relaxed);
@@ -70,6 +72,7 @@ HaltOutcome UserspaceBackend::halt(unsigned self) {
 }
 
 void UserspaceBackend::stop() {
+  stopping_.set();
   for (auto& slot : slots_) slot->latch.stop();
 }
 

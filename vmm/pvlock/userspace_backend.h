@@ -1,6 +1,11 @@
 // The userspace PV-lock backend: halts block the vCPU thread on its kick
 // latch (futex) instead of in KVM; kicks set the target's latch. Works on
 // every KVM flavour, including PVM where `vmcall` never reaches anyone.
+//
+// No call blocks past stop(): halt() sleeps on the vCPU's kick latch, whose
+// kStop bit stop() sets (and wakes); the --kick-delay-us wait in kick() sleeps
+// on a StopFlag that stop() sets. The Machine calls stop() whenever the run
+// ends (its stop hook), so the watchdog and SIGINT/SIGTERM/SIGHUP bound both.
 #pragma once
 #include <memory>
 #include <vector>
@@ -32,6 +37,7 @@ class UserspaceBackend final : public PvBackend {
   };
   BackendOptions options_;
   std::atomic<std::uint64_t> epoch_{0};
+  StopFlag stopping_;  // set by stop(): ends every --kick-delay-us wait at once
   std::vector<std::unique_ptr<Slot>> slots_;
 };
 

@@ -1,13 +1,9 @@
 #include "vmm/report/run_report.h"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-
 #include <fmt/format.h>
 
 #include "vmm/host/cpu_set.h"
+#include "vmm/machine/guest_text.h"
 #include "vmm/metrics/summary.h"
 #include "vmm/util/error.h"
 
@@ -26,6 +22,19 @@ std::uint64_t total_exits(const machine::VcpuReport& v) {
 }
 
 const char* kick_mode_name(pvlock::KickMode mode) { return mode == pvlock::KickMode::kSticky ? "sticky" : "lossy"; }
+
+// nlohmann::json's dump() throws on invalid UTF-8 (type_error.316): every
+// string that did not originate in the VMM goes through this. Guest strings
+// were already made valid when they arrived (report_channel.cpp), so this
+// only catches what comes from elsewhere (--param, paths in reasons).
+std::string utf8(std::string_view text, bool* replaced) { return machine::valid_utf8(text, replaced); }
+
+std::vector<std::string> utf8(const std::vector<std::string>& lines, bool* replaced) {
+  std::vector<std::string> out;
+  out.reserve(lines.size());
+  for (const auto& line : lines) out.push_back(machine::valid_utf8(line, replaced));
+  return out;
+}
 
 }  // namespace
 
@@ -61,16 +70,17 @@ void print_run_table(const machine::RunResult& result, std::FILE* out) {
 
 nlohmann::json run_to_json(const machine::RunResult& result, const machine::MachineConfig& config) {
   nlohmann::json j;
+  bool host_text_replaced = false;  // invalid UTF-8 in text that did not come from the guest
   j["outcome"] = machine::outcome_name(result.outcome);
   j["exit_code"] = machine::exit_code(result.outcome);
-  j["reason"] = result.reason;
-  j["details"] = result.details;
+  j["reason"] = utf8(result.reason, &host_text_replaced);
+  j["details"] = utf8(result.details, &host_text_replaced);
   j["wall_seconds"] = result.wall_seconds;
   j["seconds_to_first_entry"] = result.seconds_to_first_entry;
   j["seconds_to_first_exit"] = result.seconds_to_first_exit;
   j["host"] = {{"kvm", result.kvm_kind}, {"tsc_khz", result.tsc_khz}};
-  j["config"] = {{"program", config.program},
-                 {"args", config.args},
+  j["config"] = {{"program", utf8(config.program, &host_text_replaced)},
+                 {"args", utf8(config.args, &host_text_replaced)},
                  {"vcpus", config.vcpus},
                  {"memory_mib", config.memory_mib},
                  {"pcpus", host::format_cpu_list(config.pcpus)},
@@ -81,7 +91,16 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
                  {"kick_delay_us", config.backend.kick_delay_us},
                  {"halt_poll_us", config.backend.halt_poll_us},
                  {"backend", result.backend},
-                 {"seed", config.seed}};
+                 {"seed", config.seed},
+                 {"limits",
+                  {{"max_report_bytes", config.limits.report_bytes},
+                   {"max_report_messages", config.limits.report_messages},
+                   {"max_open_cases", config.limits.open_cases},
+                   {"max_serial_bytes", config.limits.serial_bytes},
+                   {"max_array_values", config.limits.array_values}}}};
+  j["guest_usage"] = {{"report_messages", result.guest_usage.report_messages},
+                      {"report_bytes", result.guest_usage.report_bytes},
+                      {"serial_bytes", result.guest_usage.serial_bytes}};
   j["wake_latency_ns"] = wake_latency_json(result);
   nlohmann::json vcpus = nlohmann::json::array();
   for (const auto& v : result.vcpus) {
@@ -91,7 +110,7 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
     jv["state"] = machine::vcpu_state_name(v.final_state);
     jv["kick_pending"] = v.kick_pending;
     jv["last_hypercall"] = v.last_hypercall;
-    jv["rip"] = v.rip;
+    jv["rip"] = v.exited ? nlohmann::json(v.rip) : nlohmann::json(nullptr);  // null: never exited
     jv["affinity"] = host::format_cpu_list(v.affinity);
     if (v.guest_exit_code) jv["guest_exit_code"] = *v.guest_exit_code;
     jv["pv"] = v.pv;
@@ -104,34 +123,38 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
     jv["voluntary_context_switches"] = v.voluntary_switches;
     jv["involuntary_context_switches"] = v.involuntary_switches;
     nlohmann::json results = nlohmann::json::object();
+    bool guest_replaced = false;  // already counted in guest_text_replaced when it arrived
     for (const auto& r : v.results) {
+      const std::string key = utf8(r.key, &guest_replaced);
       if (r.values.size() == 1)
-        results[r.key] = r.values[0];
+        results[key] = r.values[0];
       else
-        results[r.key] = r.values;
+        results[key] = r.values;
     }
     jv["results"] = results;
     nlohmann::json cases = nlohmann::json::array();
-    for (const auto& c : v.cases) cases.push_back({{"name", c.name}, {"passed", c.passed && c.ended}});
+    for (const auto& c : v.cases)
+      cases.push_back({{"name", utf8(c.name, &guest_replaced)}, {"passed", c.passed && c.ended}});
     jv["cases"] = cases;
     vcpus.push_back(std::move(jv));
   }
   j["vcpus"] = std::move(vcpus);
-  j["guest_prints"] = result.guest_prints;
+  j["guest_prints"] = utf8(result.guest_prints, &host_text_replaced);
+  // How many guest strings (PRINT, ASSERT, keys, case names) had invalid
+  // UTF-8 replaced with U+FFFD; and whether any other text in this report
+  // (--param values, paths) had.
+  j["guest_text_replaced"] = result.guest_text_replaced();
+  j["text_replaced"] = host_text_replaced;
   return j;
 }
 
+void write_json_file(const OutputFile& out, const nlohmann::json& json) {
+  // `replace`: a stray invalid UTF-8 byte must not cost the whole report.
+  out.write(json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + '\n');
+}
+
 void write_json_file(const std::string& path, const nlohmann::json& json) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    if (!out) fail("--json {}: cannot write: {}", path, std::strerror(errno));
-    out << json.dump(2) << '\n';
-    if (!out.flush()) fail("--json {}: write failed: {}", path, std::strerror(errno));
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) fail("--json {}: {}", path, ec.message());
+  write_json_file(OutputFile(path, "--json"), json);
 }
 
 }  // namespace lockvisor::report

@@ -4,6 +4,16 @@
 // the address and any array it names are bounds-checked against guest
 // memory, strings are read up to their fixed capacity and need not be
 // terminated, and unknown types end the run with an error.
+//
+// What the VMM keeps is bounded per VM (vmm/machine/guest_limits.h, one
+// flag each): messages of any type (--max-report-messages, default 10^6),
+// bytes kept for PRINT text, result keys and values and case names
+// (--max-report-bytes, default 64 MiB), cases open at once per vCPU
+// (--max-open-cases, default 256), and values per RESULT_ARRAY
+// (kUcallMaxArrayLength). A message that would cross a limit ends the run
+// as a guest fault. Strings that are not valid UTF-8 are kept with U+FFFD in
+// place of each invalid sequence. CASE_END closes the innermost open case of
+// that name; one that matches no open case is ignored (but counted).
 #pragma once
 #include "lockvisor/abi/types.h"
 
@@ -25,7 +35,7 @@ enum class ResultKind : u64 { kUnsigned = 0, kSigned = 1, kTscCycles = 2, kNanos
 
 inline constexpr u32 kUcallTextBytes = 240;
 inline constexpr u32 kUcallFileBytes = 96;
-inline constexpr u64 kUcallMaxArrayLength = 1u << 22;
+inline constexpr u64 kUcallMaxArrayLength = 1u << 22;  // values per RESULT_ARRAY (32 MiB)
 
 struct Ucall {
   u32 magic;

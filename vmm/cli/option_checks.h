@@ -1,0 +1,58 @@
+// Range checks for the numeric options, applied to the option's text before
+// CLI11 converts it. CLI11's own conversion is not enough: it reads unsigned
+// options with strtoull, which turns "-5" into 2^64 - 5 and "010" into 8, and
+// it accepts "nan", "inf" and 1e300 for floating-point ones. Each range is
+// shown in --help after the option's type.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace lockvisor::cli {
+
+inline constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+
+// An unsigned integer in [min, max], decimal or 0x-hexadecimal. Use with
+// Option::transform: the text is rewritten in decimal for CLI11.
+inline CLI::Validator unsigned_in(std::uint64_t min, std::uint64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+        const char* first = text.data() + (hex ? 2 : 0);
+        const char* last = text.data() + text.size();
+        std::uint64_t value = 0;
+        const auto [end, error] = std::from_chars(first, last, value, hex ? 16 : 10);
+        if (first == last || error == std::errc::invalid_argument || end != last)
+          return fmt::format("'{}' is not a non-negative integer", text);
+        if (error == std::errc::result_out_of_range || value < min || value > max)
+          return fmt::format("{} is out of range {}..{}", text, min, max);
+        text = std::to_string(value);
+        return {};
+      },
+      max == kU64Max ? fmt::format("{}..2^64-1", min) : fmt::format("{}..{}", min, max));
+}
+
+// A finite number of seconds in [min, max]; with zero_allowed also exactly 0
+// (which the option's help text gives a meaning). Refuses nan, inf, 1e300
+// and 1e-300 alike: none is a usable length of time.
+inline CLI::Validator seconds_in(double min, double max, bool zero_allowed = false) {
+  return CLI::Validator(
+      [=](const std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
+          return fmt::format("'{}' is not a finite number of seconds", text);
+        if ((value < min || value > max) && !(zero_allowed && value == 0))
+          return fmt::format("{} is out of range {}{}..{} seconds", text, zero_allowed ? "0 or " : "", min, max);
+        return {};
+      },
+      fmt::format("{}{}..{} s", zero_allowed ? "0 or " : "", min, max));
+}
+
+}  // namespace lockvisor::cli
