@@ -22,6 +22,10 @@
 // rather than trapping with `ud2`, which guest CPL3 code must not contain.
 //
 // Optional: `static void relax();`, one spin-wait iteration (see spin_relax()).
+// Optional: `static bool vcpu_is_preempted(unsigned cpu);`, a HINT that cpu's
+// vCPU is descheduled right now (see vcpu_preempted_hint()); and
+// `static abi::RunState vcpu_run_state(unsigned cpu);`, the same hint as
+// unknown/running/preempted/sleeping (see vcpu_run_state_hint()).
 //
 // The wait/kick contract (Linux pv_wait/pv_kick, anchors A3/A5/A8):
 //   * wait(ptr, val) re-reads *ptr and returns at once if it no longer equals
@@ -45,6 +49,7 @@
 
 #include "lockvisor/abi/guest_layout.h"
 #include "lockvisor/abi/types.h"
+#include "lockvisor/abi/vcpu_runstate.h"
 #include "locks/atomic.h"
 #include "locks/lock_events.h"
 
@@ -104,6 +109,32 @@ template <class Env>
     Env::relax();
   } else {
     cpu_relax();
+  }
+}
+
+// Whether CPU `cpu` is known to be preempted (its vCPU descheduled by the
+// host) right now.  Env may provide an optional
+//   static bool vcpu_is_preempted(unsigned cpu);
+// (the guest's comes from the run-state page, docs/runstate.md); otherwise
+// this is false.  A HINT: false means "running or unknown", never a reason to
+// skip a waiter, and a lock must stay correct whatever it returns.
+template <class Env>
+[[gnu::always_inline]] inline bool vcpu_preempted_hint(unsigned cpu) {
+  if constexpr (requires { Env::vcpu_is_preempted(cpu); }) {
+    return static_cast<bool>(Env::vcpu_is_preempted(cpu));
+  } else {
+    return false;
+  }
+}
+
+// The tri-state (four-valued) form: Env::vcpu_run_state(cpu) when the Env
+// has it, else RunState::kUnknown.
+template <class Env>
+[[gnu::always_inline]] inline lockvisor::abi::RunState vcpu_run_state_hint(unsigned cpu) {
+  if constexpr (requires { Env::vcpu_run_state(cpu); }) {
+    return Env::vcpu_run_state(cpu);
+  } else {
+    return lockvisor::abi::RunState::kUnknown;
   }
 }
 

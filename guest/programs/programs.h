@@ -18,4 +18,5 @@ void program_lockbench();
 void program_uncontended();
 void program_torture();
 void program_hostile();
+void program_runstate();
 }  // namespace guest

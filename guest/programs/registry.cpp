@@ -23,6 +23,7 @@ constexpr Program kPrograms[] = {
     {"uncontended", program_uncontended},
     {"torture", program_torture},
     {"hostile", program_hostile},
+    {"runstate", program_runstate},
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "runtime/cpu.h"
 #include "runtime/pv.h"
 #include "runtime/report.h"
+#include "runtime/runstate.h"
 
 namespace guest {
 
@@ -30,6 +31,10 @@ struct GuestLockEnv {
   static bool pv_available() { return g_lock_features.pv_unhalt; }
   static bool virtualized() { return true; }
   static bool dedicated() { return g_lock_features.dedicated; }
+  // The run-state page (runtime/runstate.h): a hint, "unknown" when the host
+  // does not publish it. Optional members of the Env (locks/lock_env.h).
+  static bool vcpu_is_preempted(unsigned cpu) { return guest::vcpu_is_preempted(cpu); }
+  static lockvisor::abi::RunState vcpu_run_state(unsigned cpu) { return guest::vcpu_run_state(cpu); }
   static lockvisor::locks::LockEvents& events() { return g_lock_events[this_cpu()]; }
   [[noreturn]] static void bug(const char* what) { assert_fail(__FILE__, __LINE__, what); }
 };

@@ -1,6 +1,7 @@
 // guest_main: the first CPL3 code of every vCPU (called from arch/x86/entry.S).
 #include "lockvisor/abi/boot_info.h"
 #include "lockvisor/abi/kvm_hypercall.h"
+#include "lockvisor/abi/vcpu_runstate.h"
 #include "runtime/boot.h"
 #include "runtime/check.h"
 #include "runtime/cpu.h"
@@ -30,6 +31,9 @@ extern "C" [[noreturn]] void guest_main(const BootInfo* info, unsigned index, co
   guest::set_boot(info);
   LV_CHECK_EQ(guest::this_cpu(), index);  // the RSP-derived index must match the VMM's
   LV_CHECK_LT(index, info->vcpu_count);
+  // Version 2: the run-state page is always mapped, at the fixed address.
+  LV_CHECK_EQ(info->runstate_gpa, kRunStateGpa);
+  LV_CHECK_LE(info->runstate_vcpus, kRunStateMaxVcpus);
   guest::set_cpl0_cpuid(index, *cpuid);
   check_cpuid_matches_boot_info(*info, index);
   // IOPL 0 at CPL3 on every KVM: the TSS I/O bitmap alone grants the

@@ -96,3 +96,41 @@ TEST(BootRegs, EntersWithIoplZeroAndInterruptsOff) {
 
 }  // namespace
 }  // namespace lockvisor::machine
+
+namespace lockvisor::machine {
+namespace {
+
+// The run-state page (guest_layout.h): one 4 KiB user page, read-only, at
+// kRunStateGpa, walked as the CPU walks it; nothing else in its GiB mapped.
+TEST(BootTablesRunState, ThePageIsMappedUserReadOnlyAndAlone) {
+  kvm::GuestMemory memory(64u << 20);
+  write_boot_tables(memory, 2);
+  const auto entry = [&](std::uint64_t table, std::uint64_t index) {
+    std::uint64_t e;
+    std::memcpy(&e, memory.range(table + index * 8, 8)->data(), 8);
+    return e;
+  };
+  constexpr std::uint64_t kAddrMask = 0x000FFFFFFFFFF000ull;
+  const std::uint64_t gpa = abi::kRunStateGpa;
+  const std::uint64_t pml4e = entry(abi::kPageTableAddr, gpa >> 39 & 511);
+  ASSERT_TRUE(pml4e & 1);
+  const std::uint64_t pdpte = entry(pml4e & kAddrMask, gpa >> 30 & 511);
+  ASSERT_TRUE(pdpte & 1);
+  EXPECT_FALSE(pdpte & 0x80) << "not a 1 GiB page";
+  const std::uint64_t pde = entry(pdpte & kAddrMask, gpa >> 21 & 511);
+  ASSERT_TRUE(pde & 1);
+  EXPECT_FALSE(pde & 0x80) << "not a 2 MiB page";
+  const std::uint64_t pte = entry(pde & kAddrMask, gpa >> 12 & 511);
+  EXPECT_EQ(pte & kAddrMask, gpa);
+  EXPECT_TRUE(pte & 1) << "present";
+  EXPECT_FALSE(pte & 2) << "read-only";
+  EXPECT_TRUE(pte & 4) << "user";
+  EXPECT_TRUE((pml4e & 4) && (pdpte & 4) && (pde & 4)) << "U/S at every level";
+  EXPECT_EQ(entry(pde & kAddrMask, (gpa >> 12 & 511) + 1), 0u) << "the next 4 KiB is not mapped";
+  EXPECT_EQ(entry(pdpte & kAddrMask, (gpa >> 21 & 511) + 1), 0u) << "the next 2 MiB is not mapped";
+  // RAM above 64 MiB stays unmapped too.
+  EXPECT_EQ(entry(entry(abi::kPageTableAddr + 0x1000, 0) & kAddrMask, 32), 0u);
+}
+
+}  // namespace
+}  // namespace lockvisor::machine

@@ -11,6 +11,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/machine/run_result.h"
+#include "vmm/runstate/runstate_page.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::cli {
@@ -69,6 +70,14 @@ int doctor() {
   fmt::print("  in-kernel      not implemented yet; {}\n",
              backend == kvm::Backend::kPvm ? "impossible on PVM (vmcall never completes)"
                                            : "possible on this host (KVM handles vmcall KICK_CPU)");
+  // Informational: without it --runstate auto runs with a page of "unknown".
+  const auto runstate = runstate::RunStatePage::probe();
+  const bool readonly_mem = system->check_extension(KVM_CAP_READONLY_MEM) > 0;
+  if (runstate.ok && readonly_mem)
+    fmt::print("run-state page : can load (sched_switch BPF, {})\n", runstate.detail);
+  else
+    fmt::print("run-state page : cannot load: {}\n",
+               runstate.ok ? "KVM lacks KVM_CAP_READONLY_MEM (the page must be a read-only memslot)" : runstate.detail);
   return required ? 0 : machine::exit_code(machine::Outcome::kHostError);
 }
 

@@ -26,6 +26,10 @@ void MachineOptions::add_to(CLI::App& command) {
   command.add_flag("--no-pv", no_pv, "Hide KVM_FEATURE_PV_UNHALT; KICK_CPU returns -1000");
   command.add_flag("--no-sbi-pvlock", no_sbi, "Turn the SBI PVLOCK extension off");
   command.add_option("--sbi-eid", sbi_eid, "Experimental-range alias of the SBI PVLOCK EID (hex)");
+  command.add_option("--runstate", runstate,
+                     "vCPU run-state page (sched_switch BPF, read-only in the guest): auto: when it loads, else "
+                     "'unknown'; on: fail (exit 6) if it cannot load; off: always 'unknown'")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   command.add_flag("--dedicated", config.dedicated_hint, "Advertise KVM_HINTS_REALTIME (vCPUs are dedicated)");
   command.add_option("--timeout", config.timeout_s,
                      "Watchdog: stop the guest after S seconds (exit code 4), 0.001..1e6; 0: none (lock workloads: "
@@ -41,6 +45,9 @@ void MachineOptions::finish() {
   if (!pcpus.empty()) config.pcpus = host::parse_cpu_list(pcpus);
   config.pin = pin == "float" ? machine::PinPolicy::kFloat : machine::PinPolicy::kSpread;
   config.backend.mode = kick == "lossy" ? pvlock::KickMode::kLossy : pvlock::KickMode::kSticky;
+  config.runstate = runstate == "on"    ? machine::RunStateMode::kOn
+                    : runstate == "off" ? machine::RunStateMode::kOff
+                                        : machine::RunStateMode::kAuto;
   config.pv_unhalt = !no_pv;
   config.sbi_pvlock = !no_sbi;
   if (!sbi_eid.empty()) {

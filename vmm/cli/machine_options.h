@@ -15,6 +15,7 @@ struct MachineOptions {
   std::string kick = "sticky";
   std::string image;
   std::string sbi_eid;
+  std::string runstate = "auto";
   bool no_pv = false;
   bool no_sbi = false;
 

@@ -26,4 +26,26 @@ Vcpu Vm::create_vcpu(unsigned index, unsigned apic_id) {
   return Vcpu(std::move(fd), system_.vcpu_mmap_size(), index);
 }
 
+ExtraSlot::ExtraSlot(const Vm& vm, unsigned slot, std::uint64_t gpa, const void* host, std::uint64_t bytes,
+                     bool read_only)
+    : vm_fd_(vm.fd()), slot_(slot), gpa_(gpa), bytes_(bytes), read_only_(read_only) {
+  kvm_userspace_memory_region region{};
+  region.slot = slot;
+  region.flags = read_only ? KVM_MEM_READONLY : 0;
+  region.guest_phys_addr = gpa;
+  region.memory_size = bytes;
+  region.userspace_addr = reinterpret_cast<__u64>(host);
+  if (::ioctl(vm_fd_, KVM_SET_USER_MEMORY_REGION, &region) != 0)
+    fail_host("KVM_SET_USER_MEMORY_REGION (slot {}, {} bytes at GPA {:#x}{}): {}", slot, bytes, gpa,
+              read_only ? ", read-only" : "", std::strerror(errno));
+}
+
+ExtraSlot::~ExtraSlot() {
+  kvm_userspace_memory_region region{};
+  region.slot = slot_;
+  region.guest_phys_addr = gpa_;
+  region.memory_size = 0;  // deletes the slot
+  ::ioctl(vm_fd_, KVM_SET_USER_MEMORY_REGION, &region);
+}
+
 }  // namespace lockvisor::kvm

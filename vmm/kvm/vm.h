@@ -25,4 +25,28 @@ class Vm {
   GuestMemory memory_;
 };
 
+// One extra memory slot of a Vm (e.g. the vCPU run-state page), removed
+// again (KVM_SET_USER_MEMORY_REGION with size 0) when this is destroyed: so
+// declare it after both the Vm and whatever owns the host memory it maps,
+// and the slot goes first. `read_only` sets KVM_MEM_READONLY (the caller
+// checks KVM_CAP_READONLY_MEM): guest writes exit as KVM_EXIT_MMIO.
+class ExtraSlot {
+ public:
+  ExtraSlot(const Vm& vm, unsigned slot, std::uint64_t gpa, const void* host, std::uint64_t bytes, bool read_only);
+  ~ExtraSlot();
+  ExtraSlot(const ExtraSlot&) = delete;
+  ExtraSlot& operator=(const ExtraSlot&) = delete;
+
+  std::uint64_t gpa() const { return gpa_; }
+  std::uint64_t bytes() const { return bytes_; }
+  bool read_only() const { return read_only_; }
+
+ private:
+  int vm_fd_;
+  unsigned slot_;
+  std::uint64_t gpa_;
+  std::uint64_t bytes_;
+  bool read_only_;
+};
+
 }  // namespace lockvisor::kvm

@@ -5,12 +5,14 @@
 #include <stdio.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +35,7 @@
 #include "vmm/machine/x86_boot.h"
 #include "vmm/native/native_runner.h"
 #include "vmm/pvlock/userspace_backend.h"
+#include "vmm/runstate/runstate_page.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::machine {
@@ -52,6 +55,36 @@ std::uint64_t calibrate_tsc_khz() {
   const std::uint64_t c1 = __builtin_ia32_rdtsc();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return static_cast<std::uint64_t>(static_cast<double>(c1 - c0) / seconds / 1000.0);
+}
+
+// The run-state memslot's number (slot 0 is RAM).
+constexpr unsigned kRunStateSlot = 1;
+
+// A private, read-only page of zeros: the run-state page when the host does
+// not publish one (every vCPU reads "unknown").
+class ZeroPage {
+ public:
+  ZeroPage() {
+    void* p = ::mmap(nullptr, abi::kRunStateBytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fail_host("mmap of the run-state zero page: {}", std::strerror(errno));
+    page_ = p;
+  }
+  ~ZeroPage() { ::munmap(page_, abi::kRunStateBytes); }
+  ZeroPage(const ZeroPage&) = delete;
+  ZeroPage& operator=(const ZeroPage&) = delete;
+  const void* data() const { return page_; }
+
+ private:
+  void* page_ = nullptr;
+};
+
+const char* runstate_mode_name(RunStateMode mode) {
+  switch (mode) {
+    case RunStateMode::kOn: return "on";
+    case RunStateMode::kOff: return "off";
+    case RunStateMode::kAuto: break;
+  }
+  return "auto";
 }
 
 }  // namespace
@@ -221,7 +254,15 @@ struct Machine::State {
   pvlock::UserspaceBackend backend;
   SerialConsole serial;
   RunControl control;
+  // The run-state page's host memory (one of the two, or neither before the
+  // constructor maps it) outlives the VM and its slot: members are destroyed
+  // in reverse order, so vCPUs, then the slot (deleted), then the VM, then these.
+  std::optional<runstate::RunStatePage> runstate_page;
+  std::optional<ZeroPage> runstate_zero;
   kvm::Vm vm;
+  std::optional<kvm::ExtraSlot> runstate_slot;
+  std::string runstate_kind = "unknown";  // "bpf" when the page is live
+  std::string runstate_detail;
   std::vector<std::unique_ptr<VcpuRunner>> vcpus;
   std::uint64_t tsc_khz = 0;
   std::string kvm_kind;
@@ -251,6 +292,7 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
          minimum_memory_mib(cfg.vcpus, loaded.end_gpa));
 
   write_boot_tables(memory, cfg.vcpus);
+  map_runstate_page(kvm);
 
   auto* boot = memory.at<abi::BootInfo>(abi::kBootInfoAddr);
   boot->magic = abi::kBootInfoMagic;
@@ -264,6 +306,9 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
   boot->free_end = stacks;
   boot->seed = cfg.seed;
   boot->sbi_experimental_eid = cfg.sbi_experimental_eid;
+  boot->runstate_gpa = abi::kRunStateGpa;
+  boot->runstate_vcpus = s.runstate_page ? std::min<unsigned>(cfg.vcpus, abi::kRunStateMaxVcpus) : 0;
+  if (s.runstate_page) boot->flags |= abi::kBootFlagRunStateLive;
   std::memcpy(boot->program, cfg.program.c_str(), cfg.program.size() + 1);
   std::memcpy(boot->args, cfg.args.c_str(), cfg.args.size() + 1);
 
@@ -292,6 +337,47 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
 }
 
 Machine::~Machine() = default;
+
+// --runstate (docs/runstate.md, "Handing it to the guest"): the BPF-published
+// page when it loads (and the mode allows), else a zero page; either way one
+// 4 KiB memslot at abi::kRunStateGpa, read-only where KVM can do that.
+void Machine::map_runstate_page(const kvm::KvmSystem& kvm) {
+  State& s = *state_;
+  const RunStateMode mode = s.config.runstate;
+  const bool readonly_mem = kvm.check_extension(KVM_CAP_READONLY_MEM) > 0;
+  if (mode == RunStateMode::kOff) {
+    s.runstate_detail = "--runstate off";
+  } else if (!readonly_mem) {
+    s.runstate_detail = "KVM lacks KVM_CAP_READONLY_MEM (the page must be a read-only memslot)";
+  } else if (s.config.vcpus > abi::kRunStateMaxVcpus) {
+    s.runstate_detail = fmt::format("the page describes at most {} vCPUs, this VM has {}", abi::kRunStateMaxVcpus,
+                                    s.config.vcpus);
+  } else {
+    try {
+      s.runstate_page.emplace(runstate::RunStatePage::open(s.config.vcpus));
+      s.runstate_kind = "bpf";
+      s.runstate_detail = s.runstate_page->attach_point();
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kHost) throw;
+      s.runstate_detail = e.what();
+    }
+  }
+  if (!s.runstate_page && mode == RunStateMode::kOn)
+    fail_host("--runstate on: the vCPU run-state page cannot be published: {}", s.runstate_detail);
+  const void* host = nullptr;
+  if (s.runstate_page) {
+    host = s.runstate_page->page().data();
+  } else {
+    s.runstate_zero.emplace();
+    host = s.runstate_zero->data();
+  }
+  // Without KVM_CAP_READONLY_MEM a zero page is mapped writable: a guest that
+  // writes it changes only its own view of "unknown".
+  s.runstate_slot.emplace(s.vm, kRunStateSlot, abi::kRunStateGpa, host, abi::kRunStateBytes, readonly_mem);
+  s.control.set_runstate_page(s.runstate_page ? &*s.runstate_page : nullptr, abi::kRunStateGpa, abi::kRunStateBytes);
+  spdlog::debug("run-state page (--runstate {}): {} ({}), GPA {:#x}", runstate_mode_name(mode), s.runstate_kind,
+                s.runstate_detail, abi::kRunStateGpa);
+}
 
 std::vector<std::string> Machine::State::vcpu_state_lines() const {
   std::vector<std::string> lines;
@@ -430,6 +516,8 @@ RunResult Machine::run() {
   result.kvm_kind = s.kvm_kind;
   result.tsc_khz = s.tsc_khz;
   result.guest_usage = s.control.usage();
+  result.runstate = s.runstate_kind;
+  result.runstate_detail = s.runstate_detail;
   for (const auto& v : s.vcpus) result.vcpus.push_back(v->report());
   result.guest_prints = s.control.prints();
   result.serial_lines = s.serial.captured();

@@ -39,6 +39,7 @@ class Machine {
 
  private:
   struct State;
+  void map_runstate_page(const kvm::KvmSystem& kvm);
   std::unique_ptr<State> state_;
 };
 

@@ -15,6 +15,13 @@ enum class PinPolicy {
   kFloat,   // every vCPU may run on any of pcpus
 };
 
+// --runstate: the vCPU run-state page (docs/runstate.md).
+enum class RunStateMode {
+  kAuto,  // publish it when the BPF program loads, else a zero page ("unknown")
+  kOn,    // publish it or fail the run (host error, exit code 6)
+  kOff,   // always a zero page
+};
+
 struct MachineConfig {
   unsigned vcpus = 2;
   std::uint64_t memory_mib = 64;
@@ -29,6 +36,7 @@ struct MachineConfig {
   bool sbi_pvlock = true;
   std::uint32_t sbi_experimental_eid = abi::kSbiExtPvlockExperimentalDefault;
   bool dedicated_hint = false;
+  RunStateMode runstate = RunStateMode::kAuto;
   pvlock::BackendOptions backend;
 
   double timeout_s = 0;          // 0: no watchdog

@@ -39,6 +39,17 @@ struct GuestCase {
   bool ended = false;
 };
 
+// What the run-state page counted for one vCPU while its thread was
+// registered, and the thread's involuntary context switches over exactly the
+// same span (both sampled between two equal seq reads of its record).
+struct VcpuRunStateCounts {
+  std::uint64_t preemptions = 0;
+  std::uint64_t sleeps = 0;
+  std::uint64_t runs = 0;
+  std::uint64_t anomalies = 0;
+  std::uint64_t involuntary_switches = 0;  // getrusage over the same span
+};
+
 struct VcpuReport {
   unsigned index = 0;
   unsigned apic_id = 0;
@@ -58,6 +69,7 @@ struct VcpuReport {
   std::optional<std::uint64_t> runqueue_wait_ns;  // runnable but not running (schedstat): steal seen from the host
   std::uint64_t voluntary_switches = 0;
   std::uint64_t involuntary_switches = 0;
+  std::optional<VcpuRunStateCounts> runstate;  // only when the page was live
   std::vector<int> affinity;
   std::vector<ResultValue> results;
   std::vector<GuestCase> cases;
@@ -87,6 +99,10 @@ struct RunResult {
   std::string kvm_kind;               // PVM / VMX / SVM
   std::uint64_t tsc_khz = 0;
   GuestUsage guest_usage;
+  // The vCPU run-state page: "bpf" (live) or "unknown" (a zero page), and
+  // how it attached or why not.
+  std::string runstate = "unknown";
+  std::string runstate_detail;
 
   // Guest strings with invalid UTF-8 replaced, over all vCPUs.
   std::uint64_t guest_text_replaced() const;

@@ -1,8 +1,10 @@
 #include "vmm/machine/vcpu_runner.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -36,6 +38,25 @@ std::optional<std::uint64_t> runqueue_wait_ns() {
   if (fields != 2) return std::nullopt;
   return waiting;
 }
+// This thread's run-state record and its involuntary context switches, taken
+// between two equal, even seq reads of the record: both cover exactly the same
+// switches (docs/runstate.md). Gives up after a few tries (the thread keeps
+// being switched): then the counts may differ by the switches in between.
+VcpuRunStateCounts sample_runstate(const runstate::RunStatePage& page, unsigned vcpu) {
+  const abi::VcpuRunState& record = page.records()[vcpu];
+  VcpuRunStateCounts counts;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::uint32_t before = __atomic_load_n(&record.seq, __ATOMIC_ACQUIRE);
+    rusage usage{};
+    getrusage(RUSAGE_THREAD, &usage);
+    const abi::VcpuRunState snapshot = runstate::read_record(record);
+    counts = {snapshot.preemptions, snapshot.sleeps, snapshot.runs, snapshot.anomalies,
+              static_cast<std::uint64_t>(usage.ru_nivcsw)};
+    if ((before & 1) == 0 && snapshot.seq == before) break;
+  }
+  return counts;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- RunControl
@@ -152,6 +173,17 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
   // guest limit held (the host is short of memory) ends the run as a host
   // error, and the thread still reports below.
   try {
+    // Before anything else, and before the first KVM_RUN: the page publishes
+    // this thread's switches as this vCPU's from now on.
+    if (auto* page = control_.runstate_page()) {
+      page->register_thread(static_cast<pid_t>(::gettid()), index());
+      runstate_at_start_ = sample_runstate(*page, index());
+      // A record reads "unknown" until the thread's next switch: give the CPU
+      // away once (if anything else wants it), so a vCPU sharing its CPU reads
+      // "running" from its first guest instruction. The kernel counts a yield
+      // as involuntary and the page as a preemption, so the counts still agree.
+      sched_yield();
+    }
     try {
       if (!affinity.empty()) host::set_thread_affinity(pthread_self(), affinity);
     } catch (const Error& e) {
@@ -182,6 +214,12 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
   if (getrusage(RUSAGE_THREAD, &usage) == 0) {
     voluntary_switches_ = static_cast<std::uint64_t>(usage.ru_nvcsw);
     involuntary_switches_ = static_cast<std::uint64_t>(usage.ru_nivcsw);
+  }
+  if (auto* page = control_.runstate_page(); page != nullptr && runstate_at_start_) {
+    const auto end = sample_runstate(*page, index());
+    const auto& start = *runstate_at_start_;
+    runstate_ = VcpuRunStateCounts{end.preemptions - start.preemptions, end.sleeps - start.sleeps, end.runs - start.runs,
+                                   end.anomalies - start.anomalies, end.involuntary_switches - start.involuntary_switches};
   }
   kvm_stats_ = stats_.snapshot();
   if (const auto wait_at_end = runqueue_wait_ns(); wait_at_start && wait_at_end)
@@ -256,6 +294,13 @@ bool VcpuRunner::handle_exit() {
       return halt();
     case KVM_EXIT_MMIO:
       count(ExitKind::kMmio);
+      // The run-state page is a read-only memslot: KVM drops a guest write to
+      // it and exits here. Never legitimate (the guest maps it read-only, so
+      // only a guest that rewrote its own page tables gets here): a guest
+      // error naming the page.
+      if (control_.in_runstate_page(run->mmio.phys_addr))
+        return guest_error(fmt::format("MMIO {} of {} bytes at GPA {:#x}: the vCPU run-state page is read-only",
+                                       run->mmio.is_write ? "write" : "read", run->mmio.len, run->mmio.phys_addr));
       return guest_error(fmt::format("MMIO {} of {} bytes at GPA {:#x}, outside guest memory",
                                      run->mmio.is_write ? "write" : "read", run->mmio.len, run->mmio.phys_addr));
     case KVM_EXIT_SHUTDOWN:
@@ -486,6 +531,7 @@ VcpuReport VcpuRunner::report() {
   report.runqueue_wait_ns = runqueue_wait_ns_;
   report.voluntary_switches = voluntary_switches_;
   report.involuntary_switches = involuntary_switches_;
+  report.runstate = runstate_;
   report.affinity = affinity_;
   report.results = std::move(guest_report_.results());
   report.cases = std::move(guest_report_.cases());

@@ -25,6 +25,7 @@
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/serial_console.h"
 #include "vmm/pvlock/pv_backend.h"
+#include "vmm/runstate/runstate_page.h"
 
 namespace lockvisor::machine {
 
@@ -71,6 +72,16 @@ class RunControl {
   void add_print(std::string line);
   std::vector<std::string> prints() const;
 
+  // The vCPU run-state page: the live one (nullptr: a zero page) and where
+  // the guest sees it. Set once by the Machine before any vCPU starts.
+  void set_runstate_page(runstate::RunStatePage* page, std::uint64_t gpa, std::uint64_t bytes) {
+    runstate_page_ = page;
+    runstate_gpa_ = gpa;
+    runstate_bytes_ = bytes;
+  }
+  runstate::RunStatePage* runstate_page() const { return runstate_page_; }
+  bool in_runstate_page(std::uint64_t gpa) const { return gpa >= runstate_gpa_ && gpa - runstate_gpa_ < runstate_bytes_; }
+
  private:
   const MachineConfig& config_;
   pvlock::PvBackend& backend_;
@@ -88,6 +99,9 @@ class RunControl {
   std::atomic<double> first_entry_s_{0};
   std::atomic<double> first_exit_s_{0};
   std::vector<int> apic_map_ = std::vector<int>(256, -1);
+  runstate::RunStatePage* runstate_page_ = nullptr;
+  std::uint64_t runstate_gpa_ = 0;
+  std::uint64_t runstate_bytes_ = 0;
 };
 
 // One vCPU: its KVM object and what its thread observed.
@@ -159,6 +173,8 @@ class VcpuRunner {
   std::optional<std::uint64_t> runqueue_wait_ns_;
   std::uint64_t voluntary_switches_ = 0;
   std::uint64_t involuntary_switches_ = 0;
+  std::optional<VcpuRunStateCounts> runstate_at_start_;  // registered: the first sample
+  std::optional<VcpuRunStateCounts> runstate_;           // the counts while registered
   std::vector<int> affinity_;
   std::map<std::string, std::uint64_t> kvm_stats_;
 };

@@ -103,6 +103,13 @@ void write_boot_tables(const kvm::GuestMemory& memory, unsigned vcpu_count) {
       table(pd)[e] = address | kTableFlags | kPageLarge;
     }
   }
+  // The vCPU run-state page, outside RAM (guest_layout.h): one 4 KiB page,
+  // user-accessible and read-only (R/W = 0 in its PTE; CR0.WP makes that hold
+  // at CPL0 too). The memslot behind it is read-only as well.
+  static_assert(abi::kRunStateGpa / kOneGiB >= abi::kMaxMemoryBytes / kOneGiB, "run-state PDPT entry collides with RAM");
+  table(pdpt)[abi::kRunStateGpa / kOneGiB] = abi::kRunStatePdAddr | kTableFlags;
+  table(abi::kRunStatePdAddr)[(abi::kRunStateGpa % kOneGiB) / kTwoMiB] = abi::kRunStatePtAddr | kTableFlags;
+  table(abi::kRunStatePtAddr)[(abi::kRunStateGpa % kTwoMiB) / 4096] = abi::kRunStateGpa | kPagePresent | kPageUser;
 
   auto* gdt = reinterpret_cast<std::uint64_t*>(memory.range(abi::kGdtAddr, abi::kTssAddr - abi::kGdtAddr)->data());
   gdt[0] = 0;

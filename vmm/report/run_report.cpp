@@ -61,6 +61,17 @@ void print_run_table(const machine::RunResult& result, std::FILE* out) {
                v.cpu_seconds, v.involuntary_switches,
                wake.count ? fmt::format("{:.1f}us", wake.p50 / 1000.0) : std::string("-"));
   }
+  if (result.runstate == "bpf") {
+    fmt::print(out, "run-state page: bpf ({}); per vCPU: page preemptions / involuntary switches while registered, sleeps\n",
+               result.runstate_detail);
+    for (const auto& v : result.vcpus)
+      if (v.runstate)
+        fmt::print(out, "  vCPU {}: {} / {}, {} sleeps{}\n", v.index, v.runstate->preemptions,
+                   v.runstate->involuntary_switches, v.runstate->sleeps,
+                   v.runstate->anomalies ? fmt::format(", {} missed switches", v.runstate->anomalies) : std::string());
+  } else {
+    fmt::print(out, "run-state page: unknown ({})\n", result.runstate_detail);
+  }
   const auto wake = wake_latency_json(result);
   if (wake["count"].get<std::uint64_t>() > 0)
     fmt::print(out, "kick->wake latency (VMM-measured, all vCPUs): median {:.1f} us, p99 {:.1f} us over {} wakes\n",
@@ -91,6 +102,9 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
                  {"kick_delay_us", config.backend.kick_delay_us},
                  {"halt_poll_us", config.backend.halt_poll_us},
                  {"backend", result.backend},
+                 {"runstate", config.runstate == machine::RunStateMode::kOn    ? "on"
+                              : config.runstate == machine::RunStateMode::kOff ? "off"
+                                                                               : "auto"},
                  {"seed", config.seed},
                  {"limits",
                   {{"max_report_bytes", config.limits.report_bytes},
@@ -98,6 +112,8 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
                    {"max_open_cases", config.limits.open_cases},
                    {"max_serial_bytes", config.limits.serial_bytes},
                    {"max_array_values", config.limits.array_values}}}};
+  j["runstate"] = result.runstate;  // "bpf": the page was live; "unknown": a zero page
+  j["runstate_detail"] = utf8(result.runstate_detail, &host_text_replaced);
   j["guest_usage"] = {{"report_messages", result.guest_usage.report_messages},
                       {"report_bytes", result.guest_usage.report_bytes},
                       {"serial_bytes", result.guest_usage.serial_bytes}};
@@ -122,6 +138,14 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
     jv["runqueue_wait_ns"] = v.runqueue_wait_ns ? nlohmann::json(*v.runqueue_wait_ns) : nlohmann::json(nullptr);
     jv["voluntary_context_switches"] = v.voluntary_switches;
     jv["involuntary_context_switches"] = v.involuntary_switches;
+    if (v.runstate)
+      jv["runstate"] = {{"preemptions", v.runstate->preemptions},
+                        {"sleeps", v.runstate->sleeps},
+                        {"runs", v.runstate->runs},
+                        {"anomalies", v.runstate->anomalies},
+                        {"involuntary_context_switches", v.runstate->involuntary_switches}};
+    else
+      jv["runstate"] = nullptr;
     nlohmann::json results = nlohmann::json::object();
     bool guest_replaced = false;  // already counted in guest_text_replaced when it arrived
     for (const auto& r : v.results) {

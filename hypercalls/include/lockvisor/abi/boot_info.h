@@ -7,11 +7,15 @@
 namespace lockvisor::abi {
 
 inline constexpr u64 kBootInfoMagic = 0x31304f4f42564c;  // "LVBOO01"
-inline constexpr u32 kBootInfoVersion = 1;
+// 2: adds runstate_gpa and kBootFlagRunStateLive (the vCPU run-state page).
+inline constexpr u32 kBootInfoVersion = 2;
 
 inline constexpr u32 kBootFlagPvUnhalt = 1u << 0;   // KICK_CPU works (CPUID says the same)
 inline constexpr u32 kBootFlagSbiPvlock = 1u << 1;  // SBI PVLOCK is on
 inline constexpr u32 kBootFlagDedicated = 1u << 2;  // vCPUs are not overcommitted (REALTIME hint)
+// The run-state page at runstate_gpa is published by the host (sched_switch
+// BPF). Clear: it is a page of zeros, every vCPU reads "unknown".
+inline constexpr u32 kBootFlagRunStateLive = 1u << 3;
 
 inline constexpr u32 kProgramNameBytes = 32;
 inline constexpr u32 kProgramArgsBytes = 768;
@@ -39,6 +43,13 @@ struct BootInfo {
   char program[kProgramNameBytes];  // NUL-terminated name of what to run
   char args[kProgramArgsBytes];     // NUL-terminated "key=value key=value ..."
   VcpuBoot vcpus[kMaxVcpus];
+  // Version 2. The vCPU run-state page (vcpu_runstate.h): always mapped
+  // read-only at this guest-physical address (kRunStateGpa); records for
+  // vCPUs 0..runstate_vcpus-1 (at most 64); read as "unknown" when
+  // kBootFlagRunStateLive is clear.
+  u64 runstate_gpa;
+  u32 runstate_vcpus;
+  u32 reserved2;
 };
 static_assert(sizeof(BootInfo) <= kBootInfoBytes, "BootInfo outgrew its pages");
 

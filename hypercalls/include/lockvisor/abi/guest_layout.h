@@ -5,13 +5,20 @@
 //   0x0000_1000  GDT (null, kernel code/data, user data/code, one TSS per vCPU)
 //   0x0000_8000  BootInfo (boot_info.h)
 //   0x0000_A000  IDT, 256 gates; the VMM loads IDTR, each vCPU fills the gates
-//   0x0001_0000  page tables: PML4, PDPT, then one PD per GiB
+//   0x0001_0000  page tables: PML4, PDPT, one PD per GiB of RAM, then the PD
+//                and PT that map the run-state page (kRunStatePdAddr/PtAddr)
 //   0x0002_0000  TSS array, kTssStride bytes per vCPU: the 104-byte TSS (RSP0 =
 //                kernel stack) followed by its I/O permission bitmap
 //   0x0010_0000  the guest ELF image (PT_LOAD segments must stay in
 //                [kImageBase, kImageLimit))
 //   ...          free memory for the guest (BootInfo::free_start..free_end)
 //   top          per-vCPU stacks (kernel then user), vCPU 0 highest
+//
+//   0x1_0000_0000  the vCPU run-state page (vcpu_runstate.h, docs/runstate.md):
+//                one 4 KiB read-only memslot at kRunStateGpa, just above the
+//                largest possible RAM (kMaxMemoryBytes), so it can never
+//                collide with guest memory. Mapped by one 4 KiB PTE, present,
+//                U/S = 1, read-only (R/W = 0); the rest of that GiB is unmapped.
 #pragma once
 #include "lockvisor/abi/types.h"
 
@@ -25,7 +32,7 @@ inline constexpr u64 kBootInfoBytes = 0x2000;
 inline constexpr u64 kIdtAddr = 0xA000;
 inline constexpr u64 kIdtEntries = 256;
 inline constexpr u64 kPageTableAddr = 0x10000;
-inline constexpr u64 kPageTableBytes = 0x6000;  // PML4, PDPT, 4 PDs (kMaxMemoryBytes)
+inline constexpr u64 kPageTableBytes = 0x8000;  // PML4, PDPT, 4 PDs (kMaxMemoryBytes), run-state PD + PT
 
 // Each vCPU's TSS: the 104-byte 64-bit TSS, then (at kTssIoMapOffset, the
 // value of its I/O map base field) an I/O permission bitmap of one bit per
@@ -41,6 +48,15 @@ static_assert(kTssLimit < kTssStride, "TSS and bitmap outgrew their stride");
 inline constexpr u64 kImageBase = 0x100000;
 inline constexpr u64 kImageLimit = 0x1000000;  // 16 MiB
 inline constexpr u64 kMaxMemoryBytes = 4ull << 30;
+
+// The vCPU run-state page: guest-physical (= virtual, identity-mapped)
+// address, outside RAM. PDPT entry 4 points at kRunStatePdAddr, whose entry 0
+// points at kRunStatePtAddr, whose entry 0 maps the page read-only.
+inline constexpr u64 kRunStateGpa = kMaxMemoryBytes;
+inline constexpr u64 kRunStateBytes = 0x1000;
+inline constexpr u64 kRunStatePdAddr = kPageTableAddr + 0x6000;
+inline constexpr u64 kRunStatePtAddr = kPageTableAddr + 0x7000;
+static_assert(kRunStateGpa % (1ull << 30) == 0, "the run-state page starts its own GiB (its own PD)");
 
 // Per-vCPU stack block, counted down from the top of memory: vCPU i owns
 // [top - (i+1)*kVcpuStackBlockBytes, top - i*kVcpuStackBlockBytes), user stack

@@ -1,0 +1,109 @@
+// `runstate`: reads the vCPU run-state page (runtime/runstate.h) from CPL3
+// while every vCPU spins, for tests/runstate's machine test.
+//
+// Parameters: ms=N (spin time, default 500), mode=observe|write.
+//   observe  every vCPU meets the others at a barrier, then for `ms` spins
+//            reading its own record and its peers' records (plain loads, no
+//            exit). Results per vCPU:
+//              live            BootInfo says the host publishes the page
+//              samples         loop iterations
+//              self_running    own record read "running" (it is running)
+//              self_unknown    own record read "unknown" (no switch seen yet)
+//              self_other      own record read "preempted"/"sleeping": a
+//                              switch-in the host never showed the program
+//              peer_preempted  distinct preemptions of peers seen (a peer's
+//                              record read "preempted" with a seq not seen before)
+//              peer_running    the same for "running"
+//              own_preemptions own record's preemption count at the end
+//              nonzero_words   non-zero 64-bit words in the whole page
+//                              (vCPU 0 only; 0 when the page is off)
+//   write    vCPU 0 makes its own PTE for the page writable (CPL3 can write
+//            the page tables, so a hostile guest can too) and writes the
+//            page: the read-only memslot drops it and the VMM ends the run
+//            as a guest fault naming the page. Other vCPUs just finish.
+#include "lockvisor/abi/guest_layout.h"
+#include "programs/programs.h"
+#include "runtime/boot.h"
+#include "runtime/check.h"
+#include "runtime/cpu.h"
+#include "runtime/report.h"
+#include "runtime/runstate.h"
+#include "runtime/shared.h"
+#include "runtime/string.h"
+
+namespace guest {
+namespace {
+
+Shared<u32> g_arrived;
+
+void observe(u64 ms) {
+  const u32 me = this_cpu();
+  const u32 n = nr_cpus();
+  g_arrived.add(1);
+  g_arrived.wait_for(n);
+
+  u64 samples = 0, self_running = 0, self_unknown = 0, self_other = 0, peer_preempted = 0, peer_running = 0;
+  u32 last_seq[kRunStateMaxVcpus];
+  for (auto& s : last_seq) s = ~0u;
+  const u64 end = rdtsc() + ns_to_tsc(ms * 1000000);
+  while (rdtsc() < end) {
+    ++samples;
+    switch (vcpu_run_state(me)) {
+      case RunState::kRunning: ++self_running; break;
+      case RunState::kUnknown: ++self_unknown; break;
+      default: ++self_other; break;
+    }
+    for (u32 peer = 0; peer < n && peer < kRunStateMaxVcpus; ++peer) {
+      if (peer == me) continue;
+      const u32 seq = __atomic_load_n(&vcpu_runstate(peer)->seq, __ATOMIC_ACQUIRE);
+      if (seq == last_seq[peer] || (seq & 1) != 0) continue;
+      const RunState s = vcpu_run_state(peer);
+      if (s == RunState::kPreempted) ++peer_preempted;
+      if (s == RunState::kRunning) ++peer_running;
+      last_seq[peer] = seq;
+    }
+    cpu_relax();
+  }
+  VcpuRunState own{};
+  const bool have = read_vcpu_runstate(me, own);
+  report_result("live", runstate_live() ? 1 : 0);
+  report_result("samples", samples);
+  report_result("self_running", self_running);
+  report_result("self_unknown", self_unknown);
+  report_result("self_other", self_other);
+  report_result("peer_preempted", peer_preempted);
+  report_result("peer_running", peer_running);
+  report_result("own_preemptions", have ? own.preemptions : 0);
+  if (me == 0) {
+    const auto* words = reinterpret_cast<const volatile u64*>(boot().runstate_gpa);
+    u64 nonzero = 0;
+    for (u64 i = 0; i < kRunStateBytes / 8; ++i) nonzero += words[i] != 0 ? 1 : 0;
+    report_result("nonzero_words", nonzero);
+  }
+}
+
+void write_page() {
+  if (this_cpu() != 0) return;
+  // The page's own PTE (guest_layout.h): set R/W, then write. The page was
+  // never touched on this vCPU, so no read-only translation is cached.
+  auto* pte = reinterpret_cast<volatile u64*>(kRunStatePtAddr);
+  *pte = *pte | 2;
+  auto* state = reinterpret_cast<volatile u32*>(boot().runstate_gpa + 4);
+  *state = LOCKVISOR_RUNSTATE_RUNNING;
+  print("the write to the run-state page was not stopped");
+}
+
+}  // namespace
+
+void program_runstate() {
+  char mode[16] = "observe";
+  arg_str("mode", mode, sizeof mode);
+  if (str_equal(mode, "write")) {
+    write_page();
+  } else {
+    LV_CHECK_MSG(str_equal(mode, "observe"), "mode must be observe or write");
+    observe(arg_u64("ms", 500));
+  }
+}
+
+}  // namespace guest
