@@ -34,7 +34,7 @@
 #include "vmm/machine/vcpu_runner.h"
 #include "vmm/machine/x86_boot.h"
 #include "vmm/native/native_runner.h"
-#include "vmm/pvlock/userspace_backend.h"
+#include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
 #include "vmm/util/error.h"
 
@@ -243,15 +243,15 @@ struct Machine::State {
   State(const kvm::KvmSystem& kvm, MachineConfig cfg, std::chrono::steady_clock::time_point origin_time)
       : config(std::move(cfg)),
         origin(origin_time),
-        backend(config.vcpus, config.backend),
+        backend(pvlock::make_backend(config.vcpus, config.backend)),
         serial(config.capture_serial ? SerialConsole(SerialConsole::Capture{}, config.vcpus)
                                      : SerialConsole(config.serial_path, config.vcpus)),
-        control(config, backend, serial, origin),
+        control(config, *backend, serial, origin),
         vm(kvm, config.memory_mib << 20) {}
 
   MachineConfig config;
   std::chrono::steady_clock::time_point origin;
-  pvlock::UserspaceBackend backend;
+  std::unique_ptr<pvlock::PvBackend> backend;  // through the interface only
   SerialConsole serial;
   RunControl control;
   // The run-state page's host memory (one of the two, or neither before the
@@ -388,15 +388,15 @@ std::vector<std::string> Machine::State::vcpu_state_lines() const {
 // Every vCPU still in the game is halted with no kick pending, and nothing
 // changed while we looked (the backend's epoch): no one is left to kick.
 bool Machine::State::deadlocked() const {
-  const std::uint64_t before = backend.epoch();
+  const std::uint64_t before = backend->epoch();
   bool any_halted = false;
   for (const auto& v : vcpus) {
     if (v->finished()) continue;
-    const auto latch = backend.latch_state(v->index());
-    if (!(latch & pvlock::KickLatch::kHalted) || (latch & pvlock::KickLatch::kPending)) return false;
+    const pvlock::VcpuPvState pv = backend->vcpu_state(v->index());
+    if (!pv.halted || pv.kick_pending) return false;
     any_halted = true;
   }
-  return any_halted && backend.epoch() == before;
+  return any_halted && backend->epoch() == before;
 }
 
 // Every wait ends when the run stops. The run stops (RunControl::end, whose
@@ -422,7 +422,7 @@ RunResult Machine::run() {
   asio::io_context io;
 
   s.control.set_stop_hook([&s] {
-    s.backend.stop();
+    s.backend->stop();
     for (auto& v : s.vcpus) v->interrupt();
   });
 
@@ -512,7 +512,7 @@ RunResult Machine::run() {
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.seconds_to_first_entry = s.control.seconds_to_first_entry();
   result.seconds_to_first_exit = s.control.seconds_to_first_exit();
-  result.backend = std::string(s.backend.name());
+  result.backend = std::string(s.backend->name());
   result.kvm_kind = s.kvm_kind;
   result.tsc_khz = s.tsc_khz;
   result.guest_usage = s.control.usage();

@@ -16,8 +16,6 @@
 #include <spdlog/spdlog.h>
 
 #include "lockvisor/abi/doorbell.h"
-#include "lockvisor/abi/kvm_hypercall.h"
-#include "lockvisor/abi/sbi_pvlock.h"
 #include "lockvisor/abi/ucall.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/machine/guest_text.h"
@@ -63,7 +61,14 @@ VcpuRunStateCounts sample_runstate(const runstate::RunStatePage& page, unsigned 
 
 RunControl::RunControl(const MachineConfig& config, pvlock::PvBackend& backend, SerialConsole& serial,
                        std::chrono::steady_clock::time_point origin)
-    : config_(config), backend_(backend), serial_(serial), budget_(config.limits), origin_(origin) {}
+    : config_(config),
+      backend_(backend),
+      serial_(serial),
+      budget_(config.limits),
+      origin_(origin),
+      hypercalls_(pvlock::make_pv_hypercall_table(
+          backend, {config.pv_unhalt, config.sbi_pvlock, config.sbi_experimental_eid},
+          [this](std::uint64_t apic_id) { return apic_to_index(apic_id); })) {}
 
 GuestUsage RunControl::usage() const {
   return {budget_.messages(), budget_.report_bytes(), budget_.serial_bytes()};
@@ -255,13 +260,13 @@ std::string VcpuRunner::where() const {
 }
 
 std::string VcpuRunner::state_line() const {
-  const auto latch = control_.backend().latch_state(index());
+  const pvlock::VcpuPvState pv = control_.backend().vcpu_state(index());
   const VcpuState state = state_.load();
   const char* name = finished() || state == VcpuState::kStarting ? vcpu_state_name(state)
-                     : (latch & pvlock::KickLatch::kHalted)       ? "halted"
+                     : pv.halted                                  ? "halted"
                                                                   : "running";
   return fmt::format("vCPU {}: {}, kick {}, last hypercall {:#x}, {}", index(), name,
-                     (latch & pvlock::KickLatch::kPending) ? "pending" : "not pending", last_hypercall(),
+                     pv.kick_pending ? "pending" : "not pending", last_hypercall(),
                      exited() ? fmt::format("RIP {:#x}", rip()) : std::string("no exit yet"));
 }
 
@@ -346,10 +351,10 @@ bool VcpuRunner::handle_io() {
   switch (io.port) {
     case abi::kPortKvmHypercall:
       count(ExitKind::kHypercall);
-      return out ? handle_kvm_hypercall(regs) : float_high();
+      return out ? handle_hypercall(pvlock::Transport::kKvm, regs) : float_high();
     case abi::kPortSbiCall:
       count(ExitKind::kSbi);
-      return out ? handle_sbi_call(regs) : float_high();
+      return out ? handle_hypercall(pvlock::Transport::kSbi, regs) : float_high();
     case abi::kPortUcall:
       count(ExitKind::kUcall);
       return out ? handle_ucall(regs.rbx) : float_high();
@@ -389,65 +394,14 @@ bool VcpuRunner::handle_serial_out(const std::uint8_t* data, std::uint32_t size,
   return true;
 }
 
-bool VcpuRunner::handle_kvm_hypercall(kvm_regs& regs) {
-  const std::uint64_t nr = regs.rax;
-  last_hypercall_.store(nr, std::memory_order_relaxed);
-  std::int64_t result = abi::kKvmEnosys;
-  bool keep_running = true;
-  auto& backend = control_.backend();
-  switch (nr) {
-    case abi::kHcKickCpu:
-      if (control_.config().pv_unhalt) {
-        // a0 (RBX) is KVM's reserved flags word: ignored, as KVM does.
-        backend.kick(index(), control_.apic_to_index(regs.rcx));
-        result = abi::kKvmSuccess;  // KVM returns 0 even when no vCPU has that APIC ID
-      }
-      break;
-    case abi::kHcHalt:
-      keep_running = halt();
-      result = abi::kKvmSuccess;
-      break;
-    case abi::kHcQueryHalted: {
-      const int target = control_.apic_to_index(regs.rbx);
-      result = target < 0 ? abi::kKvmEinval
-                          : ((backend.latch_state(static_cast<unsigned>(target)) & pvlock::KickLatch::kHalted) ? 1 : 0);
-      break;
-    }
-    default:
-      break;
-  }
-  regs.rax = static_cast<std::uint64_t>(result);
+bool VcpuRunner::handle_hypercall(pvlock::Transport transport, kvm_regs& regs) {
+  const pvlock::HypercallInput in{regs.rax, regs.rbx, regs.rcx, regs.rdx, regs.rsi, index()};
+  const pvlock::HypercallResult result = control_.hypercalls().dispatch(transport, in);
+  last_hypercall_.store(result.number, std::memory_order_relaxed);
+  regs.rax = result.output.rax;
+  if (result.output.rbx) regs.rbx = *result.output.rbx;
   vcpu_.commit_sync_regs();
-  return keep_running;
-}
-
-bool VcpuRunner::handle_sbi_call(kvm_regs& regs) {
-  const auto eid = static_cast<std::uint32_t>(regs.rax);
-  const auto fid = static_cast<std::uint32_t>(regs.rbx);
-  const auto& config = control_.config();
-  last_hypercall_.store((std::uint64_t{eid} << 32) | fid, std::memory_order_relaxed);
-  auto is_pvlock = [&](std::uint64_t id) {
-    return id == abi::kSbiExtPvlock || id == abi::kSbiExtPvlockLegacy || id == config.sbi_experimental_eid;
-  };
-  std::int64_t error = abi::kSbiErrNotSupported;
-  std::int64_t value = 0;
-  if (eid == abi::kSbiExtBase && fid == abi::kSbiBaseProbeExtension) {
-    error = abi::kSbiSuccess;
-    value = (is_pvlock(regs.rcx) && config.sbi_pvlock) ? 1 : 0;
-  } else if (is_pvlock(eid) && config.sbi_pvlock && fid == abi::kSbiPvlockKickCpu) {
-    const int target = control_.apic_to_index(regs.rcx);
-    if (target < 0) {
-      control_.backend().kick(index(), -1);  // counted as an invalid kick
-      error = abi::kSbiErrInvalidParam;
-    } else {
-      control_.backend().kick(index(), target);
-      error = abi::kSbiSuccess;
-    }
-  }
-  regs.rax = static_cast<std::uint64_t>(error);
-  regs.rbx = static_cast<std::uint64_t>(value);
-  vcpu_.commit_sync_regs();
-  return true;
+  return result.output.halt ? halt() : true;
 }
 
 namespace {
@@ -505,9 +459,9 @@ VcpuReport VcpuRunner::report() {
   report.index = index();
   report.apic_id = apic_id_;
   report.final_state = state_.load();
-  const auto latch = control_.backend().latch_state(index());
-  report.kick_pending = (latch & pvlock::KickLatch::kPending) != 0;
-  if ((latch & pvlock::KickLatch::kHalted) && report.final_state == VcpuState::kRunning)
+  const pvlock::VcpuPvState pv = control_.backend().vcpu_state(index());
+  report.kick_pending = pv.kick_pending;
+  if (pv.halted && report.final_state == VcpuState::kRunning)
     report.final_state = VcpuState::kHalted;
   report.last_hypercall = last_hypercall();
   report.rip = rip();

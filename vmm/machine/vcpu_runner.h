@@ -24,6 +24,7 @@
 #include "vmm/machine/report_channel.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/serial_console.h"
+#include "vmm/pvlock/hypercall_table.h"
 #include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
 
@@ -45,6 +46,8 @@ class RunControl {
 
   const MachineConfig& config() const { return config_; }
   pvlock::PvBackend& backend() { return backend_; }
+  // Decodes and answers the PV hypercalls (ports 0xE4 and 0xE5).
+  const pvlock::HypercallTable& hypercalls() const { return *hypercalls_; }
   SerialConsole& serial() { return serial_; }
   // The VM-wide counters config().limits apply to.
   GuestBudget& budget() { return budget_; }
@@ -99,6 +102,7 @@ class RunControl {
   std::atomic<double> first_entry_s_{0};
   std::atomic<double> first_exit_s_{0};
   std::vector<int> apic_map_ = std::vector<int>(256, -1);
+  std::unique_ptr<pvlock::HypercallTable> hypercalls_;  // reads apic_map_ through apic_to_index()
   runstate::RunStatePage* runstate_page_ = nullptr;
   std::uint64_t runstate_gpa_ = 0;
   std::uint64_t runstate_bytes_ = 0;
@@ -139,8 +143,8 @@ class VcpuRunner {
   // Each returns false when this vCPU must leave its loop.
   bool handle_exit();
   bool handle_io();
-  bool handle_kvm_hypercall(kvm_regs& regs);
-  bool handle_sbi_call(kvm_regs& regs);
+  // Ports 0xE4 and 0xE5: the hypercall table decides, this applies.
+  bool handle_hypercall(pvlock::Transport transport, kvm_regs& regs);
   bool handle_ucall(std::uint64_t gpa);
   bool handle_fault(const kvm_regs& regs);
   bool handle_serial_out(const std::uint8_t* data, std::uint32_t size, std::uint32_t count);

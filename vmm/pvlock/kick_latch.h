@@ -24,21 +24,14 @@
 #include <chrono>
 #include <cstdint>
 
-namespace lockvisor::pvlock {
+#include "vmm/pvlock/pv_types.h"
 
-enum class KickMode { kSticky, kLossy };
+namespace lockvisor::pvlock {
 
 enum class KickDelivery {
   kDelivered,  // kPending set (the target may already have had it: coalesced)
   kCoalesced,  // kPending was already set
   kDropped,    // lossy mode and the target was not halted
-};
-
-enum class HaltOutcome {
-  kImmediate,  // a pending kick was consumed without blocking
-  kPolled,     // the kick arrived while polling, before sleeping
-  kWoken,      // slept and was woken by a kick
-  kStopped,    // the VMM is stopping
 };
 
 class KickLatch {

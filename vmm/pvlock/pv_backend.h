@@ -1,7 +1,9 @@
 // The host side of the PV-lock interface, as the vCPU exit loop sees it.
 //
-// The exit loop decodes a hypercall or a halt and calls one of these; how a
-// kick reaches a halted vCPU is the backend's business. Today there is one
+// The hypercall table (hypercall_table.h) decodes a hypercall and calls one
+// of these; the exit loop calls halt(). How a kick reaches a halted vCPU is
+// the backend's business, and so is how it keeps that state: callers see it
+// only through the neutral VcpuPvState. Today there is one
 // backend, UserspaceBackend (kick latches in the VMM, halts handled in
 // userspace). KVM's in-kernel KICK_CPU (vmcall + in-kernel irqchip) on
 // hardware hosts is the planned second one: it would never see these calls
@@ -9,11 +11,11 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <string_view>
 #include <vector>
 
-#include "vmm/pvlock/kick_latch.h"
+#include "vmm/pvlock/pv_types.h"
 
 namespace lockvisor::pvlock {
 
@@ -40,6 +42,13 @@ struct BackendOptions {
   std::uint32_t halt_poll_us = 0;   // halter spins this long before sleeping
 };
 
+// One vCPU's PV state as the deadlock detector and the reports see it, read
+// in one consistent snapshot.
+struct VcpuPvState {
+  bool halted = false;        // blocked (or polling) in halt()
+  bool kick_pending = false;  // a kick arrived that no halt has consumed yet
+};
+
 class PvBackend {
  public:
   virtual ~PvBackend() = default;
@@ -51,11 +60,18 @@ class PvBackend {
   // Wake every halted vCPU for good: the run is ending.
   virtual void stop() = 0;
   // For the deadlock detector and reports.
-  virtual std::uint32_t latch_state(unsigned vcpu) const = 0;
+  virtual VcpuPvState vcpu_state(unsigned vcpu) const = 0;
+  bool is_halted(unsigned vcpu) const { return vcpu_state(vcpu).halted; }
+  bool kick_pending(unsigned vcpu) const { return vcpu_state(vcpu).kick_pending; }
+  // Changes whenever any vCPU's state does: two equal reads around a scan of
+  // vcpu_state() mean the scan saw one stable picture.
   virtual std::uint64_t epoch() const = 0;
   virtual const VcpuPvCounters& counters(unsigned vcpu) const = 0;
   // Kick-to-wake latencies (ns) observed by vCPU `vcpu`'s woken halts.
   virtual std::vector<std::uint64_t> wake_latencies(unsigned vcpu) const = 0;
 };
+
+// The backend a Machine runs with. Today always the userspace one.
+std::unique_ptr<PvBackend> make_backend(unsigned vcpu_count, BackendOptions options);
 
 }  // namespace lockvisor::pvlock

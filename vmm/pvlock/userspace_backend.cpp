@@ -76,6 +76,10 @@ void UserspaceBackend::stop() {
   for (auto& slot : slots_) slot->latch.stop();
 }
 
+std::unique_ptr<PvBackend> make_backend(unsigned vcpu_count, BackendOptions options) {
+  return std::make_unique<UserspaceBackend>(vcpu_count, options);
+}
+
 std::vector<std::uint64_t> UserspaceBackend::wake_latencies(unsigned vcpu) const {
   return slots_[vcpu]->wake_latency_ns;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "vmm/pvlock/kick_latch.h"
 #include "vmm/pvlock/pv_backend.h"
 
 namespace lockvisor::pvlock {
@@ -22,7 +23,13 @@ class UserspaceBackend final : public PvBackend {
   KickResult kick(unsigned from, int target) override;
   HaltOutcome halt(unsigned self) override;
   void stop() override;
-  std::uint32_t latch_state(unsigned vcpu) const override { return slots_[vcpu]->latch.state(); }
+  VcpuPvState vcpu_state(unsigned vcpu) const override {
+    const std::uint32_t word = latch_state(vcpu);
+    return {(word & KickLatch::kHalted) != 0, (word & KickLatch::kPending) != 0};
+  }
+  // The raw latch word (KickLatch::kPending | kHalted | kStop): for this
+  // backend's own tests only; everyone else reads vcpu_state().
+  std::uint32_t latch_state(unsigned vcpu) const { return slots_[vcpu]->latch.state(); }
   std::uint64_t epoch() const override { return epoch_.load(); }
   const VcpuPvCounters& counters(unsigned vcpu) const override { return slots_[vcpu]->counters; }
   std::vector<std::uint64_t> wake_latencies(unsigned vcpu) const override;
