@@ -1,12 +1,8 @@
 #include "vmm/machine/machine.h"
 
-#include <poll.h>
 #include <signal.h>
-#include <stdio.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -33,10 +29,10 @@
 #include "vmm/machine/serial_console.h"
 #include "vmm/machine/vcpu_runner.h"
 #include "vmm/machine/x86_boot.h"
-#include "vmm/native/native_runner.h"
 #include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
 #include "vmm/util/error.h"
+#include "vmm/util/mapping.h"
 
 namespace lockvisor::machine {
 namespace abi = lockvisor::abi;
@@ -62,21 +58,11 @@ constexpr unsigned kRunStateSlot = 1;
 
 // A private, read-only page of zeros: the run-state page when the host does
 // not publish one (every vCPU reads "unknown").
-class ZeroPage {
- public:
-  ZeroPage() {
-    void* p = ::mmap(nullptr, abi::kRunStateBytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) fail_host("mmap of the run-state zero page: {}", std::strerror(errno));
-    page_ = p;
-  }
-  ~ZeroPage() { ::munmap(page_, abi::kRunStateBytes); }
-  ZeroPage(const ZeroPage&) = delete;
-  ZeroPage& operator=(const ZeroPage&) = delete;
-  const void* data() const { return page_; }
-
- private:
-  void* page_ = nullptr;
-};
+Mapping zero_page() {
+  void* p = ::mmap(nullptr, abi::kRunStateBytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) fail_host("mmap of the run-state zero page: {}", std::strerror(errno));
+  return Mapping(p, abi::kRunStateBytes);
+}
 
 const char* runstate_mode_name(RunStateMode mode) {
   switch (mode) {
@@ -120,125 +106,6 @@ std::uint64_t minimum_memory_mib(unsigned vcpus, std::uint64_t image_end) {
   return align_up(bytes, kTwoMiB) >> 20;
 }
 
-// ---------------------------------------------------------------- stop signals
-
-namespace {
-
-struct StopRegistry {
-  std::mutex mutex;
-  std::atomic<int> signal{0};
-  const std::function<void(int)>* on_stop = nullptr;  // the innermost StopScope's
-};
-
-StopRegistry& stop_registry() {
-  static StopRegistry registry;
-  return registry;
-}
-
-sigset_t stop_signal_set() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  return set;
-}
-
-// Ends the process now, from the watcher thread: whatever the other threads
-// are doing (a native workload, a wait that did not end). Flushes stdout only
-// if no other thread holds it and it can take a buffer's worth at once (a
-// pipe nobody reads must not block this either).
-[[noreturn]] void hard_stop(int signal, const char* why) {
-  if (::ftrylockfile(stdout) == 0) {
-    pollfd out{STDOUT_FILENO, POLLOUT, 0};
-    if (::poll(&out, 1, 0) == 1 && (out.revents & POLLOUT) != 0) std::fflush(stdout);
-    ::funlockfile(stdout);
-  }
-  const std::string line = fmt::format("lockvisor: stopped by {}: {}\n", signal_name(signal), why);
-  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, line.data(), line.size());
-  std::_Exit(exit_code(Outcome::kInterrupted));
-}
-
-}  // namespace
-
-std::string signal_name(int signal) {
-  switch (signal) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    default: return fmt::format("signal {}", signal);
-  }
-}
-
-int stop_signal() { return stop_registry().signal.load(); }
-
-Interrupted::Interrupted(int signal)
-    : std::runtime_error(fmt::format("stopped by {} (no VM was running)", signal_name(signal))), signal_(signal) {}
-
-void throw_if_stop_signalled() {
-  if (const int signal = stop_signal()) throw Interrupted(signal);
-}
-
-StopScope::StopScope(std::function<void(int)> on_stop) : on_stop_(std::move(on_stop)) {
-  auto& registry = stop_registry();
-  std::lock_guard lock(registry.mutex);
-  previous_ = std::exchange(registry.on_stop, &on_stop_);
-  if (const int signal = registry.signal.load()) on_stop_(signal);
-}
-
-StopScope::~StopScope() {
-  auto& registry = stop_registry();
-  std::lock_guard lock(registry.mutex);
-  registry.on_stop = previous_;
-}
-
-StopSignals::StopSignals() {
-  // Before anything else: no thread exists yet, so every later thread inherits
-  // the block; SIGUSR1 (the vCPU kick-out) is never blocked, and gets its
-  // no-op handler now so that a stray one cannot kill the process either.
-  install_vcpu_interrupt_signal();
-  const sigset_t set = stop_signal_set();
-  if (const int rc = pthread_sigmask(SIG_BLOCK, &set, nullptr); rc != 0)
-    fail_host("blocking SIGINT/SIGTERM/SIGHUP: {}", std::strerror(rc));
-  signals_.reset(::signalfd(-1, &set, SFD_CLOEXEC));
-  if (!signals_.valid()) fail_host("signalfd: {}", std::strerror(errno));
-  quit_.reset(::eventfd(0, EFD_CLOEXEC));
-  if (!quit_.valid()) fail_host("eventfd: {}", std::strerror(errno));
-  watcher_ = std::thread([this] { watch(); });
-}
-
-StopSignals::~StopSignals() {
-  const std::uint64_t one = 1;
-  [[maybe_unused]] const auto written = ::write(quit_.get(), &one, sizeof one);
-  if (watcher_.joinable()) watcher_.join();
-}
-
-void StopSignals::watch() {
-  auto& registry = stop_registry();
-  std::optional<std::chrono::steady_clock::time_point> grace_end;  // set by the first signal
-  for (;;) {
-    pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {quit_.get(), POLLIN, 0}};
-    // After the first signal, look every 20 ms for a reason to stop harder.
-    if (::poll(fds, 2, grace_end ? 20 : -1) < 0 && errno != EINTR) return;
-    if (fds[1].revents != 0) return;
-    signalfd_siginfo info{};
-    if ((fds[0].revents & POLLIN) != 0 && ::read(signals_.get(), &info, sizeof info) == sizeof info) {
-      const int signal = static_cast<int>(info.ssi_signo);
-      if (grace_end) hard_stop(signal, "second signal; no report");
-      grace_end = std::chrono::steady_clock::now() + kStopGrace;
-      std::lock_guard lock(registry.mutex);
-      registry.signal.store(signal);
-      if (registry.on_stop != nullptr) (*registry.on_stop)(signal);
-    }
-    if (grace_end) {
-      if (native::runs_in_progress().load() > 0)
-        hard_stop(stop_signal(), "a native run's host threads cannot be stopped mid-workload; no report");
-      if (std::chrono::steady_clock::now() >= *grace_end)
-        hard_stop(stop_signal(), fmt::format("still running {} s later; no report", kStopGrace.count()).c_str());
-    }
-  }
-}
-
 struct Machine::State {
   State(const kvm::KvmSystem& kvm, MachineConfig cfg, std::chrono::steady_clock::time_point origin_time)
       : config(std::move(cfg)),
@@ -258,7 +125,7 @@ struct Machine::State {
   // constructor maps it) outlives the VM and its slot: members are destroyed
   // in reverse order, so vCPUs, then the slot (deleted), then the VM, then these.
   std::optional<runstate::RunStatePage> runstate_page;
-  std::optional<ZeroPage> runstate_zero;
+  Mapping runstate_zero;  // unmapped (empty) when the live page is used
   kvm::Vm vm;
   std::optional<kvm::ExtraSlot> runstate_slot;
   std::string runstate_kind = "unknown";  // "bpf" when the page is live
@@ -368,8 +235,8 @@ void Machine::map_runstate_page(const kvm::KvmSystem& kvm) {
   if (s.runstate_page) {
     host = s.runstate_page->page().data();
   } else {
-    s.runstate_zero.emplace();
-    host = s.runstate_zero->data();
+    s.runstate_zero = zero_page();
+    host = s.runstate_zero.data();
   }
   // Without KVM_CAP_READONLY_MEM a zero page is mapped writable: a guest that
   // writes it changes only its own view of "unknown".

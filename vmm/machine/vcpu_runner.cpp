@@ -303,11 +303,11 @@ bool VcpuRunner::handle_exit() {
       // it and exits here. Never legitimate (the guest maps it read-only, so
       // only a guest that rewrote its own page tables gets here): a guest
       // error naming the page.
-      if (control_.in_runstate_page(run->mmio.phys_addr))
-        return guest_error(fmt::format("MMIO {} of {} bytes at GPA {:#x}: the vCPU run-state page is read-only",
-                                       run->mmio.is_write ? "write" : "read", run->mmio.len, run->mmio.phys_addr));
-      return guest_error(fmt::format("MMIO {} of {} bytes at GPA {:#x}, outside guest memory",
-                                     run->mmio.is_write ? "write" : "read", run->mmio.len, run->mmio.phys_addr));
+      return guest_error(fmt::format("MMIO {} of {} bytes at GPA {:#x}{}", run->mmio.is_write ? "write" : "read",
+                                     run->mmio.len, run->mmio.phys_addr,
+                                     control_.in_runstate_page(run->mmio.phys_addr)
+                                         ? ": the vCPU run-state page is read-only"
+                                         : ", outside guest memory"));
     case KVM_EXIT_SHUTDOWN:
       return guest_error("triple fault (KVM_EXIT_SHUTDOWN)");
     case KVM_EXIT_INTERNAL_ERROR:
