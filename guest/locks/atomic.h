@@ -15,6 +15,7 @@
 //   fetch_or / fetch_and / fetch_add    atomic_fetch_*() with explicit order
 //   smp_mb()                            a full fence
 //   cpu_relax()                         x86 `pause` (spin-wait hint)
+//   read_tsc()                          x86 `rdtsc` (a lock's clock, see below)
 #pragma once
 
 namespace lockvisor::locks {
@@ -113,6 +114,20 @@ template <class T>
   __builtin_ia32_pause();
 #else
   barrier();
+#endif
+}
+
+// The time-stamp counter, for locks that bound a wait by time (pvbounded.h).
+// `rdtsc` is allowed at guest CPL3 (PVM runs it natively; `rdtscp` is not
+// used because it may be intercepted).  Not serialising: a lock only compares
+// ages against a bound of a millisecond or so, where a few cycles of skew do
+// not matter.  The TSC is invariant and synchronised across CPUs on every
+// host lockvisor supports; natively it is the host's TSC.
+[[gnu::always_inline]] inline unsigned long long read_tsc() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_ia32_rdtsc();
+#else
+  return 0;
 #endif
 }
 

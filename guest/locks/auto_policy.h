@@ -70,6 +70,9 @@ class AutoLock {
 
  public:
   static constexpr const char* kName = "auto";
+  // Traits for the registry (registry.h): picks a PV lock only when PV is available; may pick TAS.
+  static constexpr bool kNeedsPv = false;
+  static constexpr bool kFair = false;
   static constexpr const char* kDescription =
       "KVM guest policy: pvqspinlock if PV, qspinlock if bare metal/dedicated/1 CPU, else tas";
 

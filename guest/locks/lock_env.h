@@ -26,6 +26,8 @@
 // vCPU is descheduled right now (see vcpu_preempted_hint()); and
 // `static abi::RunState vcpu_run_state(unsigned cpu);`, the same hint as
 // unknown/running/preempted/sleeping (see vcpu_run_state_hint()).
+// Optional: `static void yield_to(unsigned cpu);`, ask the host to run cpu's
+// vCPU next (KVM_HC_SCHED_YIELD-like boost; see yield_to_hint()).
 //
 // The wait/kick contract (Linux pv_wait/pv_kick, anchors A3/A5/A8):
 //   * wait(ptr, val) re-reads *ptr and returns at once if it no longer equals
@@ -135,6 +137,20 @@ template <class Env>
     return Env::vcpu_run_state(cpu);
   } else {
     return lockvisor::abi::RunState::kUnknown;
+  }
+}
+
+// Ask the host to run CPU `cpu` soon (a boost for a descheduled lock waiter
+// that was just handed the lock).  Env may provide an optional
+//   static void yield_to(unsigned cpu);
+// (the guest's is the YIELD_TO hypercall); otherwise this does nothing.  A
+// HINT too: the lock must not depend on it for progress.
+template <class Env>
+[[gnu::always_inline]] inline void yield_to_hint(unsigned cpu) {
+  if constexpr (requires { Env::yield_to(cpu); }) {
+    Env::yield_to(cpu);
+  } else {
+    (void)cpu;
   }
 }
 

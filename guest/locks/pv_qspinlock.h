@@ -170,6 +170,58 @@ inline bool trylock_clear_pending(QSpinWord* lock) {
   return false;
 }
 
+// pv_wait_early(): is the predecessor not running (halted/hashed)?
+inline bool wait_early(QNode* prev, u32 loop) {
+  if ((loop & kPrevCheckMask) != 0) return false;
+  return load_relaxed(&prev->state) != q::kVcpuRunning;
+}
+
+// pv_wait_node(): spin `spin_threshold` iterations, then halt until we become
+// the queue head; repeat.  Returns once node->locked is seen set; the caller
+// re-reads it with acquire.  A halted node is woken by whoever makes it head:
+// the new lock owner marks it hashed (halted -> hashed) and kicks it at
+// unlock (pvqspinlock: PvHooks::kick_node; pvbounded: its kick_node).
+template <class Env>
+void wait_node_halting(QNode* node, QNode* prev, u32 spin_threshold) {
+  for (;;) {
+    bool early = false;
+    for (u32 loop = spin_threshold; loop; loop--) {
+      if (load_relaxed(&node->locked)) return;
+      if (wait_early(prev, loop)) {
+        early = true;
+        break;
+      }
+      spin_relax<Env>();
+    }
+
+    // Publish "halted", then re-check node->locked (store-buffer pattern):
+    //
+    //   wait_node (us)                 kick_node (new lock owner)
+    //   [S] node->state = halted       [S] node->locked = 1   (pass())
+    //       MB (seq_cst xchg)              MB (seq_cst store + cmpxchg)
+    //   [L] node->locked               [RmW] node->state halted -> hashed
+    //
+    // Either we see locked == 1 and skip the halt, or kick_node sees
+    // halted, marks us hashed and makes its unlock kick us.  Matches the
+    // cmpxchg() in kick_node().
+    xchg(&node->state, u8{q::kVcpuHalted}, Order::seq_cst);
+    if (!__atomic_load_n(&node->locked, __ATOMIC_SEQ_CST)) {
+      lockevent_inc<Env>(LockEvent::pv_wait_node);
+      if (early) lockevent_inc<Env>(LockEvent::pv_wait_early);
+      lockevent_inc<Env>(LockEvent::pv_wait);
+      Env::wait(&node->state, u8{q::kVcpuHalted});
+    }
+
+    // If kick_node() changed us to hashed, keep it: wait_head_or_lock()
+    // must know that the lock is already hashed for us.
+    cmpxchg(&node->state, u8{q::kVcpuHalted}, u8{q::kVcpuRunning}, Order::relaxed);
+
+    // Woken (or the wait returned) without being made head: spurious.
+    if (!load_relaxed(&node->locked)) lockevent_inc<Env>(LockEvent::pv_spurious_wakeup);
+    else return;
+  }
+}
+
 template <class Env, u32 kSpinThreshold>
 struct PvHooks {
   static_assert(kSpinThreshold >= 1, "spin threshold must be positive");
@@ -195,53 +247,7 @@ struct PvHooks {
     }
   }
 
-  // pv_wait_early(): is the predecessor not running (halted/hashed)?
-  static bool wait_early(QNode* prev, u32 loop) {
-    if ((loop & kPrevCheckMask) != 0) return false;
-    return load_relaxed(&prev->state) != q::kVcpuRunning;
-  }
-
-  // pv_wait_node(): spin, then halt until we become the queue head.  Returns
-  // once node->locked is seen set; the caller re-reads it with acquire.
-  static void wait_node(QNode* node, QNode* prev) {
-    for (;;) {
-      bool early = false;
-      for (u32 loop = kSpinThreshold; loop; loop--) {
-        if (load_relaxed(&node->locked)) return;
-        if (wait_early(prev, loop)) {
-          early = true;
-          break;
-        }
-        spin_relax<Env>();
-      }
-
-      // Publish "halted", then re-check node->locked (store-buffer pattern):
-      //
-      //   wait_node (us)                 kick_node (new lock owner)
-      //   [S] node->state = halted       [S] node->locked = 1   (pass())
-      //       MB (seq_cst xchg)              MB (seq_cst store + cmpxchg)
-      //   [L] node->locked               [RmW] node->state halted -> hashed
-      //
-      // Either we see locked == 1 and skip the halt, or kick_node sees
-      // halted, marks us hashed and makes its unlock kick us.  Matches the
-      // cmpxchg() in kick_node().
-      xchg(&node->state, u8{q::kVcpuHalted}, Order::seq_cst);
-      if (!__atomic_load_n(&node->locked, __ATOMIC_SEQ_CST)) {
-        lockevent_inc<Env>(LockEvent::pv_wait_node);
-        if (early) lockevent_inc<Env>(LockEvent::pv_wait_early);
-        lockevent_inc<Env>(LockEvent::pv_wait);
-        Env::wait(&node->state, u8{q::kVcpuHalted});
-      }
-
-      // If kick_node() changed us to hashed, keep it: wait_head_or_lock()
-      // must know that the lock is already hashed for us.
-      cmpxchg(&node->state, u8{q::kVcpuHalted}, u8{q::kVcpuRunning}, Order::relaxed);
-
-      // Woken (or the wait returned) without being made head: spurious.
-      if (!load_relaxed(&node->locked)) lockevent_inc<Env>(LockEvent::pv_spurious_wakeup);
-      else return;
-    }
-  }
+  static void wait_node(QNode* node, QNode* prev) { wait_node_halting<Env>(node, prev, kSpinThreshold); }
 
   // Pass queue headship.  seq_cst (not just release) for the store-buffer
   // pattern with wait_node() documented there.
@@ -324,6 +330,9 @@ template <class Env, u32 kSpinThreshold = pv::kDefaultSpinThreshold>
 class PvQSpinLock {
  public:
   static constexpr const char* kName = "pvqspinlock";
+  // Traits for the registry (registry.h): halts with Env::wait unconditionally; the hybrid trylock steals.
+  static constexpr bool kNeedsPv = true;
+  static constexpr bool kFair = false;
   static constexpr const char* kDescription =
       "paravirt qspinlock: spin then halt, hashed queue head, deferred kick at unlock";
   static constexpr u32 kSpin = kSpinThreshold;

@@ -101,6 +101,9 @@ class PvTicketLock {
 
  public:
   static constexpr const char* kName = "pvticket";
+  // Traits for the registry (registry.h): halts with Env::wait unconditionally; FIFO tickets.
+  static constexpr bool kNeedsPv = true;
+  static constexpr bool kFair = true;
   static constexpr const char* kDescription =
       "paravirt ticket lock: spin, then halt; unlocker kicks the next ticket (seed 002)";
   static constexpr u32 kSpin = kSpinThreshold;

@@ -207,6 +207,9 @@ template <class Env>
 class QSpinLock {
  public:
   static constexpr const char* kName = "qspinlock";
+  // Traits for the registry (registry.h): MCS queue in arrival order (pending waiter first).
+  static constexpr bool kNeedsPv = false;
+  static constexpr bool kFair = true;
   static constexpr const char* kDescription =
       "4-byte MCS-queued spinlock with pending bit (Linux native qspinlock)";
 

@@ -3,7 +3,10 @@
 // ADDING A LOCK = one header + one line here:
 //   1. guest/locks/<name>.h with `template <class Env> class XxxLock` that has
 //      lock/unlock/try_lock/is_locked, kName and kDescription (it must model
-//      the Lock concept in lock_env.h; the static_assert below checks);
+//      the Lock concept in lock_env.h; the static_assert below checks) and
+//      its traits `static constexpr bool kNeedsPv` (it halts with Env::wait
+//      whether or not Env::pv_available(): a run must not pick it without
+//      PV wait/kick) and `kFair` (waiters get the lock in arrival order);
 //   2. one X(id, XxxLock, "name") row in LOCKVISOR_LOCKS below (and its
 //      #include).  The name table, the dispatcher, the typed host tests and
 //      anything else iterating the list pick it up from there.
@@ -19,6 +22,7 @@
 #include "locks/lock_env.h"
 #include "locks/pv_qspinlock.h"
 #include "locks/pv_ticket.h"
+#include "locks/pvbounded.h"
 #include "locks/qspinlock.h"
 #include "locks/tas.h"
 #include "locks/tas_backoff.h"
@@ -36,6 +40,7 @@
   X(tas_backoff, TasBackoffLock,  "tas-backoff") \
   X(pvqspinlock, PvQSpinLock,     "pvqspinlock") \
   X(pvticket,    PvTicketLock,    "pvticket")    \
+  X(pvbounded,   PvBoundedLock,   "pvbounded")   \
   X(auto_,       AutoLock,        "auto")
 // clang-format on
 
@@ -53,6 +58,8 @@ inline constexpr unsigned kLockCount = static_cast<unsigned>(LockId::count_);
 struct LockInfo {
   const char* name;
   const char* description;
+  bool needs_pv;  // Type::kNeedsPv: only usable with PV wait/kick
+  bool fair;      // Type::kFair: FIFO, no bypassing
 };
 
 namespace detail {
@@ -76,7 +83,8 @@ struct DropFirst {
 }  // namespace detail
 
 inline constexpr LockInfo kLocks[kLockCount] = {
-#define LOCKVISOR_X_INFO_(id, Type, name) {name, Type<detail::NameOnlyEnv>::kDescription},
+#define LOCKVISOR_X_INFO_(id, Type, name) \
+  {name, Type<detail::NameOnlyEnv>::kDescription, Type<detail::NameOnlyEnv>::kNeedsPv, Type<detail::NameOnlyEnv>::kFair},
     LOCKVISOR_LOCKS(LOCKVISOR_X_INFO_)
 #undef LOCKVISOR_X_INFO_
 };

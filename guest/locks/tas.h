@@ -47,6 +47,9 @@ template <class Env>
 class TasLock {
  public:
   static constexpr const char* kName = "tas";
+  // Traits for the registry (registry.h): no order among waiters.
+  static constexpr bool kNeedsPv = false;
+  static constexpr bool kFair = false;
   static constexpr const char* kDescription =
       "test-and-test-and-set with pause (Linux virt_spin_lock fallback)";
 

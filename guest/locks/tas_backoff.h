@@ -27,6 +27,9 @@ class TasBackoffLock {
 
  public:
   static constexpr const char* kName = "tas-backoff";
+  // Traits for the registry (registry.h): no order among waiters.
+  static constexpr bool kNeedsPv = false;
+  static constexpr bool kFair = false;
   static constexpr const char* kDescription =
       "test-and-test-and-set with bounded exponential backoff";
   static constexpr u32 kMin = kMinPause;

@@ -35,6 +35,9 @@ template <class Env>
 class TicketLock {
  public:
   static constexpr const char* kName = "ticket";
+  // Traits for the registry (registry.h): a FIFO ticket lock.
+  static constexpr bool kNeedsPv = false;
+  static constexpr bool kFair = true;
   static constexpr const char* kDescription = "fair FIFO ticket lock (next/owner halves)";
 
   static constexpr u32 kOwnerMask = 0xffffu;

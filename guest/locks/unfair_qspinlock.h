@@ -42,6 +42,9 @@ template <class Env>
 class UnfairQSpinLock {
  public:
   static constexpr const char* kName = "unfair";
+  // Traits for the registry (registry.h): newcomers steal past the queue.
+  static constexpr bool kNeedsPv = false;
+  static constexpr bool kFair = false;
   static constexpr const char* kDescription =
       "qspinlock with one lock-steal attempt before queueing (seed 000 unfair lock)";
 

@@ -13,6 +13,7 @@
 #include "locks/lock_events.h"
 #include "locks/pv_qspinlock.h"
 #include "locks/pv_ticket.h"
+#include "locks/pvbounded.h"
 #include "locks/qspinlock.h"
 #include "locks/qspinlock_word.h"
 #include "locks/registry.h"
@@ -75,6 +76,7 @@ extern "C" unsigned lockvisor_freestanding_check(const char* name) {
   exercise<PvQSpinLock<DummyEnv, 64>>();
   exercise<PvTicketLock<DummyEnv, 64>>();
   exercise<TasBackoffLock<DummyEnv, 1, 8>>();
+  hits += static_cast<unsigned>(pvb::set_tuning(pvb::kTuningKeys[0], 500, 1000000));
   for (unsigned i = 0; i < kLockEventCount; i++) {
     hits += static_cast<unsigned>(kLockEventNames[i][0]) +
             static_cast<unsigned>(g_events[0].get(static_cast<LockEvent>(i)));

@@ -74,9 +74,9 @@ TEST(AutoPolicy, MainlineOrderNoPvBeatsDedicated) {
 
 // ---- registry ---------------------------------------------------------------
 
-TEST(Registry, ListsTheEightLocksWithUniqueNames) {
+TEST(Registry, ListsTheNineLocksWithUniqueNames) {
   const std::set<std::string> want = {"ticket", "qspinlock", "unfair", "tas", "tas-backoff",
-                                      "pvqspinlock", "pvticket", "auto"};
+                                      "pvqspinlock", "pvticket", "pvbounded", "auto"};
   std::set<std::string> got;
   for (const auto& l : locks::kLocks) {
     EXPECT_TRUE(got.insert(l.name).second) << "duplicate " << l.name;
@@ -107,6 +107,28 @@ TEST(Registry, DispatchCallsTheNamedType) {
   EXPECT_FALSE(locks::with_lock_type<NativeEnv>("no-such-lock", [&]<class L>() { calls++; }));
   EXPECT_FALSE(locks::with_lock_type<NativeEnv>("busted", [&]<class L>() { calls++; }));
   EXPECT_EQ(calls, 0);
+}
+
+// The traits in each row are the lock's own constexprs, and say what the
+// algorithms are: the locks that halt unconditionally need PV, the FIFO ones
+// are fair, every lock that lets a waiter be bypassed is not.
+TEST(Registry, TraitsComeFromEachLock) {
+  for (const auto& l : locks::kLocks) {
+    locks::with_lock_type<NativeEnv>(l.name, [&]<class L>() {
+      EXPECT_EQ(l.needs_pv, L::kNeedsPv) << l.name;
+      EXPECT_EQ(l.fair, L::kFair) << l.name;
+    });
+  }
+  std::set<std::string> needs_pv, fair;
+  for (const auto& l : locks::kLocks) {
+    if (l.needs_pv) needs_pv.insert(l.name);
+    if (l.fair) fair.insert(l.name);
+  }
+  EXPECT_EQ(needs_pv, (std::set<std::string>{"pvqspinlock", "pvticket"}));
+  EXPECT_EQ(fair, (std::set<std::string>{"ticket", "qspinlock", "pvticket"}));
+  static_assert(!locks::find_lock("pvbounded")->needs_pv &&
+                !locks::find_lock("pvbounded")->fair);
+  static_assert(locks::find_lock("pvticket")->needs_pv && locks::find_lock("pvticket")->fair);
 }
 
 // ---- negative control ---------------------------------------------------------

@@ -40,10 +40,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
 
 #include "locks/lock_env.h"
 #include "locks/lock_events.h"
 #include "locks/pv_qspinlock.h"
+#include "locks/pvbounded_tuning.h"
 #include "locks/qspinlock_word.h"
 
 namespace lockvisor::native {
@@ -185,6 +189,49 @@ struct NativeEnvT {
   static void bump(u64* p) { __atomic_fetch_add(p, u64{1}, __ATOMIC_RELAXED); }
   static u64 ld(const u64* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 };
+
+// The host's TSC rate in kHz, measured once (20 ms against CLOCK_MONOTONIC)
+// and cached: what the guest reads from BootInfo, for time-based locks.
+inline u64 tsc_khz() {
+  static const u64 khz = [] {
+    auto ns = [] {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      return static_cast<u64>(ts.tv_sec) * 1000000000ull + static_cast<u64>(ts.tv_nsec);
+    };
+    const u64 n0 = ns();
+    const u64 c0 = locks::read_tsc();
+    while (ns() - n0 < 20000000ull) {
+    }
+    const u64 c1 = locks::read_tsc();
+    const u64 n1 = ns();
+    return (c1 - c0) * 1000000ull / (n1 - n0);
+  }();
+  return khz;
+}
+
+// The native equivalent of guest/runtime/lock_tuning.cpp: applies
+// "key=value" lock parameters (locks/pvbounded_tuning.h keys) to
+// locks::pvb::g_tuning, converting T with the host's TSC rate; keys it does
+// not know are left alone (they belong to someone else).  Always re-derives
+// T's cycles from the current bound_us.  Returns nullptr, or the first
+// "key=value" whose value is not a number in range.
+inline const char* apply_lock_tuning(const std::vector<std::string>& params) {
+  namespace pvb = locks::pvb;
+  for (const pvb::TuningKey& k : pvb::kTuningKeys) {
+    u64 value = pvb::g_tuning.*k.field;
+    for (const std::string& p : params) {
+      const std::size_t eq = p.find('=');
+      if (eq == std::string::npos || p.compare(0, eq, k.key) != 0 || eq != std::strlen(k.key)) continue;
+      char* end = nullptr;
+      errno = 0;
+      value = std::strtoull(p.c_str() + eq + 1, &end, 10);
+      if (errno || end == p.c_str() + eq + 1 || *end) return p.c_str();
+    }
+    if (!pvb::set_tuning(k, value, tsc_khz())) return k.key;
+  }
+  return nullptr;
+}
 
 // The Env of native benchmark runs: bare metal (not virtualised, so the auto
 // policy picks qspinlock, as Linux does on bare metal), PV wait/kick

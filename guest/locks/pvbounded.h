@@ -1,0 +1,302 @@
+// pvbounded.h: a PV lock as fast as test-and-set whose waiters' wait is
+// bounded in time, also under vCPU overcommit (issue 11 item 3).
+//
+// ALGORITHM
+//   The qspinlock word and MCS queue (qspinlock_word.h, the shared slow path
+//   of qspinlock.h) with a different meaning for byte 1 and three rules:
+//
+//    31            16 15  14        8 7          0
+//   +----------------+---+-----------+------------+
+//   |      tail      | N | head cpu  |   locked   |
+//   +----------------+---+-----------+------------+
+//     locked  0 free, 1 held, 3 held AND the unlocker must kick `head cpu`
+//     N       NO-STEAL: the lock is reserved for the queue head `head cpu`
+//     tail    the MCS queue, as in qspinlock
+//
+//   1. Stealing (TAS speed).  Anyone may take a free lock, queue or not, as
+//      long as N is clear: (n,0,0) -> (n,0,1).  A newcomer spins like TAS
+//      for up to pvb_steal_spins iterations (stopping at once if N is set),
+//      then joins the queue.  Under overcommit this is what makes TAS fast:
+//      whichever vCPU is running when the lock is released takes it.
+//   2. The queue.  Non-head waiters spin pvb_node_spins iterations on their
+//      node, then halt (pv::wait_node_halting, as pvqspinlock) until made
+//      head.  The head competes with stealers on the word.
+//   3. The bound.  Every waiter stamps its arrival time t0 (TSC).  A queue
+//      head whose age (now - t0) reaches T (pvb_bound_us) sets N with its CPU
+//      number.  N is STICKY: only the head's own acquisition clears it,
+//        (n,N|me,0) -> (n,0,1)     (or (0,0,1) when it is also the tail),
+//      so a head that is then halted, descheduled or slow to wake keeps the
+//      lock reserved: newcomers queue instead of stealing, and the next
+//      release is a direct handoff to it.  (pvqspinlock's pending bit is
+//      cleared by the head before it halts, which lets newcomers steal for as
+//      long as it is halted: exactly the tail this lock removes.)
+//      The new lock owner, passing headship to its successor, sets N on the
+//      successor's behalf if the successor is already older than T, so a
+//      halted or descheduled successor need not run first to claim the bound.
+//
+//   Halting.  A node halts on its node state (halted); the lock owner that
+//   makes it head marks it hashed and sets locked = 3 with its cpu, so the
+//   unlock kicks it (the deferred kick of pvqspinlock, without the hash table:
+//   the cpu is in the word).  A head halts only while it holds N (the lock is
+//   reserved for it, so every release is for it): after pvb_head_spins
+//   iterations it turns locked 1 -> 3 and waits while locked == 3; the
+//   unlocker's RMW returns 3 and it kicks `head cpu`.  A head never halts
+//   without N: a halted head could not enforce its deadline.
+//
+//   States of the word, (tail, byte1, locked):
+//     (0,0,0) -fast-> (0,0,1) -unlock-> (0,0,0)
+//     (n,*,0) -steal, only if !N-> (n,*,1)
+//     (n,0,1) -head older than T-> (n,N|h,1) -unlock-> (n,N|h,0) -head-> (n,0,1)
+//     (n,N|h,1) -head spun pvb_head_spins-> (n,N|h,3) -unlock: kick h-> (n,N|h,0)
+//     (n,*,1) -owner passes headship to halted h-> (n,[N|]h,3) -unlock: kick h
+//
+// INVARIANTS
+//   * N set => tail != 0 and `head cpu` is the current queue head; only that
+//     head clears N, and only in the same cmpxchg that takes the lock.  Every
+//     other acquisition path (fast path, steal, try_lock) requires N clear.
+//   * locked == 3 => `head cpu` is the head or the next head and will be
+//     kicked by the unlock; only the owner (kick_node) or the reserved head
+//     itself (1 -> 3) writes 3, and both write the same cpu.
+//   * Bound: let W arrive at t0.  Waiters ahead of W in the queue arrived
+//     earlier, so once W is older than T all of them are too; from then on
+//     every head sets N as soon as it is head (or its predecessor sets it
+//     for it), so each release goes to the queue in FIFO order with no
+//     stealing.  W's wait is at most T + (queue length ahead of W) x
+//     (critical section + handoff latency), where the handoff latency of a
+//     halted or descheduled head is the host's wake-up / scheduling delay
+//     (which no lock can beat for a descheduled waiter).
+//
+// WHY NO WAKE-UP IS LOST (sticky kicks, lock_env.h)
+//   * Node: the pvqspinlock store-buffer argument (pv::wait_node_halting vs
+//     kick_node's cmpxchg of the node state): either the node sees
+//     node->locked and does not halt, or kick_node sees it halted and sets
+//     locked = 3, and the unlock kicks it.
+//   * Head: its 1 -> 3 cmpxchg and the unlocker's fetch_and are RMWs of one
+//     word, so totally ordered: either the unlock sees 3 and kicks, or the
+//     head sees 0 and takes the lock.  A kick that arrives before the head
+//     suspends is sticky, so its Env::wait() returns at once.
+//   Under LOSSY kicks (a kick to a CPU that is not yet halted forgotten) a
+//   waiter could sleep forever in both windows above; like pvqspinlock and
+//   pvticket this lock relies on the sticky contract.  A spurious wake-up
+//   only costs a loop iteration (every wait re-checks and loops).
+//
+// UNDER vCPU PREEMPTION
+//   Lock-holder preemption: as TAS and pvqspinlock, everyone waits; queued
+//   waiters halt so the holder gets the pCPU sooner.  Lock-waiter preemption:
+//   while no waiter is older than T, running CPUs steal (TAS behaviour, no
+//   convoy behind a descheduled head); after that the lock waits for the
+//   head, so a descheduled head costs throughput but never starvation.
+//   Boost (pvb_boost): the unlock asks the host to run a reserved head whose
+//   vCPU is reported preempted (yield_to_hint; a hint, never needed for
+//   progress).  Without a PV wait/kick (Env::pv_available() false) nobody
+//   halts: the lock spins only and stays correct.
+//
+// All-zero is unlocked (trivially constructible).
+#pragma once
+
+#include "locks/atomic.h"
+#include "locks/lock_env.h"
+#include "locks/pv_qspinlock.h"
+#include "locks/pvbounded_tuning.h"
+#include "locks/qspinlock.h"
+#include "locks/qspinlock_word.h"
+
+namespace lockvisor::locks {
+
+namespace pvb {
+
+using q::QNode;
+using q::QSpinWord;
+
+// Byte 1: bit 15 is N, bits 8..14 the head's cpu (kMaxCpus == 128 fits).
+inline constexpr u32 kHeadCpuOffset = q::kPendingOffset;
+inline constexpr u32 kHeadCpuMask = 0x7fu << kHeadCpuOffset;
+inline constexpr u32 kNoSteal = 0x80u << kHeadCpuOffset;
+inline constexpr u32 kByte1Mask = kHeadCpuMask | kNoSteal;
+static_assert(kByte1Mask == q::kPendingMask, "N and head cpu use byte 1");
+static_assert(kMaxCpus <= 0x80, "head cpu must fit in 7 bits");
+
+[[gnu::always_inline]] inline constexpr u32 head_cpu_bits(unsigned cpu) { return cpu << kHeadCpuOffset; }
+[[gnu::always_inline]] inline constexpr unsigned head_cpu(u32 v) { return (v & kHeadCpuMask) >> kHeadCpuOffset; }
+[[gnu::always_inline]] inline constexpr bool no_steal(u32 v) { return (v & kNoSteal) != 0; }
+[[gnu::always_inline]] inline constexpr bool locked(u32 v) { return (v & q::kLockedMask) != 0; }
+
+// One steal attempt: take a free lock unless N is set.  (n,b,0) -> (n,b,1)
+// with !N in b.  Acquire pairs with the unlock's release.
+[[gnu::always_inline]] inline bool try_steal(QSpinWord* l, u32 v) {
+  while (!locked(v) && !no_steal(v)) {
+    if (try_cmpxchg(&l->val, &v, v | q::kLockedVal, Order::acquire)) return true;
+  }
+  return false;
+}
+
+// Arrival time of each queue node (same indexing as q::QNodePool), written
+// by the node's CPU in init_node(), read by the owner that passes headship.
+template <class Env>
+struct Arrival {
+  alignas(kCacheLine) static inline u64 t0[kMaxCpus][q::kMaxNodes];
+
+  static u64* of(QNode* node) {
+    const unsigned cpu = load_relaxed(&node->cpu);
+    const auto idx = static_cast<unsigned>(node - q::QNodePool<Env>::node(cpu, 0));
+    return &t0[cpu][idx];
+  }
+  static bool older_than_bound(QNode* node) {
+    return read_tsc() - load_relaxed(of(node)) >= tuning(&Tuning::bound_cycles);
+  }
+};
+
+template <class Env>
+struct Hooks {
+  static constexpr bool kPv = true;  // no pending path: byte 1 is ours
+
+  static void init_node(QNode* node) {
+    store_relaxed(&node->cpu, Env::cpu());
+    store_relaxed(&node->state, u8{q::kVcpuRunning});
+    store_relaxed(Arrival<Env>::of(node), static_cast<u64>(read_tsc()));
+  }
+
+  // The newcomer's steal phase (before queueing, and the no-node fallback).
+  static bool trylock(QSpinWord* lock) {
+    u64 spins = tuning(&Tuning::steal_spins);
+    for (;;) {
+      const u32 v = q::read(lock);
+      if (no_steal(v)) return false;
+      if (try_steal(lock, v)) {
+        if (v & q::kTailMask) lockevent_inc<Env>(LockEvent::pv_lock_stealing);
+        return true;
+      }
+      if (spins-- == 0) return false;
+      spin_relax<Env>();
+    }
+  }
+
+  static void wait_node(QNode* node, QNode* prev) {
+    if (!Env::pv_available()) return;  // spin-only: the caller spins on node->locked
+    pv::wait_node_halting<Env>(node, prev, static_cast<u32>(tuning(&Tuning::node_spins)));
+  }
+
+  // seq_cst for the store-buffer pattern with wait_node_halting().
+  static void pass(QNode* next) { __atomic_store_n(&next->locked, u32{1}, __ATOMIC_SEQ_CST); }
+
+  // Called by the lock owner right after pass(next).  We hold the lock, so
+  // locked is 1 and byte 1 is ours to write for `next` (next itself may set
+  // N|next concurrently: the same value).
+  static void kick_node(QSpinWord* lock, QNode* next) {
+    const bool old = Arrival<Env>::older_than_bound(next);
+    const bool halted = Env::pv_available() &&
+                        cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuHashed}, Order::seq_cst) == q::kVcpuHalted;
+    if (!old && !halted) return;
+    const u32 cpu_bits = head_cpu_bits(load_relaxed(&next->cpu));
+    u32 v = q::read(lock);
+    for (;;) {
+      u32 n = (v & ~kByte1Mask) | (v & kNoSteal) | cpu_bits;
+      if (old) n |= kNoSteal;
+      if (halted) n = (n & ~q::kLockedMask) | q::kSlowVal;
+      if (try_cmpxchg(&lock->val, &v, n, Order::relaxed)) break;
+    }
+    if (old) lockevent_inc<Env>(LockEvent::pv_no_steal);
+  }
+
+  // The queue head: compete with stealers until older than T, then reserve
+  // the lock (N) and wait for the handoff, halting after pvb_head_spins.
+  // Returns the word (with locked set) once we hold the lock.
+  static u32 wait_head_or_lock(QSpinWord* lock, QNode* node) {
+    const unsigned me = load_relaxed(&node->cpu);
+    const u32 reserve = kNoSteal | head_cpu_bits(me);
+    store_relaxed(&node->state, u8{q::kVcpuRunning});  // for successors' wait_early
+    u64 spins = 0;
+    for (;;) {
+      u32 v = q::read_acquire(lock);
+      if (!locked(v)) {
+        // Take it, clearing byte 1 (N is cleared only here).
+        // (n,*,0) -> (n,0,1).  Acquire pairs with the unlock's release.
+        const u32 mine = (v & q::kTailMask) | q::kLockedVal;
+        if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) return mine;
+        continue;
+      }
+      if (!no_steal(v)) {
+        if (Arrival<Env>::older_than_bound(node)) {
+          // (n,b,l) -> (n,N|me,l): sticky until our acquisition.
+          u32 w = v;
+          while (!no_steal(w) && !try_cmpxchg(&lock->val, &w, (w & ~kByte1Mask) | reserve, Order::relaxed)) {
+          }
+          lockevent_inc<Env>(LockEvent::pv_no_steal);
+          spins = 0;
+          continue;
+        }
+      } else if (Env::pv_available() && ++spins >= tuning(&Tuning::head_spins)) {
+        spins = 0;
+        // Reserved for us and still held: ask the unlocker to kick us,
+        // (n,N|me,1) -> (n,N|me,3), then sleep while locked == 3.
+        if ((v & q::kLockedMask) == q::kLockedVal &&
+            !try_cmpxchg(&lock->val, &v, (v & ~q::kLockedMask) | q::kSlowVal, Order::seq_cst))
+          continue;
+        store_relaxed(&node->state, u8{q::kVcpuHalted});  // successors may halt early
+        lockevent_inc<Env>(LockEvent::pv_wait_head);
+        lockevent_inc<Env>(LockEvent::pv_wait);
+        Env::wait(lock->locked_byte(), static_cast<u8>(q::kSlowVal));
+        store_relaxed(&node->state, u8{q::kVcpuRunning});
+        continue;
+      }
+      spin_relax<Env>();
+    }
+  }
+};
+
+}  // namespace pvb
+
+template <class Env>
+class PvBoundedLock {
+ public:
+  static constexpr const char* kName = "pvbounded";
+  static constexpr const char* kDescription =
+      "TAS-speed stealing + MCS queue; a head older than T reserves the lock (sticky no-steal) until handoff";
+  // Halts only when Env::pv_available(); spins otherwise.
+  static constexpr bool kNeedsPv = false;
+  // Bypassing is bounded in time, not forbidden: not FIFO.
+  static constexpr bool kFair = false;
+
+  void lock() {
+    u32 v = 0;
+    // Fast path 0,0,0 -> 0,0,1.  Acquire pairs with unlock's release.
+    if (__builtin_expect(try_cmpxchg(&w_.val, &v, q::kLockedVal, Order::acquire), 1)) return;
+    q::queued_lock_slowpath<Env, pvb::Hooks<Env>, /*kUsePending=*/false>(&w_, v);
+  }
+
+  // (*,b,l) -> (*,b,0).  One RMW so that we see locked == 3 (kick the head)
+  // and N (boost a preempted head) atomically with the release.
+  void unlock() {
+    const u32 old = fetch_and(&w_.val, ~q::kLockedMask, Order::release);
+    if (__builtin_expect(!(old & kSlowOrReserved), 1)) return;
+    unlock_slowpath(old);
+  }
+
+  bool try_lock() { return pvb::try_steal(&w_, q::read(&w_)); }
+  bool is_locked() const { return pvb::locked(q::read(&w_)); }
+
+  u32 value() const { return q::read(&w_); }
+  q::QSpinWord* word() { return &w_; }
+
+ private:
+  static constexpr u32 kSlowOrReserved = (q::kSlowVal & ~q::kLockedVal) | pvb::kNoSteal;
+
+  [[gnu::noinline]] static void unlock_slowpath(u32 old) {
+    const unsigned head = pvb::head_cpu(old);
+    if ((old & q::kLockedMask) == q::kSlowVal) {
+      lockevent_inc<Env>(LockEvent::pv_kick_unlock);
+      lockevent_inc<Env>(LockEvent::pv_kick);
+      Env::kick(head);
+    }
+    if (pvb::no_steal(old) && pvb::tuning(&pvb::Tuning::boost) && vcpu_preempted_hint<Env>(head)) {
+      lockevent_inc<Env>(LockEvent::pv_boost);
+      yield_to_hint<Env>(head);
+    }
+  }
+
+  q::QSpinWord w_;
+};
+
+static_assert(sizeof(PvBoundedLock<void>) == 4);
+
+}  // namespace lockvisor::locks

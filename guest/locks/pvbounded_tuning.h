@@ -1,0 +1,82 @@
+// pvbounded_tuning.h: the run-time parameters of the pvbounded lock.
+//
+// A registry lock is one 32-bit word, so its parameters cannot live in the
+// lock: they are one global, set once before any CPU takes a pvbounded lock
+// (the guest: guest/runtime/lock_tuning.cpp from the run's `--param
+// key=value` arguments; natively: the tests/runner set it directly) and only
+// read afterwards.  The keys below are the names a run uses.
+//
+//   pvb_bound_us     T, the starvation bound: a queue head that has waited
+//                    longer than T since it first asked for the lock forbids
+//                    stealing until it gets the lock.  Microseconds.
+//   pvb_steal_spins  spin iterations a newcomer spends trying to steal (TAS
+//                    style) before it joins the queue.
+//   pvb_node_spins   spin iterations of a queued (non-head) waiter before it
+//                    halts (PV wait) until it becomes the head.
+//   pvb_head_spins   spin iterations of a queue head that has forbidden
+//                    stealing before it halts until the lock is released.
+//   pvb_boost        1: when the lock is released to a head whose vCPU the
+//                    host reports preempted, ask the host to run it next
+//                    (Env::yield_to, lock_env.h).  0: never.
+//
+// Defaults: chosen by measurement on the PVM host (docs/pvbounded.md).
+#pragma once
+
+#include "lockvisor/abi/types.h"
+#include "locks/atomic.h"
+
+namespace lockvisor::locks::pvb {
+
+using lockvisor::abi::u32;
+using lockvisor::abi::u64;
+
+struct Tuning {
+  u64 bound_cycles;  // T in TSC cycles (bound_us * tsc_khz / 1000)
+  u64 bound_us;      // T as set, for reports
+  u64 steal_spins;
+  u64 node_spins;
+  u64 head_spins;
+  u64 boost;
+};
+
+inline constexpr u64 kDefaultBoundUs = 1000;
+// Used only until set_bound_us() learns the real TSC rate (a 2.5 GHz guess).
+inline constexpr u64 kAssumedTscKhz = 2500000;
+
+inline Tuning g_tuning = {
+    .bound_cycles = kDefaultBoundUs * kAssumedTscKhz / 1000,
+    .bound_us = kDefaultBoundUs,
+    .steal_spins = 256,
+    .node_spins = 1u << 13,
+    .head_spins = 1u << 13,
+    .boost = 1,
+};
+
+// Reads used by the lock (relaxed: set before the CPUs start, read-only after).
+[[gnu::always_inline]] inline u64 tuning(const u64 Tuning::*field) { return load_relaxed(&(g_tuning.*field)); }
+
+// The parameters by name, for parsers (guest args, native runs, reports).
+struct TuningKey {
+  const char* key;
+  u64 Tuning::*field;
+  u64 min;
+  u64 max;
+};
+inline constexpr TuningKey kTuningKeys[] = {
+    {"pvb_bound_us", &Tuning::bound_us, 1, 10000000},
+    {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30},
+    {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30},
+    {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30},
+    {"pvb_boost", &Tuning::boost, 0, 1},
+};
+
+// Sets one parameter.  Returns false (and changes nothing) if the value is
+// out of range.  bound_us also sets bound_cycles from the TSC rate.
+inline bool set_tuning(const TuningKey& k, u64 value, u64 tsc_khz) {
+  if (value < k.min || value > k.max) return false;
+  store_relaxed(&(g_tuning.*k.field), value);
+  if (k.field == &Tuning::bound_us) store_relaxed(&g_tuning.bound_cycles, value * tsc_khz / 1000);
+  return true;
+}
+
+}  // namespace lockvisor::locks::pvb
