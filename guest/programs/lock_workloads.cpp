@@ -64,7 +64,7 @@ void run(WorkloadKind kind) {
   init_lock_features();
   char name[32] = "auto";
   arg_str("lock", name, sizeof name);
-  apply_lock_tuning(/*report=*/this_cpu() == 0 && str_equal(name, "pvbounded"));
+  apply_lock_tuning(/*report=*/this_cpu() == 0 && str_equal(name, "pvbounded") && kind != WorkloadKind::kUncontended);
   // A PV lock without PV_UNHALT would halt with nobody able to wake it.
   if ((str_equal(name, "pvqspinlock") || str_equal(name, "pvticket")) && !g_lock_features.pv_unhalt)
     assert_fail(__FILE__, __LINE__, Text().str(name).str(" needs KVM_FEATURE_PV_UNHALT, which this VM hides").c_str());
