@@ -12,10 +12,15 @@
 // the halt) is a few instructions wide; measured here, pvticket at 4:1 hit
 // it within seconds but pvqspinlock ran 30 s without. The negative control
 // therefore widens it deterministically: WorkloadParams::wait_halt_delay_ns
-// (`run --wait-halt-delay-ns`) busy-waits inside the window, and 2 vCPUs per
-// host CPU on both host CPUs (when there are two) let the unlocker run
-// during it. The positive control uses exactly the same settings with
-// sticky kicks.
+// (`run --wait-halt-delay-ns`) busy-waits 2 ms inside the window, and 2
+// vCPUs per host CPU on both host CPUs (when there are two) let the unlocker
+// run during it. Measured on this PVM host with these settings: pvticket
+// deadlocks within ~0.5 s (everyone queues behind the lost ticket);
+// pvqspinlock lost a wake-up in 4 of 4 runs (with a 200 us delay, 2 of 3
+// runs of 5 s), and since its trylock lets the others steal past the halted
+// waiter, the detector fires once they have finished (~3.3 s). The
+// positive control uses exactly the same settings with sticky kicks; there
+// some halts return at once (the kick that landed in the window, latched).
 #include <gtest/gtest.h>
 
 #include "locks/lock_events.h"
@@ -97,7 +102,7 @@ machine::MachineConfig lost_wakeup_config(const char* lock, pvlock::KickMode mod
   auto& p = test::set_workload(config, abi::WorkloadKind::kLockbench, lock);
   p.duration_ns = 3'000'000'000;
   p.cs_ns = 1000;
-  p.wait_halt_delay_ns = 200'000;
+  p.wait_halt_delay_ns = 2'000'000;
   return config;
 }
 
