@@ -1,8 +1,10 @@
-// lockbench / uncontended / torture in the guest: parse the arguments into
-// WorkloadParams, pick the lock by name, run the shared workload code
-// (guest/workloads/) on every vCPU and report each vCPU's WorkloadStats.
-//   lock=NAME cs=NS cs_lines=N delay=NS duration_ms=MS iterations=N
-//   layout=standalone|embedded locks=N long_hold_ns=NS long_hold_every=N
+// lockbench / uncontended / torture in the guest: take the WorkloadParams
+// the VMM wrote into BootInfo::workload (binary; no text, no defaults here:
+// a missing or mismatched record fails the run with a clear report), pick
+// the lock by name, run the shared workload code (guest/workloads/) on every
+// vCPU and report each vCPU's WorkloadStats.  The window marks are one ucall
+// each (kWindowMark), so the VMM samples host-side costs over the measured
+// window only.
 #include "locks/busted.h"
 #include "locks/registry.h"
 #include "lockvisor/abi/workload.h"
@@ -10,6 +12,7 @@
 #include "runtime/boot.h"
 #include "runtime/check.h"
 #include "runtime/cpu.h"
+#include "runtime/doorbell.h"
 #include "runtime/lock_env.h"
 #include "runtime/lock_tuning.h"
 #include "runtime/report.h"
@@ -29,10 +32,37 @@ void init_lock_features() {
 
 namespace {
 
+// The guest Env, counting the halts its wait() executes (pv_wait counts
+// calls, some of which find the condition gone and do not halt), so that a
+// test can compare the guest's halts with the VMM's exactly.
+// WorkloadParams::wait_halt_delay_ns widens the window between the re-check
+// and the halt (a test knob for the lost wake-up under --kick lossy).
+u64 g_halts[kMaxVcpus];
+u64 g_wait_halt_delay_ns;
+struct WorkloadEnv : GuestLockEnv {
+  static void wait(volatile u8* ptr, u8 val) {
+    if (*ptr == val) {
+      if (g_wait_halt_delay_ns != 0) spin_ns(g_wait_halt_delay_ns);
+      g_halts[this_cpu()]++;
+      halt();
+    }
+  }
+};
+
+// Each vCPU's window-mark message (a vCPU is stopped while the VMM reads it).
+Ucall g_marks[kMaxVcpus];
+
 struct GuestPlatform {
   static u64 now() { return rdtsc(); }
   static u64 ns_to_cycles(u64 ns) { return guest::ns_to_tsc(ns); }
   static u64 tsc_khz() { return guest::tsc_khz(); }
+  static void window_mark(u64 edge) {
+    Ucall& u = g_marks[this_cpu()];
+    u.magic = kUcallMagic;
+    u.type = UcallType::kWindowMark;
+    u.args[0] = edge;
+    ucall_doorbell(&u);
+  }
 };
 
 // Zero-initialised shared state, one per lock type: lives in .bss.
@@ -40,47 +70,41 @@ template <class Lock>
 lockvisor::workloads::WorkloadShared<Lock> g_shared;
 WorkloadStats g_stats[kMaxVcpus];
 
-WorkloadParams parse_params(WorkloadKind kind) {
-  WorkloadParams p{};
-  p.kind = kind;
-  p.cs_ns = arg_u64("cs", 100);
-  p.cs_lines = arg_u64("cs_lines", 1);
-  p.delay_ns = arg_u64("delay", 170);
-  p.duration_ns = arg_u64("duration_ms", 1000) * 1000000;
-  p.iterations = arg_u64("iterations", kind == WorkloadKind::kUncontended ? 262144 : 0);
-  char layout[16] = "standalone";
-  arg_str("layout", layout, sizeof layout);
-  LV_CHECK_MSG(str_equal(layout, "standalone") || str_equal(layout, "embedded"), "layout must be standalone or embedded");
-  p.layout = str_equal(layout, "embedded") ? LockLayout::kEmbedded : LockLayout::kStandalone;
-  p.seed = boot().seed;
-  p.nlocks = arg_u64("locks", kind == WorkloadKind::kTorture ? 4 : 1);
-  p.long_hold_ns = arg_u64("long_hold_ns", 100000);
-  p.long_hold_every = arg_u64("long_hold_every", kind == WorkloadKind::kTorture ? 2000 : 0);
-  p.cpus = nr_cpus();
+// The VMM's record, checked: flag, header, the program's kind, the vCPU count.
+const WorkloadParams& checked_params(WorkloadKind kind) {
+  const BootInfo& info = boot();
+  if ((info.flags & kBootFlagWorkload) == 0)
+    assert_fail(__FILE__, __LINE__, "no workload parameters in BootInfo (the VMM must write BootInfo::workload)");
+  const WorkloadParams& p = info.workload;
+  if (const char* why = check_header(p)) assert_fail(__FILE__, __LINE__, why);
+  LV_CHECK_MSG(p.kind == kind, "BootInfo::workload is for another workload kind than this program");
+  LV_CHECK_EQ(p.cpus, u64{nr_cpus()});
+  if (const char* why = lockvisor::workloads::check_params(p)) assert_fail(__FILE__, __LINE__, why);
   return p;
 }
 
 void run(WorkloadKind kind) {
   init_lock_features();
-  char name[32] = "auto";
-  arg_str("lock", name, sizeof name);
+  const WorkloadParams& params = checked_params(kind);
+  const char* name = params.lock;
+  g_wait_halt_delay_ns = params.wait_halt_delay_ns;  // every vCPU writes the same value
   apply_lock_tuning(/*report=*/this_cpu() == 0 && str_equal(name, "pvbounded") && kind != WorkloadKind::kUncontended);
   // A PV lock without PV_UNHALT would halt with nobody able to wake it.
   if ((str_equal(name, "pvqspinlock") || str_equal(name, "pvticket")) && !g_lock_features.pv_unhalt)
     assert_fail(__FILE__, __LINE__, Text().str(name).str(" needs KVM_FEATURE_PV_UNHALT, which this VM hides").c_str());
-  const WorkloadParams params = parse_params(kind);
   const u32 cpu = this_cpu();
   auto run_with = [&]<class Lock>() {
-    lockvisor::workloads::run_workload<GuestLockEnv, Lock, GuestPlatform>(params, g_shared<Lock>, cpu, g_stats[cpu]);
+    lockvisor::workloads::run_workload<WorkloadEnv, Lock, GuestPlatform>(params, g_shared<Lock>, cpu, g_stats[cpu]);
   };
-  bool known = lockvisor::locks::with_lock_type<GuestLockEnv>(name, run_with);
+  bool known = lockvisor::locks::with_lock_type<WorkloadEnv>(name, run_with);
   // The deliberately broken lock, never listed: the negative control that
   // proves the in-guest mutual-exclusion checks can fail.
   if (!known && str_equal(name, "busted")) {
-    run_with.operator()<lockvisor::locks::BustedLock<GuestLockEnv, 1u << 10>>();
+    run_with.operator()<lockvisor::locks::BustedLock<WorkloadEnv, 1u << 10>>();
     known = true;
   }
   if (!known) assert_fail(__FILE__, __LINE__, Text().str("unknown lock '").str(name).str("'").c_str());
+  g_stats[cpu].pv_halts = g_halts[cpu];
   report_array(kWorkloadStatsKey, reinterpret_cast<const u64*>(&g_stats[cpu]), kWorkloadStatsWords,
                ResultKind::kUnsigned);
 }

@@ -33,7 +33,18 @@
 //     tens of cycles, small next to contended acquisitions, and the same for
 //     every lock.  The random draws of torture happen before t0.
 //   * elapsed_cycles: from the common start (the start barrier's release
-//     time) to this CPU's end of loop; for uncontended CPU 0, the timed loop.
+//     time) to this CPU's end of loop -- its finish time, whose spread over
+//     CPUs is the fairness of a fixed-work (iterations) run; for
+//     uncontended CPU 0, the timed loop.
+//   * Short-window fairness: with p.fairness_window_ns != 0, out.window_ops[i]
+//     counts the acquisitions whose lock() returned in [start + i*w,
+//     start + (i+1)*w) (w = out.window_cycles; the first kFairnessWindows
+//     windows).  One compare per acquisition against the next boundary.
+//   * The window marks: Platform::window_mark(edge), when the Platform has
+//     one, is called by every CPU after the start barrier (abi::kWindowStart)
+//     and after its loop (abi::kWindowEnd): the guest exits to the VMM there,
+//     which samples the vCPU thread's CPU time, run-queue wait and context
+//     switches, so host-side costs cover the measured window only.
 //   * Run length: iterations != 0 -> exactly that many acquisitions per CPU
 //     (duration_ns ignored); iterations == 0 -> until the common deadline
 //     start + duration_ns (an acquisition started before it completes).
@@ -43,10 +54,13 @@
 //   barrier the first CPU would run uncontended for a while.  The last CPU
 //   to arrive stamps the start time and the deadline, so every CPU measures
 //   the same window and stops at the same TSC value (the TSC is synchronised
-//   across CPUs on the host and in KVM guests).  End: CPU 0 waits until
-//   every CPU has published its acquisition totals, then checks the
-//   counters.  Barrier waits spin with Platform::barrier_relax() (default
-//   `pause`) and are outside the measured window.
+//   across CPUs on the host and in KVM guests).  The start barrier's wait
+//   spins with Platform::barrier_relax() (default `pause`) before the
+//   window's start mark.  End: there is no wait.  Each CPU publishes its
+//   acquisition totals and arrives; the LAST CPU to arrive checks the
+//   counters and returns.  A CPU that has finished never spins while others
+//   still run (it reports and stops), so it does not take CPU time from the
+//   CPUs being measured when they share a host CPU.
 //
 // BUSY WORK (critical section and delay): spin on now() until the target
 // time, WITHOUT `pause`.  It models useful work, not waiting: under KVM a
@@ -77,6 +91,7 @@
 #pragma once
 
 #include "lockvisor/abi/types.h"
+#include "lockvisor/abi/ucall.h"
 #include "lockvisor/abi/workload.h"
 #include "locks/atomic.h"
 #include "locks/lock_env.h"
@@ -169,7 +184,20 @@ constexpr WorkloadParams default_params(WorkloadKind kind) {
   return p;
 }
 
-// nullptr if p can be run, else a one-line reason.
+// The host's choice of fairness window (WorkloadParams::fairness_window_ns):
+// 10 ms (a few host scheduler slices), or duration / 20 when the run is
+// shorter than 20 such windows, so that a short run still has 20 windows.
+inline constexpr u64 kFairnessWindowNs = 10000000;
+inline constexpr u64 kMinFairnessWindows = 20;
+constexpr u64 default_fairness_window_ns(u64 duration_ns, u64 iterations) {
+  if (iterations != 0 || duration_ns >= kFairnessWindowNs * kMinFairnessWindows) return kFairnessWindowNs;
+  return duration_ns / kMinFairnessWindows != 0 ? duration_ns / kMinFairnessWindows : 1;
+}
+static_assert(default_fairness_window_ns(1000000000, 0) == 10000000);
+static_assert(default_fairness_window_ns(100000000, 0) == 5000000);
+
+// nullptr if p can be run, else a one-line reason.  (The header fields are
+// checked separately, abi::check_header: native callers need not set them.)
 constexpr const char* check_params(const WorkloadParams& p) {
   if (p.cpus == 0 || p.cpus > locks::kMaxCpus) return "cpus must be between 1 and 128";
   if (p.kind != WorkloadKind::kLockbench && p.kind != WorkloadKind::kUncontended && p.kind != WorkloadKind::kTorture)
@@ -252,6 +280,36 @@ template <class P>
 
 constexpr u64 sat_add(u64 a, u64 b) { return a + b < a ? ~u64{0} : a + b; }
 
+// The measured window's edges (see WHAT IS TIMED); nothing without the hook.
+template <class P>
+inline void window_mark(u64 edge) {
+  if constexpr (requires { P::window_mark(edge); }) P::window_mark(edge);
+}
+
+// Per-CPU acquisitions per fairness window: `next` is the TSC at which the
+// current window ends; advancing is rare (once per window), counting is one
+// compare.
+struct WindowCounter {
+  u64* ops;      // out.window_ops
+  u64 width;     // cycles; 0: no windows
+  u64 next;      // end of window `index`
+  unsigned index;
+
+  // Width 0: disabled from the start (index past the last window).
+  WindowCounter(u64* out, u64 start, u64 w)
+      : ops(out), width(w), next(w != 0 ? sat_add(start, w) : ~u64{0}), index(w != 0 ? 0 : abi::kFairnessWindows) {}
+  [[gnu::always_inline]] void count(u64 t) {
+    if (t >= next) [[unlikely]] {
+      while (t >= next && index < abi::kFairnessWindows) {
+        next = sat_add(next, width);
+        index++;
+      }
+      if (index >= abi::kFairnessWindows) next = ~u64{0};
+    }
+    if (index < abi::kFairnessWindows) ops[index]++;
+  }
+};
+
 // The start barrier: the last CPU to arrive stamps the common start and
 // deadline, then releases everyone.
 template <class P>
@@ -282,7 +340,7 @@ template <class P, class Lock>
 
 // lockbench (kTorture = false) and torture (true): the contended loop.
 template <class Lock, class P, bool kTorture>
-inline void contended_loop(const WorkloadParams& p, WorkloadShared<Lock>& s, unsigned cpu, u64 deadline,
+inline void contended_loop(const WorkloadParams& p, WorkloadShared<Lock>& s, unsigned cpu, u64 start, u64 deadline,
                            WorkloadStats& out, u64* acquisitions) {
   const u32 tag = cpu + 1;
   const unsigned lines = cs_lines_of(p);
@@ -291,6 +349,7 @@ inline void contended_loop(const WorkloadParams& p, WorkloadShared<Lock>& s, uns
   const TortureConfig tc = torture_config<P>(p);
   const u64 iterations = p.iterations;
   Rng rng(p.seed, cpu);
+  WindowCounter windows(out.window_ops, start, out.window_cycles);
 
   u64 ops = 0, bad = 0, lat_sum = 0, lat_max = 0;
   for (;;) {
@@ -312,6 +371,7 @@ inline void contended_loop(const WorkloadParams& p, WorkloadShared<Lock>& s, uns
     lock.unlock();
 
     const u64 lat = t1 - t0;
+    windows.count(t1);
     out.latency_buckets[abi::latency_bucket(lat)]++;
     lat_sum += lat;
     if (lat > lat_max) lat_max = lat;
@@ -331,6 +391,8 @@ inline void clear(WorkloadStats& out) {
   out.latency_count = out.latency_max = out.latency_sum = 0;
   for (u64& e : out.lock_events) e = 0;
   for (u64& b : out.latency_buckets) b = 0;
+  out.pv_halts = out.window_cycles = 0;
+  for (u64& w : out.window_ops) w = 0;
 }
 
 }  // namespace detail
@@ -355,11 +417,13 @@ void run_workload(const WorkloadParams& p, WorkloadShared<Lock>& shared, unsigne
   detail::start_barrier<P>(shared.start, p.cpus, duration_cycles);
   const u64 start = locks::load_relaxed(&shared.start.start_tsc);
   const u64 deadline = locks::load_relaxed(&shared.start.deadline_tsc);
+  out.window_cycles = P::ns_to_cycles(p.fairness_window_ns);
+  detail::window_mark<P>(abi::kWindowStart);
 
   u64 acquisitions[kMaxLocks] = {};
   switch (p.kind) {
     case WorkloadKind::kLockbench:
-      detail::contended_loop<Lock, P, false>(p, shared, cpu, deadline, out, acquisitions);
+      detail::contended_loop<Lock, P, false>(p, shared, cpu, start, deadline, out, acquisitions);
       out.elapsed_cycles = P::now() - start;
       break;
     case WorkloadKind::kUncontended:
@@ -376,22 +440,22 @@ void run_workload(const WorkloadParams& p, WorkloadShared<Lock>& shared, unsigne
       }
       break;
     case WorkloadKind::kTorture:
-      detail::contended_loop<Lock, P, true>(p, shared, cpu, deadline, out, acquisitions);
+      detail::contended_loop<Lock, P, true>(p, shared, cpu, start, deadline, out, acquisitions);
       out.elapsed_cycles = P::now() - start;
       break;
   }
 
+  detail::window_mark<P>(abi::kWindowEnd);
   for (unsigned i = 0; i < locks::kLockEventCount; i++)
     out.lock_events[i] = Env::events().get(static_cast<locks::LockEvent>(i)) - events0[i];
 
-  // Publish this CPU's acquisition counts, then arrive (release: CPU 0's
-  // acquire of the final count sees them and every counter write before).
+  // Publish this CPU's acquisition counts, then arrive (acq_rel: the last
+  // arrival's read-modify-write sees every earlier CPU's totals and counter
+  // writes, released by their own arrival).  Only the last one goes on.
   for (unsigned i = 0; i < kMaxLocks; i++)
     if (acquisitions[i] != 0) locks::fetch_add(&shared.totals[i], acquisitions[i], locks::Order::relaxed);
-  locks::fetch_add(&shared.end.arrived, u32{1}, locks::Order::release);
-  if (cpu != 0) return;
+  if (locks::fetch_add(&shared.end.arrived, u32{1}, locks::Order::acq_rel) + 1 != p.cpus) return;
 
-  while (locks::load_acquire(&shared.end.arrived) < p.cpus) barrier_relax<P>();
   for (unsigned i = 0; i < kMaxLocks; i++) {
     LockSlot<Lock>& sl = shared.slots[i];
     const u64 counted = detail::data_load<P>(&sl.first.counter);

@@ -1,11 +1,16 @@
 // Guest-reported lock statistics are untrusted numbers: sums saturate instead
 // of wrapping (vmm/lockstat/lock_run.cpp), malformed records are refused.
+// And the figures mean what they say: fixed-work runs are judged by rates and
+// finish times, window costs only when every CPU was sampled, a missing VMM
+// counter is an error.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
 
+#include "locks/lock_events.h"
 #include "lockvisor/abi/workload.h"
+#include "vmm/lockstat/lock_metrics.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/util/error.h"
 
@@ -75,6 +80,102 @@ TEST(LockStats, MalformedRecordsAreGuestErrors) {
   expect_guest_error("a wrong version");
   run.vcpus[1].results = {record(abi::kWorkloadStatsWords, abi::kWorkloadStatsVersion)};
   EXPECT_EQ(workload_stats_from(run).size(), 2u);
+}
+
+// Two CPUs that each did 1000 acquisitions (--iterations), one finishing in
+// 1 s, the other in 2 s (TSC at 1 GHz).
+LockRun fixed_work_run() {
+  LockRun run;
+  run.mode = "native";
+  run.lock = "ticket";
+  run.workload = "lockbench";
+  run.cpus = 2;
+  for (std::uint64_t seconds : {1, 2}) {
+    abi::WorkloadStats s{};
+    s.version = abi::kWorkloadStatsVersion;
+    s.ops = 1000;
+    s.tsc_khz = 1000000;
+    s.elapsed_cycles = seconds * 1000000000;
+    s.window_cycles = 10000000;  // 10 ms
+    for (unsigned w = 0; w < 100 * seconds && w < abi::kFairnessWindows; ++w) s.window_ops[w] = 10 / seconds;
+    run.samples.push_back({s, 3.0, 7, std::nullopt, 100});
+  }
+  return run;
+}
+
+TEST(LockStats, FixedWorkRunsAreJudgedByRatesAndFinishTimes) {
+  const LockMetrics m = analyse(fixed_work_run());
+  ASSERT_TRUE(m.fairness_ops);
+  EXPECT_EQ(m.fairness_ops->jain, 1.0) << "equal counts: Jain over counts says nothing here";
+  ASSERT_TRUE(m.fairness_rate);
+  EXPECT_NEAR(m.fairness_rate->jain, 0.9, 1e-12);  // rates 1000 and 500: 1500^2 / (2 * 1.25e6)
+  ASSERT_TRUE(m.finish_spread && m.finish_spread->max_min_ratio);
+  EXPECT_NEAR(*m.finish_spread->max_min_ratio, 2.0, 1e-12);
+  EXPECT_NEAR(m.duration_s, 2.0, 1e-12);
+  // Windows: only the 100 windows both CPUs ran through are analysed.
+  ASSERT_TRUE(m.windows);
+  EXPECT_EQ(m.windows->fairness.windows, 100u);
+  EXPECT_NEAR(m.windows->window_ms, 10.0, 1e-9);
+  EXPECT_EQ(m.windows->fairness.starved_windows, 0u);
+  const auto j = to_json(fixed_work_run());
+  EXPECT_NEAR(j["fairness"]["jain"].get<double>(), 0.9, 1e-12);
+  EXPECT_EQ(j["fairness_ops"]["jain"].get<double>(), 1.0);
+  EXPECT_EQ(j["window_fairness"]["windows"].get<std::size_t>(), 100u);
+}
+
+TEST(LockStats, WindowCostsNeedEveryCpusMarks) {
+  LockRun run = fixed_work_run();
+  const auto j0 = to_json(run);
+  EXPECT_TRUE(j0["cpu_seconds_window"].is_null()) << "no CPU was sampled at its window marks";
+  EXPECT_EQ(j0["cpu_seconds_total"].get<double>(), 6.0);
+  metrics::ThreadUsage w;
+  w.cpu_seconds = 1.0;
+  w.involuntary_switches = 2;
+  w.runqueue_wait_ns = 5;
+  run.samples[0].window = w;
+  EXPECT_TRUE(to_json(run)["cpu_seconds_window"].is_null()) << "one CPU sampled is not the window's cost";
+  run.samples[1].window = w;
+  const auto j = to_json(run);
+  EXPECT_EQ(j["cpu_seconds_window"].get<double>(), 2.0);
+  EXPECT_EQ(j["ops_per_cpu_second_window"].get<double>(), 1000.0);  // 2000 ops / 2 CPU-seconds
+  EXPECT_EQ(j["ops_per_cpu_second_total"].get<double>(), 2000.0 / 6.0);
+  EXPECT_EQ(j["involuntary_context_switches_window"].get<std::uint64_t>(), 4u);
+  EXPECT_EQ(j["steal_ns_window"].get<std::uint64_t>(), 10u);
+  EXPECT_EQ(j["steal_ns_total"].get<std::uint64_t>(), 200u);
+}
+
+TEST(LockStats, MissingVmmCounterIsAnErrorNotZero) {
+  machine::RunResult run;
+  run.vcpus.resize(1);
+  run.vcpus[0].pv = {{"halts", 1}, {"halts_immediate", 0}, {"halts_polled", 0}, {"halts_woken", 1},
+                     {"kicks_sent", 2}, {"kicks_received", 2}, {"kicks_coalesced", 0}, {"kicks_dropped", 0}};
+  const VmmCounters c = vmm_counters(run);
+  EXPECT_EQ(c.halts, 1u);
+  EXPECT_EQ(c.kicks, 2u);
+  run.vcpus[0].pv.erase("kicks_sent");
+  try {
+    vmm_counters(run);
+    ADD_FAILURE() << "a missing counter was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kHost);
+  }
+}
+
+TEST(LockStats, GuestAndVmmHaltsAndKicksAreCompared) {
+  LockRun run = fixed_work_run();
+  run.mode = "guest";
+  for (auto& s : run.samples) {
+    s.stats.pv_halts = 3;
+    s.stats.lock_events[static_cast<unsigned>(locks::LockEvent::pv_kick)] = 4;
+  }
+  VmmCounters vmm;
+  vmm.halts = 6;
+  vmm.kicks = 8;
+  run.vmm = vmm;
+  EXPECT_TRUE(to_json(run)["pv_halts_match_vmm"].get<bool>());
+  EXPECT_TRUE(to_json(run)["pv_kicks_match_vmm"].get<bool>());
+  run.vmm->halts = 5;
+  EXPECT_FALSE(to_json(run)["pv_halts_match_vmm"].get<bool>());
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 
 #include "vmm/metrics/histogram.h"
 #include "vmm/metrics/summary.h"
+#include "vmm/metrics/thread_usage.h"
+#include "vmm/metrics/window_fairness.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::metrics {
@@ -352,6 +354,98 @@ TEST(Histogram, ConcurrentRecordingFromFourThreads) {
   }
   const double median = static_cast<double>(*h.percentile(50));
   EXPECT_LE(std::abs(median - kN / 2.0), kN / 2.0 * Histogram::kMaxRelativeError);
+}
+
+// ---- compute_spread (real-valued rates and finish times)
+
+TEST(Spread, HandComputed) {
+  const std::vector<double> v = {1.0, 2.0, 3.0, 4.0};
+  const auto s = compute_spread(v);
+  ASSERT_TRUE(s);
+  // (1+2+3+4)^2 / (4 * (1+4+9+16)) = 100 / 120
+  EXPECT_NEAR(s->jain, 100.0 / 120.0, 1e-12);
+  // mean 2.5, population variance 1.25
+  EXPECT_NEAR(s->cv, std::sqrt(1.25) / 2.5, 1e-12);
+  EXPECT_EQ(s->min, 1.0);
+  EXPECT_EQ(s->max, 4.0);
+  ASSERT_TRUE(s->max_min_ratio);
+  EXPECT_DOUBLE_EQ(*s->max_min_ratio, 4.0);
+}
+
+TEST(Spread, EdgeCases) {
+  EXPECT_FALSE(compute_spread(std::vector<double>{}));
+  const auto zeros = compute_spread(std::vector<double>{0.0, 0.0});
+  ASSERT_TRUE(zeros);
+  EXPECT_EQ(zeros->jain, 1.0);
+  EXPECT_EQ(zeros->cv, 0.0);
+  EXPECT_FALSE(zeros->max_min_ratio);
+  const auto one_idle = compute_spread(std::vector<double>{5.0, 0.0});
+  ASSERT_TRUE(one_idle);
+  EXPECT_DOUBLE_EQ(one_idle->jain, 0.5);
+  EXPECT_FALSE(one_idle->max_min_ratio);
+  EXPECT_THROW(compute_spread(std::vector<double>{1.0, -1.0}), Error);
+  EXPECT_THROW(compute_spread(std::vector<double>{1.0, std::nan("")}), Error);
+}
+
+// ---- window_fairness
+
+TEST(WindowFairness, StarvationInsideFairTotals) {
+  // Two CPUs, four windows: perfectly fair totals (2 each), but each window
+  // belongs to one CPU -- time slicing. Jain 0.5 in every window, every
+  // window starved, none idle.
+  const std::vector<std::vector<uint64_t>> per_cpu = {{2, 0, 0, 0, 9}, {0, 0, 2, 0, 9}};
+  const auto f = window_fairness(per_cpu, 4);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->windows, 4u);
+  EXPECT_EQ(f->starved_windows, 4u);
+  EXPECT_EQ(f->idle_windows, 2u);  // windows 1 and 3: nobody progressed
+  ASSERT_TRUE(f->jain_min && f->jain_median);
+  EXPECT_DOUBLE_EQ(*f->jain_min, 0.5);
+  EXPECT_DOUBLE_EQ(*f->jain_median, 0.5);
+}
+
+TEST(WindowFairness, MinAndMedianOverWindows) {
+  const std::vector<std::vector<uint64_t>> per_cpu = {{5, 5, 1}, {5, 5, 3}};
+  const auto f = window_fairness(per_cpu, 3);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->starved_windows, 0u);
+  EXPECT_EQ(f->idle_windows, 0u);
+  EXPECT_NEAR(*f->jain_min, 16.0 / 20.0, 1e-12);  // (1+3)^2 / (2 * (1+9))
+  EXPECT_DOUBLE_EQ(*f->jain_median, 1.0);         // sorted {0.8, 1, 1}: rank 2
+}
+
+TEST(WindowFairness, NothingToAnalyse) {
+  const std::vector<std::vector<uint64_t>> per_cpu = {{1}, {1}};
+  EXPECT_FALSE(window_fairness(per_cpu, 0));
+  EXPECT_FALSE(window_fairness(std::vector<std::vector<uint64_t>>{}, 1));
+  EXPECT_THROW(window_fairness(per_cpu, 2), Error);
+  const std::vector<std::vector<uint64_t>> idle = {{0, 0}, {0, 0}};
+  const auto f = window_fairness(idle, 2);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->idle_windows, 2u);
+  EXPECT_FALSE(f->jain_min);
+}
+
+// ---- thread usage
+
+TEST(ThreadUsage, BusyLoopChargesCpuTimeAndDifferencesNeverWrap) {
+  const ThreadUsage a = sample_thread_usage();
+  volatile uint64_t sink = 0;
+  while (sample_thread_usage().cpu_seconds - a.cpu_seconds < 0.02) sink = sink + 1;
+  const ThreadUsage b = sample_thread_usage();
+  const ThreadUsage d = usage_between(a, b);
+  EXPECT_GE(d.cpu_seconds, 0.02);
+  EXPECT_LT(d.cpu_seconds, 5.0);
+  if (a.runqueue_wait_ns) {
+    EXPECT_TRUE(d.runqueue_wait_ns);
+  }
+  const ThreadUsage back = usage_between(b, a);  // end before start: zeros, not 2^64 - x
+  EXPECT_EQ(back.cpu_seconds, 0.0);
+  EXPECT_EQ(back.involuntary_switches, 0u);
+  EXPECT_EQ(back.voluntary_switches, 0u);
+  if (back.runqueue_wait_ns) {
+    EXPECT_EQ(*back.runqueue_wait_ns, 0u);
+  }
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ TEST_F(ReportChannel, BadMagicAndUnknownTypes) {
   GuestReport report(budget);
   slot(abi::UcallType::kPrint, "x").magic = 0x1234;
   EXPECT_NE(report.handle(memory(), kSlot).text.find("bad magic"), std::string::npos);
-  for (std::uint32_t type : {0u, 8u, 99u, 0xFFFFFFFFu}) {
+  for (std::uint32_t type : {0u, 9u, 99u, 0xFFFFFFFFu}) {
     slot(static_cast<abi::UcallType>(type));
     const auto action = report.handle(memory(), kSlot);
     EXPECT_EQ(action.kind, Kind::kGuestError);
@@ -235,6 +235,19 @@ TEST_F(ReportChannel, DoneCarriesTheExitCode) {
   const auto action = send(report, abi::UcallType::kDone, "", ~std::uint64_t{0});
   EXPECT_EQ(action.kind, Kind::kDone);
   EXPECT_EQ(action.exit_code, ~std::uint64_t{0});
+}
+
+TEST_F(ReportChannel, WindowMarksCarryTheirEdgeAndRefuseOthers) {
+  GuestBudget budget(limits_);
+  GuestReport report(budget);
+  for (std::uint64_t edge : {abi::kWindowStart, abi::kWindowEnd}) {
+    const auto action = send(report, abi::UcallType::kWindowMark, "", edge);
+    EXPECT_EQ(action.kind, Kind::kWindowMark);
+    EXPECT_EQ(action.exit_code, edge);
+  }
+  const auto bad = send(report, abi::UcallType::kWindowMark, "", 2);
+  EXPECT_EQ(bad.kind, Kind::kGuestError);
+  EXPECT_NE(bad.text.find("window mark edge 2"), std::string::npos) << bad.text;
 }
 
 // ---- guest_text.h -------------------------------------------------------------------

@@ -118,9 +118,6 @@ void contended_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image
         config.vcpus = r.cpus;
         config.pcpus = r.pcpus;
         config.program = "lockbench";
-        config.args = fmt::format("lock={} duration_ms={}", lock.name,
-                                  static_cast<std::uint64_t>(o.contended_seconds * 1000));
-        summarize(lockstat::workload_stats_from(boot(kvm, image, config)), guest_ops, guest_jain);
         native::NativeRunConfig native_config;
         native_config.lock = lock.name;
         native_config.pcpus = r.pcpus;
@@ -132,6 +129,11 @@ void contended_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image
         native_config.params.nlocks = 1;
         native_config.params.seed = 1;
         native_config.params.cpus = r.cpus;
+        native_config.params.fairness_window_ns =
+            workloads::default_fairness_window_ns(native_config.params.duration_ns, 0);
+        abi::set_lock_name(native_config.params, lock.name);
+        config.workload = native_config.params;  // the guest runs exactly the native twin's parameters
+        summarize(lockstat::workload_stats_from(boot(kvm, image, config)), guest_ops, guest_jain);
         summarize(native::run_native(native_config), native_ops, native_jain);
       }
       const auto g = *metrics::percentile(guest_ops, 50), n = *metrics::percentile(native_ops, 50);
@@ -231,11 +233,6 @@ int bench_all(const BenchOptions& o) {
         machine::MachineConfig config;
         config.vcpus = 1;
         config.program = "uncontended";
-        config.args = fmt::format("lock={} iterations={}", lock.name, o.lock_iterations);
-        const auto run = boot(kvm, image, config);
-        const auto stats = lockstat::workload_stats_from(run);
-        guest_ps.push_back(ps_per_pair(stats.at(0)));
-
         native::NativeRunConfig native_config;
         native_config.lock = lock.name;
         native_config.params.kind = abi::WorkloadKind::kUncontended;
@@ -244,6 +241,11 @@ int bench_all(const BenchOptions& o) {
         native_config.params.nlocks = 1;
         native_config.params.cs_lines = 1;
         native_config.params.seed = 1;
+        abi::set_lock_name(native_config.params, lock.name);
+        config.workload = native_config.params;
+        const auto run = boot(kvm, image, config);
+        const auto stats = lockstat::workload_stats_from(run);
+        guest_ps.push_back(ps_per_pair(stats.at(0)));
         const auto native_stats = native::run_native(native_config);
         native_ps.push_back(ps_per_pair(native_stats.at(0)));
       }

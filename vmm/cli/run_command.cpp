@@ -34,6 +34,7 @@ struct LockOptions {
   std::uint64_t locks = 0;  // 0: the workload's default
   std::uint64_t long_hold_ns = 100000;
   std::uint64_t long_hold_every = 0;  // 0: the workload's default
+  std::uint64_t wait_halt_delay_ns = 0;
   bool native = false;
 };
 
@@ -92,6 +93,9 @@ abi::WorkloadParams lock_params(const RunOptions& o, unsigned cpus) {
   p.long_hold_ns = o.lock.long_hold_ns;
   p.long_hold_every = o.lock.long_hold_every ? o.lock.long_hold_every : (kind == abi::WorkloadKind::kTorture ? 2000 : 0);
   p.cpus = cpus;
+  p.fairness_window_ns = workloads::default_fairness_window_ns(p.duration_ns, p.iterations);
+  p.wait_halt_delay_ns = o.lock.wait_halt_delay_ns;
+  if (!abi::set_lock_name(p, o.lock.lock.c_str())) fail("--lock '{}': name too long", o.lock.lock);
   return p;
 }
 
@@ -99,7 +103,8 @@ nlohmann::json params_json(const abi::WorkloadParams& p, const std::string& layo
   return {{"cs_ns", p.cs_ns},           {"cs_lines", p.cs_lines},         {"delay_ns", p.delay_ns},
           {"duration_ns", p.duration_ns}, {"iterations", p.iterations},   {"layout", layout},
           {"seed", p.seed},             {"locks", p.nlocks},              {"long_hold_ns", p.long_hold_ns},
-          {"long_hold_every", p.long_hold_every}};
+          {"long_hold_every", p.long_hold_every}, {"fairness_window_ns", p.fairness_window_ns},
+          {"wait_halt_delay_ns", p.wait_halt_delay_ns}};
 }
 
 std::string guest_args(const abi::WorkloadParams& p, const RunOptions& o) {
@@ -158,7 +163,8 @@ int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
   const auto stats = native::run_native(native_config, &usage);
   auto run = describe_lock_run(o, "native");
   for (std::size_t i = 0; i < stats.size(); ++i)
-    run.samples.push_back({stats[i], usage.at(i).cpu_seconds, usage.at(i).involuntary_switches, std::nullopt, std::nullopt});
+    run.samples.push_back({stats[i], usage.at(i).cpu_seconds, usage.at(i).involuntary_switches, std::nullopt, std::nullopt,
+                           usage.at(i).window});
   run.host = lockstat::host_info("none (native)");
   return finish_native_run(run, json);
 }
@@ -182,7 +188,8 @@ std::optional<GuestLockReport> guest_lock_report(const RunOptions& o, machine::R
       const auto stat = [&](const char* name) { return v.kvm.count(name) ? v.kvm.at(name) : 0; };
       std::optional<std::uint64_t> preempted;
       if (!v.kvm.empty()) preempted = stat("preemption_reported") + stat("preemption_other");
-      report.run.samples.push_back({stats[i], v.cpu_seconds, v.involuntary_switches, preempted, v.runqueue_wait_ns});
+      report.run.samples.push_back(
+          {stats[i], v.cpu_seconds, v.involuntary_switches, preempted, v.runqueue_wait_ns, lockstat::window_usage(v)});
     }
     report.run.vmm = lockstat::vmm_counters(result);
     report.run.host = lockstat::host_info(kvm_kind);
@@ -226,7 +233,10 @@ int run(RunOptions& o) {
   config.program = o.workload;
   std::string args;
   if (is_lock_workload(o.workload)) {
-    args = guest_args(lock_params(o, config.vcpus), o);
+    // The guest reads the binary record (BootInfo::workload); args is only
+    // the readable description printed below.
+    config.workload = lock_params(o, config.vcpus);
+    args = guest_args(*config.workload, o);
     // A lock workload runs for --duration; give the watchdog room by default.
     if (config.timeout_s == 0) config.timeout_s = o.lock.duration_s * 10 + 60;
   } else {
@@ -344,6 +354,10 @@ Action add_run_command(CLI::App& app) {
   command->add_option("--long-hold-every", l.long_hold_every,
                       "torture: one long hold per N acquisitions on average, up to 10^9 (0: default 2000)")
       ->transform(unsigned_in(0, 1000000000));
+  command->add_option("--wait-halt-delay-ns", l.wait_halt_delay_ns,
+                      "Test knob: busy-wait between a PV wait's re-check and its halt, widening the lost-wake-up "
+                      "window (guest only, at most 10 ms)")
+      ->transform(unsigned_in(0, 10000000));
   command->add_flag("--native", l.native, "Run the lock workload on host threads (no VM), pinned the same way");
   command->add_option("--param", options->params, "Extra workload parameter key=value (repeatable)");
   command->add_option("--json", options->json,

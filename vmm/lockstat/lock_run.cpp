@@ -8,46 +8,35 @@
 
 #include <fmt/format.h>
 
-#include "locks/lock_events.h"
-#include "vmm/metrics/summary.h"
+#include "vmm/lockstat/lock_metrics.h"
+#include "vmm/lockstat/saturating.h"
 #include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lockstat {
 namespace {
 
-// Every count in a WorkloadStats record is the guest's word: sums saturate
-// at 2^64 - 1 instead of wrapping, so that no total can come out smaller
-// than one of its parts (two vCPUs reporting 2^63 violations each must not
-// add up to 0).
-std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t sum = 0;
-  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
-}
-void add_to(std::uint64_t& total, std::uint64_t value) { total = saturating_add(total, value); }
-
-double cycles_to_ns(double cycles, std::uint64_t tsc_khz) {
-  return tsc_khz ? cycles * 1e6 / static_cast<double>(tsc_khz) : 0;
+// A PV counter of one vCPU by name: absent is a host bug (a renamed counter
+// must not read as 0).
+std::uint64_t pv_counter(const machine::VcpuReport& v, const char* name) {
+  const auto it = v.pv.find(name);
+  if (it == v.pv.end()) fail_host("vCPU {}: the PV backend reported no counter '{}'", v.index, name);
+  return it->second;
 }
 
-// Percentile p of the merged histogram, in cycles: the midpoint of the
-// nearest-rank bucket, clamped to the observed maximum.
-double bucket_percentile(const std::vector<std::uint64_t>& buckets, std::uint64_t count, std::uint64_t max, double p) {
-  if (count == 0) return 0;
-  const std::size_t rank = metrics::nearest_rank(count, p);
-  std::uint64_t seen = 0;
-  for (std::uint32_t b = 0; b < buckets.size(); ++b) {
-    add_to(seen, buckets[b]);
-    if (seen >= rank) {
-      const double low = static_cast<double>(abi::latency_bucket_lowest(b));
-      const double high = b + 1 < abi::kLatencyBuckets ? static_cast<double>(abi::latency_bucket_lowest(b + 1)) : low;
-      return std::min((low + high) / 2, static_cast<double>(max));
-    }
-  }
-  return static_cast<double>(max);
+nlohmann::json optional_json(const auto& value) { return value ? nlohmann::json(*value) : nlohmann::json(nullptr); }
+
+nlohmann::json spread_json(const std::optional<metrics::Spread>& s) {
+  if (!s) return nullptr;
+  return {{"jain", s->jain}, {"cv", s->cv}, {"min", s->min}, {"max", s->max}, {"max_min_ratio", optional_json(s->max_min_ratio)}};
 }
 
 }  // namespace
+
+std::optional<metrics::ThreadUsage> window_usage(const machine::VcpuReport& vcpu) {
+  if (!vcpu.window_start || !vcpu.window_end) return std::nullopt;
+  return metrics::usage_between(*vcpu.window_start, *vcpu.window_end);
+}
 
 std::vector<abi::WorkloadStats> workload_stats_from(const machine::RunResult& run) {
   std::vector<abi::WorkloadStats> out;
@@ -66,22 +55,21 @@ std::vector<abi::WorkloadStats> workload_stats_from(const machine::RunResult& ru
   return out;
 }
 
-nlohmann::json vmm_counters(const machine::RunResult& run) {
-  std::map<std::string, std::uint64_t> pv;
-  std::uint64_t exits = 0;
+VmmCounters vmm_counters(const machine::RunResult& run) {
+  VmmCounters c;
   for (const auto& v : run.vcpus) {
-    for (const auto& [name, value] : v.pv) add_to(pv[name], value);
-    for (const auto& [name, value] : v.exits) add_to(exits, value);
+    add_to(c.halts, pv_counter(v, "halts"));
+    add_to(c.halts_immediate, pv_counter(v, "halts_immediate"));
+    add_to(c.halts_woken, pv_counter(v, "halts_woken"));
+    add_to(c.halts_woken, pv_counter(v, "halts_polled"));
+    add_to(c.kicks, pv_counter(v, "kicks_sent"));
+    add_to(c.kicks_received, pv_counter(v, "kicks_received"));
+    add_to(c.kicks_coalesced, pv_counter(v, "kicks_coalesced"));
+    add_to(c.kicks_dropped, pv_counter(v, "kicks_dropped"));
+    for (const auto& [name, value] : v.exits) add_to(c.exits, value);
   }
-  return {{"halts", pv["halts"]},
-          {"halts_immediate", pv["halts_immediate"]},
-          {"halts_woken", saturating_add(pv["halts_woken"], pv["halts_polled"])},
-          {"kicks", pv["kicks_sent"]},
-          {"kicks_received", pv["kicks_received"]},
-          {"kicks_coalesced", pv["kicks_coalesced"]},
-          {"kicks_dropped", pv["kicks_dropped"]},
-          {"wake_latency_ns", report::wake_latency_json(run)},
-          {"exits", exits}};
+  c.wake_latency_ns = report::wake_latency_json(run);
+  return c;
 }
 
 nlohmann::json host_info(const std::string& kvm_kind) {
@@ -98,6 +86,7 @@ nlohmann::json host_info(const std::string& kvm_kind) {
 }
 
 nlohmann::json to_json(const LockRun& run) {
+  const LockMetrics m = analyse(run);
   nlohmann::json j;
   j["mode"] = run.mode;
   j["lock"] = run.lock;
@@ -105,110 +94,125 @@ nlohmann::json to_json(const LockRun& run) {
   j["vcpus"] = run.cpus;
   j["pcpus"] = run.pcpus;
   j["params"] = run.params;
-
-  std::uint64_t ops_total = 0, violations = 0, latency_count = 0, latency_max = 0, tsc_khz = 0, max_elapsed = 0;
-  double latency_sum = 0, cpu_seconds = 0;
-  std::vector<std::uint64_t> per_cpu_ops, buckets(abi::kLatencyBuckets, 0);
-  std::map<std::string, std::uint64_t> pv;
-  nlohmann::json pv_per_cpu = nlohmann::json::array();
-  std::optional<std::uint64_t> preemptions, steal;
-  std::uint64_t involuntary = 0;
-  for (const auto& s : run.samples) {
-    const auto& st = s.stats;
-    add_to(ops_total, st.ops);
-    add_to(violations, st.violations);
-    per_cpu_ops.push_back(st.ops);
-    add_to(latency_count, st.latency_count);
-    latency_max = std::max(latency_max, st.latency_max);
-    latency_sum += static_cast<double>(st.latency_sum);
-    tsc_khz = st.tsc_khz ? st.tsc_khz : tsc_khz;
-    max_elapsed = std::max(max_elapsed, st.elapsed_cycles);
-    for (std::uint32_t b = 0; b < abi::kLatencyBuckets; ++b) add_to(buckets[b], st.latency_buckets[b]);
-    nlohmann::json cpu_events;
-    for (unsigned e = 0; e < locks::kLockEventCount; ++e) {
-      const char* name = locks::kLockEventNames[e];
-      add_to(pv[name], st.lock_events[e]);
-      if (st.lock_events[e]) cpu_events[name] = st.lock_events[e];
-    }
-    pv_per_cpu.push_back(cpu_events.is_null() ? nlohmann::json::object() : cpu_events);
-    cpu_seconds += s.cpu_seconds;
-    add_to(involuntary, s.involuntary_switches);
-    if (s.host_preemptions) preemptions = saturating_add(preemptions.value_or(0), *s.host_preemptions);
-    if (s.runqueue_wait_ns) steal = saturating_add(steal.value_or(0), *s.runqueue_wait_ns);
+  j["duration_s"] = m.duration_s;
+  j["ops_total"] = m.ops_total;
+  j["ops_per_sec"] = m.ops_per_sec;
+  j["per_vcpu_ops"] = m.per_cpu_ops;
+  j["per_vcpu_finish_s"] = m.per_cpu_finish_s;
+  j["per_vcpu_ops_per_sec"] = m.per_cpu_ops_per_sec;
+  // "fairness": over per-CPU rates (ops / finish time), right for fixed-work
+  // and fixed-time runs alike; "fairness_ops" over the raw counts.
+  if (m.fairness_rate) {
+    j["fairness"] = {{"over", "per_vcpu_ops_per_sec"},
+                     {"jain", m.fairness_rate->jain},
+                     {"cv", m.fairness_rate->cv},
+                     {"max_min_ratio", optional_json(m.fairness_rate->max_min_ratio)},
+                     {"imbalanced", m.imbalanced}};
   }
-  const double duration_s = cycles_to_ns(static_cast<double>(max_elapsed), tsc_khz) * 1e-9;
-  j["duration_s"] = duration_s;
-  j["ops_total"] = ops_total;
-  j["ops_per_sec"] = duration_s > 0 ? static_cast<double>(ops_total) / duration_s : 0.0;
-  j["per_vcpu_ops"] = per_cpu_ops;
-  if (const auto f = metrics::compute_fairness(per_cpu_ops)) {
-    j["fairness"] = {{"jain", f->jain}, {"cv", f->cv}, {"imbalanced", metrics::imbalanced(per_cpu_ops)}};
-    j["fairness"]["max_min_ratio"] = f->max_min_ratio ? nlohmann::json(*f->max_min_ratio) : nlohmann::json(nullptr);
+  if (m.fairness_ops)
+    j["fairness_ops"] = {{"jain", m.fairness_ops->jain}, {"cv", m.fairness_ops->cv},
+                         {"max_min_ratio", optional_json(m.fairness_ops->max_min_ratio)}};
+  j["finish_time_s_spread"] = spread_json(m.finish_spread);
+  if (m.windows) {
+    const auto& w = m.windows->fairness;
+    j["window_fairness"] = {{"window_ms", m.windows->window_ms}, {"windows", w.windows},
+                            {"jain_min", optional_json(w.jain_min)}, {"jain_median", optional_json(w.jain_median)},
+                            {"starved_windows", w.starved_windows}, {"idle_windows", w.idle_windows}};
+  } else {
+    j["window_fairness"] = nullptr;
   }
-  auto pct = [&](double p) { return cycles_to_ns(bucket_percentile(buckets, latency_count, latency_max, p), tsc_khz); };
-  j["latency_ns"] = {{"p50", pct(50)},
-                     {"p90", pct(90)},
-                     {"p99", pct(99)},
-                     {"p999", pct(99.9)},
-                     {"max", cycles_to_ns(static_cast<double>(latency_max), tsc_khz)},
-                     {"mean", latency_count ? cycles_to_ns(latency_sum / static_cast<double>(latency_count), tsc_khz) : 0.0},
-                     {"count", latency_count}};
-  if (run.workload == "uncontended" && !run.samples.empty() && run.samples[0].stats.ops > 0)
-    j["ns_per_lock_unlock"] = cycles_to_ns(static_cast<double>(run.samples[0].stats.elapsed_cycles), tsc_khz) /
-                              static_cast<double>(run.samples[0].stats.ops);
-  j["violations"] = violations;
-  j["pv"] = pv;
-  j["pv_per_vcpu"] = pv_per_cpu;
-  j["vmm"] = run.vmm;
-  if (!run.vmm.is_null()) {
-    // The guest's own pv_kick count must equal the kicks the VMM received.
-    j["pv_kicks_match_vmm"] = pv["pv_kick"] == run.vmm["kicks"].get<std::uint64_t>();
+  const auto& l = m.latency;
+  j["latency_ns"] = {{"p50", l.p50_ns}, {"p90", l.p90_ns}, {"p99", l.p99_ns}, {"p999", l.p999_ns},
+                     {"max", l.max_ns}, {"mean", l.mean_ns}, {"count", l.count}};
+  if (m.ns_per_lock_unlock) j["ns_per_lock_unlock"] = *m.ns_per_lock_unlock;
+  j["violations"] = m.violations;
+  j["pv"] = m.lock_events;
+  nlohmann::json per_cpu = nlohmann::json::array();
+  for (const auto& events : m.lock_events_per_cpu) per_cpu.push_back(events.empty() ? nlohmann::json::object() : nlohmann::json(events));
+  j["pv_per_vcpu"] = per_cpu;
+  if (run.vmm) {
+    const auto& c = *run.vmm;
+    j["vmm"] = {{"halts", c.halts},
+                {"halts_immediate", c.halts_immediate},
+                {"halts_woken", c.halts_woken},
+                {"kicks", c.kicks},
+                {"kicks_received", c.kicks_received},
+                {"kicks_coalesced", c.kicks_coalesced},
+                {"kicks_dropped", c.kicks_dropped},
+                {"wake_latency_ns", c.wake_latency_ns},
+                {"exits", c.exits}};
+    std::uint64_t guest_halts = 0;
+    for (const auto& s : run.samples) add_to(guest_halts, s.stats.pv_halts);
+    j["pv_halts_guest"] = guest_halts;
+    j["pv_kicks_match_vmm"] = *m.pv_kicks_match_vmm;
+    j["pv_halts_match_vmm"] = *m.pv_halts_match_vmm;
+  } else {
+    j["vmm"] = nullptr;
   }
-  j["cpu_seconds"] = cpu_seconds;
-  j["ops_per_cpu_second"] = cpu_seconds > 0 ? static_cast<double>(ops_total) / cpu_seconds : 0.0;
-  j["involuntary_context_switches"] = involuntary;
-  j["host_preemptions"] = preemptions ? nlohmann::json(*preemptions) : nlohmann::json(nullptr);
-  j["steal_ns"] = steal ? nlohmann::json(*steal) : nlohmann::json(nullptr);
+  // Host-side cost: *_total over the threads' whole life, *_window between
+  // the window marks (null when not every CPU was sampled at both). The
+  // unsuffixed keys are the whole-life figures, kept for older readers.
+  j["cpu_seconds"] = j["cpu_seconds_total"] = m.total.cpu_seconds;
+  j["ops_per_cpu_second"] = j["ops_per_cpu_second_total"] = m.total.ops_per_cpu_second;
+  j["involuntary_context_switches"] = j["involuntary_context_switches_total"] = m.total.involuntary_switches;
+  j["steal_ns"] = j["steal_ns_total"] = optional_json(m.total.steal_ns);
+  j["host_preemptions"] = optional_json(m.total.host_preemptions);
+  j["cpu_seconds_window"] = m.window ? nlohmann::json(m.window->cpu_seconds) : nlohmann::json(nullptr);
+  j["ops_per_cpu_second_window"] = m.window ? nlohmann::json(m.window->ops_per_cpu_second) : nlohmann::json(nullptr);
+  j["involuntary_context_switches_window"] =
+      m.window ? nlohmann::json(m.window->involuntary_switches) : nlohmann::json(nullptr);
+  j["steal_ns_window"] = m.window ? optional_json(m.window->steal_ns) : nlohmann::json(nullptr);
   j["host"] = run.host;
   return j;
 }
 
-void print_summary(const LockRun& run, const nlohmann::json& m, std::FILE* out) {
-  const auto ops = m["per_vcpu_ops"].get<std::vector<std::uint64_t>>();
-  const bool imbalanced = m.contains("fairness") && m["fairness"]["imbalanced"].get<bool>();
-  const auto violations = m["violations"].get<std::uint64_t>();
-  fmt::print(out, "{} {} on {} {}: {} ops in {:.3f} s = {:.0f} ops/s{}{}\n", run.lock, run.workload, run.cpus,
-             run.mode == "guest" ? "vCPUs" : "threads", m["ops_total"].get<std::uint64_t>(),
-             m["duration_s"].get<double>(), m["ops_per_sec"].get<double>(), imbalanced ? " ???" : "",
-             violations ? fmt::format(" !!! {} VIOLATIONS", violations) : "");
+namespace {
+std::string ratio_text(const std::optional<double>& r) { return r ? fmt::format("{:.2f}", *r) : std::string("inf"); }
+}  // namespace
+
+void print_summary(const LockRun& run, const nlohmann::json&, std::FILE* out) {
+  const LockMetrics m = analyse(run);
+  const char* unit = run.mode == "guest" ? "vCPU" : "thread";
+  fmt::print(out, "{} {} on {} {}s: {} ops in {:.3f} s = {:.0f} ops/s{}{}\n", run.lock, run.workload, run.cpus, unit,
+             m.ops_total, m.duration_s, m.ops_per_sec, m.imbalanced ? " ???" : "",
+             m.violations ? fmt::format(" !!! {} VIOLATIONS", m.violations) : "");
   std::string per_cpu;
-  for (std::size_t i = 0; i < ops.size(); ++i) per_cpu += fmt::format("{}{}", i ? " " : "", ops[i]);
-  fmt::print(out, "  per-{} ops: {}\n", run.mode == "guest" ? "vCPU" : "thread", per_cpu);
-  if (m.contains("fairness")) {
-    const auto& f = m["fairness"];
-    fmt::print(out, "  fairness: Jain {:.3f}, max/min {}, cv {:.3f}\n", f["jain"].get<double>(),
-               f["max_min_ratio"].is_null() ? std::string("inf") : fmt::format("{:.2f}", f["max_min_ratio"].get<double>()),
-               f["cv"].get<double>());
+  for (std::size_t i = 0; i < m.per_cpu_ops.size(); ++i)
+    per_cpu += fmt::format("{}{} ({:.3f} s)", i ? ", " : "", m.per_cpu_ops[i], m.per_cpu_finish_s[i]);
+  fmt::print(out, "  per-{} ops (finish time): {}\n", unit, per_cpu);
+  if (m.fairness_rate)
+    fmt::print(out, "  fairness over per-{} rates: Jain {:.3f}, max/min {}, cv {:.3f}\n", unit, m.fairness_rate->jain,
+               ratio_text(m.fairness_rate->max_min_ratio), m.fairness_rate->cv);
+  if (m.finish_spread)
+    fmt::print(out, "  finish times: {:.3f} .. {:.3f} s, max/min {}, cv {:.3f}\n", m.finish_spread->min,
+               m.finish_spread->max, ratio_text(m.finish_spread->max_min_ratio), m.finish_spread->cv);
+  if (m.windows) {
+    const auto& w = m.windows->fairness;
+    fmt::print(out, "  {:.1f} ms windows ({}): Jain min {}, median {}; {} with a {} at 0 ops, {} with nobody progressing\n",
+               m.windows->window_ms, w.windows, w.jain_min ? fmt::format("{:.3f}", *w.jain_min) : "-",
+               w.jain_median ? fmt::format("{:.3f}", *w.jain_median) : "-", w.starved_windows, unit, w.idle_windows);
   }
-  const auto& l = m["latency_ns"];
-  if (l["count"].get<std::uint64_t>() > 0)
-    fmt::print(out, "  acquisition latency: p50 {:.0f} ns, p90 {:.0f}, p99 {:.0f}, p99.9 {:.0f}, max {:.0f}\n",
-               l["p50"].get<double>(), l["p90"].get<double>(), l["p99"].get<double>(), l["p999"].get<double>(),
-               l["max"].get<double>());
-  if (m.contains("ns_per_lock_unlock"))
-    fmt::print(out, "  uncontended: {:.2f} ns per lock/unlock pair\n", m["ns_per_lock_unlock"].get<double>());
-  fmt::print(out, "  CPU: {:.3f} s of {} time, {:.0f} ops per CPU-second, {} involuntary context switches\n",
-             m["cpu_seconds"].get<double>(), run.mode == "guest" ? "vCPU-thread" : "thread",
-             m["ops_per_cpu_second"].get<double>(), m["involuntary_context_switches"].get<std::uint64_t>());
+  const auto& l = m.latency;
+  if (l.count > 0)
+    fmt::print(out, "  acquisition latency: p50 {:.0f} ns, p90 {:.0f}, p99 {:.0f}, p99.9 {:.0f}, max {:.0f}\n", l.p50_ns,
+               l.p90_ns, l.p99_ns, l.p999_ns, l.max_ns);
+  if (m.ns_per_lock_unlock) fmt::print(out, "  uncontended: {:.2f} ns per lock/unlock pair\n", *m.ns_per_lock_unlock);
+  auto usage_line = [&](const char* what, const UsageFigures& u) {
+    fmt::print(out, "  CPU {}: {:.3f} s of {} time, {:.0f} ops per CPU-second, {} involuntary switches, steal {}\n",
+               what, u.cpu_seconds, run.mode == "guest" ? "vCPU-thread" : "thread", u.ops_per_cpu_second, u.involuntary_switches,
+               u.steal_ns ? fmt::format("{:.3f} s", static_cast<double>(*u.steal_ns) * 1e-9) : std::string("n/a"));
+  };
+  if (m.window) usage_line("(window)", *m.window);
+  usage_line("(total) ", m.total);
   std::string events;
-  for (const auto& [name, value] : m["pv"].items())
-    if (value.get<std::uint64_t>() > 0) events += fmt::format(" {}={}", name, value.get<std::uint64_t>());
+  for (const auto& [name, value] : m.lock_events)
+    if (value > 0) events += fmt::format(" {}={}", name, value);
   if (!events.empty()) fmt::print(out, "  lock events:{}\n", events);
-  if (!run.vmm.is_null())
-    fmt::print(out, "  VMM: {} halts ({} returned at once), {} kicks, {} exits{}\n", run.vmm["halts"].get<std::uint64_t>(),
-               run.vmm["halts_immediate"].get<std::uint64_t>(), run.vmm["kicks"].get<std::uint64_t>(),
-               run.vmm["exits"].get<std::uint64_t>(),
-               m.value("pv_kicks_match_vmm", true) ? "" : "  (!!! guest pv_kick count differs from the VMM's)");
+  if (run.vmm)
+    fmt::print(out, "  VMM: {} halts ({} returned at once), {} kicks, {} exits{}{}\n", run.vmm->halts,
+               run.vmm->halts_immediate, run.vmm->kicks, run.vmm->exits,
+               m.pv_kicks_match_vmm.value_or(true) ? "" : "  (!!! guest pv_kick count differs from the VMM's)",
+               m.pv_halts_match_vmm.value_or(true) ? "" : "  (!!! guest halt count differs from the VMM's)");
 }
 
 }  // namespace lockvisor::lockstat

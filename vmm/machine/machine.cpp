@@ -86,6 +86,8 @@ void validate_config(const MachineConfig& config) {
   if (config.sbi_experimental_eid < abi::kSbiExperimentalFirst || config.sbi_experimental_eid > abi::kSbiExperimentalLast)
     fail("--sbi-eid {:#x}: must be in the experimental range 0x08000000-0x08ffffff", config.sbi_experimental_eid);
   if (config.timeout_s < 0) fail("--timeout must not be negative");
+  if (config.workload && config.workload->cpus != config.vcpus)
+    fail("workload parameters are for {} CPUs, the VM has {} vCPUs", config.workload->cpus, config.vcpus);
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
 }
 
@@ -178,6 +180,12 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
   if (s.runstate_page) boot->flags |= abi::kBootFlagRunStateLive;
   std::memcpy(boot->program, cfg.program.c_str(), cfg.program.size() + 1);
   std::memcpy(boot->args, cfg.args.c_str(), cfg.args.size() + 1);
+  if (cfg.workload) {
+    boot->workload = *cfg.workload;
+    abi::stamp_header(boot->workload);
+    boot->workload.lock[abi::kLockNameBytes - 1] = '\0';
+    boot->flags |= abi::kBootFlagWorkload;
+  }
 
   const auto supported = kvm.supported_cpuid();
   const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint};

@@ -4,7 +4,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "lockvisor/abi/sbi_pvlock.h"
+#include "lockvisor/abi/workload.h"
 #include "vmm/machine/guest_limits.h"
 #include "vmm/pvlock/pv_backend.h"
 
@@ -30,6 +33,9 @@ struct MachineConfig {
 
   std::string program = "pingpong";  // BootInfo::program
   std::string args;                  // BootInfo::args, "key=value ..."
+  // Lock workloads: BootInfo::workload (binary; the lock programs read only
+  // this). The Machine stamps the header (abi::stamp_header).
+  std::optional<abi::WorkloadParams> workload;
   std::uint64_t seed = 1;
 
   bool pv_unhalt = true;  // KICK_CPU works and CPUID says so

@@ -29,7 +29,7 @@ std::string fixed_string(const char* chars, std::size_t capacity, unsigned* repl
 
 bool known_type(std::uint32_t type) {
   return type >= static_cast<std::uint32_t>(abi::UcallType::kPrint) &&
-         type <= static_cast<std::uint32_t>(abi::UcallType::kDone);
+         type <= static_cast<std::uint32_t>(abi::UcallType::kWindowMark);
 }
 
 std::uint64_t kept_bytes(std::uint64_t payload) { return payload + GuestLimits::kKeptItemOverhead; }
@@ -135,6 +135,11 @@ UcallAction GuestReport::apply(const UcallMessage& m, std::span<const std::byte>
 
     case abi::UcallType::kDone:
       return {UcallAction::Kind::kDone, {}, m.args[0]};
+
+    case abi::UcallType::kWindowMark:
+      if (m.args[0] != abi::kWindowStart && m.args[0] != abi::kWindowEnd)
+        return error(fmt::format("report channel: window mark edge {} (expected 0 start or 1 end)", m.args[0]));
+      return {UcallAction::Kind::kWindowMark, {}, m.args[0]};
   }
   return error(fmt::format("report channel: unknown type {}", static_cast<std::uint32_t>(m.type)));
 }

@@ -46,6 +46,7 @@ struct UcallAction {
     kAssertFailed,  // the guest's check failed: `text` is the reason line (escaped)
     kDone,          // the program ended with `exit_code`
     kGuestError,    // the guest broke the ABI or a limit: `text` is the reason line (escaped)
+    kWindowMark,    // sample the vCPU thread's usage: `exit_code` is the edge (abi::kWindowStart/End)
   };
   Kind kind = Kind::kContinue;
   std::string text;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "vmm/metrics/thread_usage.h"
+
 namespace lockvisor::machine {
 
 // Process exit codes, documented in README.md ("Exit codes").
@@ -70,6 +72,10 @@ struct VcpuReport {
   std::uint64_t voluntary_switches = 0;
   std::uint64_t involuntary_switches = 0;
   std::optional<VcpuRunStateCounts> runstate;  // only when the page was live
+  // The thread's usage when the guest marked its measured window's start and
+  // end (abi::UcallType::kWindowMark); absent when it sent no such mark.
+  std::optional<metrics::ThreadUsage> window_start;
+  std::optional<metrics::ThreadUsage> window_end;
   std::vector<int> affinity;
   std::vector<ResultValue> results;
   std::vector<GuestCase> cases;

@@ -25,17 +25,7 @@ namespace lockvisor::machine {
 namespace abi = lockvisor::abi;
 
 namespace {
-// Second field of /proc/thread-self/schedstat: ns this thread spent runnable
-// but waiting for a CPU. For a vCPU thread that is its steal time.
-std::optional<std::uint64_t> runqueue_wait_ns() {
-  std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
-  if (f == nullptr) return std::nullopt;
-  unsigned long long running = 0, waiting = 0;
-  const int fields = std::fscanf(f, "%llu %llu", &running, &waiting);
-  std::fclose(f);
-  if (fields != 2) return std::nullopt;
-  return waiting;
-}
+using metrics::runqueue_wait_ns;
 // This thread's run-state record and its involuntary context switches, taken
 // between two equal, even seq reads of the record: both cover exactly the same
 // switches (docs/runstate.md). Gives up after a few tries (the thread keeps
@@ -448,6 +438,9 @@ bool VcpuRunner::handle_ucall(std::uint64_t gpa) {
       if (action.exit_code != 0)
         control_.end(Outcome::kGuestFailed, fmt::format("vCPU {}: program exited with code {}", index(), action.exit_code));
       return false;
+    case UcallAction::Kind::kWindowMark:
+      (action.exit_code == abi::kWindowStart ? window_start_ : window_end_) = metrics::sample_thread_usage();
+      return true;
     case UcallAction::Kind::kGuestError:
       break;
   }
@@ -486,6 +479,8 @@ VcpuReport VcpuRunner::report() {
   report.voluntary_switches = voluntary_switches_;
   report.involuntary_switches = involuntary_switches_;
   report.runstate = runstate_;
+  report.window_start = window_start_;
+  report.window_end = window_end_;
   report.affinity = affinity_;
   report.results = std::move(guest_report_.results());
   report.cases = std::move(guest_report_.cases());

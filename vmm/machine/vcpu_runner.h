@@ -179,6 +179,7 @@ class VcpuRunner {
   std::uint64_t involuntary_switches_ = 0;
   std::optional<VcpuRunStateCounts> runstate_at_start_;  // registered: the first sample
   std::optional<VcpuRunStateCounts> runstate_;           // the counts while registered
+  std::optional<metrics::ThreadUsage> window_start_, window_end_;  // at the guest's window marks
   std::vector<int> affinity_;
   std::map<std::string, std::uint64_t> kvm_stats_;
 };

@@ -91,4 +91,26 @@ bool imbalanced(std::span<const uint64_t> per_thread_ops) {
   return *max_it - *min_it > *min_it;
 }
 
+std::optional<Spread> compute_spread(std::span<const double> values) {
+  if (values.empty()) return std::nullopt;
+  for (double v : values)
+    if (!std::isfinite(v) || v < 0) fail("compute_spread: value {} is not a finite non-negative number", v);
+  const auto [min_it, max_it] = std::ranges::minmax_element(values);
+  Spread s{1.0, 0.0, *min_it, *max_it, std::nullopt};
+  if (s.min > 0) s.max_min_ratio = s.max / s.min;
+  if (s.max == 0) return s;
+  const auto n = static_cast<long double>(values.size());
+  long double sum = 0, sum_sq = 0;
+  for (double x : values) {
+    sum += x;
+    sum_sq += static_cast<long double>(x) * x;
+  }
+  s.jain = static_cast<double>(sum * sum / (n * sum_sq));
+  const long double mean = sum / n;
+  long double dev_sq = 0;
+  for (double x : values) dev_sq += (x - mean) * (x - mean);
+  s.cv = static_cast<double>(std::sqrt(dev_sq / n) / mean);
+  return s;
+}
+
 }  // namespace lockvisor::metrics

@@ -57,6 +57,19 @@ struct Fairness {
 // cv 0, ratio 1 unless its count is 0).
 std::optional<Fairness> compute_fairness(std::span<const uint64_t> per_thread_ops);
 
+// The same figures for real-valued per-thread quantities (rates, finish
+// times): Jain's index, cv, min, max and max/min (nullopt when min <= 0).
+// All zero values: Jain 1, cv 0. std::nullopt for no values; negative or
+// non-finite values are a caller bug and throw lockvisor::Error.
+struct Spread {
+  double jain;
+  double cv;
+  double min;
+  double max;
+  std::optional<double> max_min_ratio;
+};
+std::optional<Spread> compute_spread(std::span<const double> values);
+
 // locktorture's starvation flag: true when the busiest thread did more than
 // twice the work of the least busy one (max > 2 * min, computed without
 // overflow). locktorture prints "???" for the integer form max / 2 > min,

@@ -23,12 +23,14 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "lockvisor/abi/workload.h"
 #include "vmm/native/host_platform.h"
+#include "vmm/metrics/thread_usage.h"
 #include "vmm/native/native_env.h"
 #include "workloads/shared_state.h"
 #include "workloads/workloads.h"
@@ -43,13 +45,15 @@ struct NativeRunConfig {
 };
 
 // Host-side cost of one thread, measured around its run_workload() call
-// (so it includes the barrier waits).
+// (so it includes the barrier waits), and over the measured window only
+// (between the workload's window marks, like a vCPU thread's).
 struct NativeThreadUsage {
   unsigned cpu = 0;                        // the thread's CPU index (== stats[i].cpu)
   double cpu_seconds = 0;                  // CLOCK_THREAD_CPUTIME_ID
   std::uint64_t involuntary_switches = 0;  // getrusage(RUSAGE_THREAD) ru_nivcsw: preempted
   std::uint64_t voluntary_switches = 0;    // ru_nvcsw: blocked (futex waits, yields)
   std::vector<int> affinity;               // the CPUs it was allowed to run on
+  std::optional<metrics::ThreadUsage> window;  // between the window marks
 };
 
 // Checks the configuration (lock name, parameters, CPUs); throws
@@ -90,6 +94,22 @@ std::vector<int> thread_pcpus(const NativeRunConfig& config, unsigned i);
 // Pins the calling thread; throws lockvisor::Error.
 void pin_self(const std::vector<int>& pcpus);
 std::vector<int> self_affinity();
+
+// The samples a thread takes at its window marks (set per thread by the runner).
+struct WindowSamples {
+  std::optional<metrics::ThreadUsage> start, end;
+};
+inline thread_local WindowSamples* tls_window = nullptr;
+
+// Platform P plus the window-mark hook (workloads/workloads.h): the thread
+// samples its own usage at each edge, as a vCPU thread does at the guest's.
+template <class P>
+struct MarkedPlatform : P {
+  static void window_mark(std::uint64_t edge) {
+    if (tls_window == nullptr) return;
+    (edge == abi::kWindowStart ? tls_window->start : tls_window->end) = metrics::sample_thread_usage();
+  }
+};
 // Throws lockvisor::Error if the parameters are invalid (lock name not checked).
 void validate_params_and_cpus(const NativeRunConfig& config);
 }  // namespace detail
@@ -136,13 +156,17 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
       rusage r0{}, r1{};
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
       getrusage(RUSAGE_THREAD, &r0);
-      workloads::run_workload<Env, Lock, Platform>(p, *shared, i, stats[i]);
+      detail::WindowSamples window;
+      detail::tls_window = &window;
+      workloads::run_workload<Env, Lock, detail::MarkedPlatform<Platform>>(p, *shared, i, stats[i]);
+      detail::tls_window = nullptr;
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
       getrusage(RUSAGE_THREAD, &r1);
       use[i].cpu = i;
       use[i].cpu_seconds = static_cast<double>(c1.tv_sec - c0.tv_sec) + 1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
       use[i].involuntary_switches = static_cast<std::uint64_t>(r1.ru_nivcsw - r0.ru_nivcsw);
       use[i].voluntary_switches = static_cast<std::uint64_t>(r1.ru_nvcsw - r0.ru_nvcsw);
+      if (window.start && window.end) use[i].window = metrics::usage_between(*window.start, *window.end);
     });
   }
   for (auto& t : threads) t.join();

@@ -3,12 +3,14 @@
 #pragma once
 #include "lockvisor/abi/guest_layout.h"
 #include "lockvisor/abi/types.h"
+#include "lockvisor/abi/workload.h"
 
 namespace lockvisor::abi {
 
 inline constexpr u64 kBootInfoMagic = 0x31304f4f42564c;  // "LVBOO01"
 // 2: adds runstate_gpa and kBootFlagRunStateLive (the vCPU run-state page).
-inline constexpr u32 kBootInfoVersion = 2;
+// 3: adds workload and kBootFlagWorkload (lock-workload parameters in binary).
+inline constexpr u32 kBootInfoVersion = 3;
 
 inline constexpr u32 kBootFlagPvUnhalt = 1u << 0;   // KICK_CPU works (CPUID says the same)
 inline constexpr u32 kBootFlagSbiPvlock = 1u << 1;  // SBI PVLOCK is on
@@ -16,6 +18,9 @@ inline constexpr u32 kBootFlagDedicated = 1u << 2;  // vCPUs are not overcommitt
 // The run-state page at runstate_gpa is published by the host (sched_switch
 // BPF). Clear: it is a page of zeros, every vCPU reads "unknown".
 inline constexpr u32 kBootFlagRunStateLive = 1u << 3;
+// BootInfo::workload holds the lock workload's parameters (clear: not a
+// lock-workload run; the lock programs then refuse to start).
+inline constexpr u32 kBootFlagWorkload = 1u << 4;
 
 inline constexpr u32 kProgramNameBytes = 32;
 inline constexpr u32 kProgramArgsBytes = 768;
@@ -50,6 +55,9 @@ struct BootInfo {
   u64 runstate_gpa;
   u32 runstate_vcpus;
   u32 reserved2;
+  // Version 3. Valid when kBootFlagWorkload is set; the guest still checks
+  // its own header (abi::check_header).
+  WorkloadParams workload;
 };
 static_assert(sizeof(BootInfo) <= kBootInfoBytes, "BootInfo outgrew its pages");
 

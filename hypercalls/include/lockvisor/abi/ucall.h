@@ -29,7 +29,13 @@ enum class UcallType : u32 {
   kCaseBegin = 5,    // text = case name
   kCaseEnd = 6,      // text = case name, args[0] = 1 passed, 0 failed
   kDone = 7,         // args[0] = exit code of this vCPU's program (0 = success)
+  // args[0] = 0: this vCPU's measured window starts now, 1: it ended. The
+  // vCPU thread samples its CPU time, run-queue wait and context switches
+  // (one exit at each edge, outside the window).
+  kWindowMark = 8,
 };
+inline constexpr u64 kWindowStart = 0;
+inline constexpr u64 kWindowEnd = 1;
 
 enum class ResultKind : u64 { kUnsigned = 0, kSigned = 1, kTscCycles = 2, kNanoseconds = 3 };
 

@@ -1,7 +1,10 @@
 // Lock workloads: their parameters and the per-CPU statistics they produce.
-// The same structures are filled by the guest (reported through the ucall
-// channel as one RESULT_ARRAY of u64 words, key kWorkloadStatsKey) and by
-// the native runner on host threads, so one aggregator serves both.
+// The VMM writes the parameters into BootInfo::workload (binary, versioned:
+// the guest applies no defaults of its own and refuses a record whose magic,
+// version or size differ). The per-CPU statistics are filled by the guest
+// (reported through the ucall channel as one RESULT_ARRAY of u64 words, key
+// kWorkloadStatsKey) and by the native runner on host threads, so one
+// aggregator serves both.
 #pragma once
 #include "lockvisor/abi/types.h"
 
@@ -44,7 +47,19 @@ enum class WorkloadKind : u64 {
   kTorture = 2,      // locktorture-style: several locks, random holds, occasional long hold
 };
 
+inline constexpr u64 kWorkloadParamsMagic = 0x31304b4c5756ull;  // "VWLK01"
+// 1: header (magic, version, size), lock name, fairness_window_ns,
+//    wait_halt_delay_ns.
+inline constexpr u32 kWorkloadParamsVersion = 1;
+inline constexpr u32 kLockNameBytes = 32;
+
+// Every field is set by the host (the experiment description); a zero means
+// exactly what the field's comment says, never "use a default".
 struct WorkloadParams {
+  u64 magic;           // kWorkloadParamsMagic
+  u32 version;         // kWorkloadParamsVersion
+  u32 size;            // sizeof(WorkloadParams) as the writer built it
+  char lock[kLockNameBytes];  // NUL-terminated lock registry name ("auto", "ticket", ...)
   WorkloadKind kind;
   u64 cs_ns;           // work inside the critical section
   u64 cs_lines;        // shared cache lines written inside it (at least 1: the checked counter)
@@ -57,25 +72,66 @@ struct WorkloadParams {
   u64 long_hold_ns;    // torture: length of the occasional long hold
   u64 long_hold_every; // torture: on average one long hold per this many acquisitions (0: never)
   u64 cpus;            // CPUs taking part (vCPUs or host threads)
+  // Short-window fairness: each CPU counts its acquisitions per window of
+  // this length from the common start (kFairnessWindows of them at most;
+  // later acquisitions are not windowed). 0: no windows.
+  u64 fairness_window_ns;
+  // Test knob (guest only): busy-wait this long between the lock Env's
+  // pv_wait re-check and its halt. It widens the lost-wake-up window that
+  // sticky kicks close, deterministically, so that `--kick lossy` loses a
+  // wake-up within seconds; 0 in every measurement.
+  u64 wait_halt_delay_ns;
 };
+
+// Copies a lock name into p.lock; false (p unchanged) if it does not fit.
+constexpr bool set_lock_name(WorkloadParams& p, const char* name) {
+  u32 n = 0;
+  while (name[n] != 0)
+    if (++n >= kLockNameBytes) return false;
+  for (u32 i = 0; i < kLockNameBytes; i++) p.lock[i] = i < n ? name[i] : 0;
+  return true;
+}
+
+// Fills the header fields; the writer calls it once the rest is set.
+constexpr void stamp_header(WorkloadParams& p) {
+  p.magic = kWorkloadParamsMagic;
+  p.version = kWorkloadParamsVersion;
+  p.size = sizeof(WorkloadParams);
+}
+// nullptr when the header matches this build, else a one-line reason.
+constexpr const char* check_header(const WorkloadParams& p) {
+  if (p.magic != kWorkloadParamsMagic) return "workload parameters: bad magic (none written, or a foreign record)";
+  if (p.version != kWorkloadParamsVersion) return "workload parameters: version mismatch between VMM and guest";
+  if (p.size != sizeof(WorkloadParams)) return "workload parameters: size mismatch between VMM and guest";
+  bool terminated = false;
+  for (char c : p.lock) terminated = terminated || c == 0;
+  if (!terminated) return "workload parameters: lock name not NUL-terminated";
+  return nullptr;
+}
 
 // ---- per-CPU results
 inline constexpr const char* kWorkloadStatsKey = "workload_stats";
-inline constexpr u64 kWorkloadStatsVersion = 1;
+// 2: pv_halts, window_cycles, window_ops (short-window fairness); elapsed_cycles is
+// this CPU's finish time from the common start for every contended kind.
+inline constexpr u64 kWorkloadStatsVersion = 2;
 inline constexpr u32 kLockEventSlots = 32;  // >= locks::kLockEventCount, in its order
+inline constexpr u32 kFairnessWindows = 128;
 
 struct WorkloadStats {
   u64 version;
   u64 cpu;
   u64 ops;               // acquisitions completed by this CPU
   u64 violations;        // mutual-exclusion violations this CPU detected
-  u64 elapsed_cycles;    // this CPU's measured window, in TSC cycles
+  u64 elapsed_cycles;    // common start -> this CPU's end of loop (its finish time), TSC cycles
   u64 tsc_khz;
   u64 latency_count;     // acquisitions timed (== ops)
   u64 latency_max;       // cycles
   u64 latency_sum;       // cycles (for the mean)
   u64 lock_events[kLockEventSlots];
   u64 latency_buckets[kLatencyBuckets];  // acquisition latency in cycles
+  u64 pv_halts;          // halts this CPU's lock Env executed (guest: HALT hypercalls; native: 0)
+  u64 window_cycles;     // fairness window length in TSC cycles (0: no windows)
+  u64 window_ops[kFairnessWindows];  // acquisitions whose lock() returned in window i
 };
 static_assert(sizeof(WorkloadStats) % sizeof(u64) == 0, "travels as an array of u64");
 inline constexpr u64 kWorkloadStatsWords = sizeof(WorkloadStats) / sizeof(u64);

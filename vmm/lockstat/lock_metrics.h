@@ -1,0 +1,73 @@
+// The figures a reader compares lock strategies by, computed from one
+// LockRun (guest or native) as typed values; lock_run.cpp turns them into
+// JSON and the human summary.
+//
+// Fairness has three views, because each hides something:
+//   * over per-CPU rates (ops / that CPU's finish time): meaningful for both
+//     run kinds; with --iterations every CPU does the same number of
+//     operations, so Jain over counts is 1 by construction, while the rates
+//     and the finish times still show who waited;
+//   * the spread of finish times (max/min, cv): the seeds' "spread of
+//     per-task time" for fixed-work runs;
+//   * short windows (metrics/window_fairness.h): starvation that totals
+//     average away under time slicing.
+// Host-side costs come twice: `total` over the threads' whole life (boot,
+// barriers, reporting) and `window` between the workload's window marks.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vmm/lockstat/lock_run.h"
+#include "vmm/metrics/summary.h"
+#include "vmm/metrics/window_fairness.h"
+
+namespace lockvisor::lockstat {
+
+struct LatencyFigures {
+  std::uint64_t count = 0;  // acquisitions timed
+  double p50_ns = 0, p90_ns = 0, p99_ns = 0, p999_ns = 0, max_ns = 0, mean_ns = 0;
+};
+
+// Host-side cost of the CPUs (vCPU threads or native threads), summed.
+struct UsageFigures {
+  double cpu_seconds = 0;
+  std::uint64_t involuntary_switches = 0;
+  std::optional<std::uint64_t> steal_ns;          // run-queue wait; nullopt when any CPU lacks it
+  std::optional<std::uint64_t> host_preemptions;  // KVM stat (whole life only)
+  double ops_per_cpu_second = 0;                  // ops_total / cpu_seconds (0 without CPU time)
+};
+
+struct WindowFigures {
+  double window_ms = 0;          // one window's length
+  metrics::WindowFairness fairness;
+};
+
+struct LockMetrics {
+  double duration_s = 0;  // the latest finish time (common start -> last CPU's end of loop)
+  std::uint64_t ops_total = 0;
+  double ops_per_sec = 0;
+  std::vector<std::uint64_t> per_cpu_ops;
+  std::vector<double> per_cpu_finish_s;     // common start -> this CPU's end of loop
+  std::vector<double> per_cpu_ops_per_sec;  // ops / finish time (0 when the CPU has no finish time)
+  std::optional<metrics::Spread> fairness_rate;    // over per_cpu_ops_per_sec
+  bool imbalanced = false;                         // fastest rate > 2 x slowest (locktorture's ???)
+  std::optional<metrics::Fairness> fairness_ops;   // over per_cpu_ops
+  std::optional<metrics::Spread> finish_spread;    // over per_cpu_finish_s
+  std::optional<WindowFigures> windows;            // nullopt: no windows recorded or none complete
+  LatencyFigures latency;
+  std::optional<double> ns_per_lock_unlock;        // uncontended only
+  std::uint64_t violations = 0;
+  std::map<std::string, std::uint64_t> lock_events;                 // every LockEvent, summed
+  std::vector<std::map<std::string, std::uint64_t>> lock_events_per_cpu;  // non-zero ones
+  UsageFigures total;                  // threads' whole life
+  std::optional<UsageFigures> window;  // measured window only; nullopt unless every CPU was sampled at both marks
+  std::optional<bool> pv_kicks_match_vmm;  // guest runs: guest pv_kick == VMM kicks
+  std::optional<bool> pv_halts_match_vmm;  // guest runs: guest pv_wait halts == VMM halts
+};
+
+LockMetrics analyse(const LockRun& run);
+
+}  // namespace lockvisor::lockstat
