@@ -208,6 +208,7 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
     if (array == nullptr || !array->is_array_of_tables()) fail("{}: claim: expected [[claim]] tables", where_of(*node, origin));
     for (const auto& c : *array) s.claims.push_back(parse_claim(*c.as_table(), origin));
   }
+  if (s.native) add_native_twins(s);  // before the claims, which may name its axis
   check_claims(s, origin);
   return s;
 }

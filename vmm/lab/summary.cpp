@@ -136,6 +136,13 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
       if (!placement_axes.count(a)) ps.series += (ps.series.empty() ? "" : ",") + a + "=" + l;
     if (ps.series.empty()) ps.series = "all";
     ps.overcommit = overcommit_of(p.settings, host_cpus);
+    // 4 vCPUs on one CPU and 8 on two are both 4:1 but not the same
+    // experiment: a plot line per host-CPU count.
+    if (!placement_axes.empty()) {
+      const std::string* pcpus = lookup(p.settings, "pcpus");
+      const auto n = pcpus ? host::parse_cpu_list(*pcpus).size() : host_cpus;
+      ps.series += fmt::format(" ({} host CPU{})", n, n == 1 ? "" : "s");
+    }
     by_key[p.key] = summary.points.size();
     summary.points.push_back(std::move(ps));
   }
