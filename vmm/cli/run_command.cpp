@@ -349,6 +349,9 @@ void check_run_arguments(std::vector<std::string> args) {
   if (is_lock_workload(o.workload)) validate_lock_options(o);
   if (o.lock.native && !is_lock_workload(o.workload)) fail("--native runs lock workloads only");
   if (!o.machine.config.pcpus.empty()) host::validate_cpus(o.machine.config.pcpus);
+  auto config = o.machine.config;  // what run checks before it boots (vCPU count, memory, ...)
+  config.program = o.workload;
+  machine::validate_config(config);
 }
 
 }  // namespace lockvisor::cli
