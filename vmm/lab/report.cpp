@@ -104,7 +104,8 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
                        c.claim->kind == "ratio"
                            ? fmt::format("expect {} ({} of {} vs {})", c.claim->expect, c.claim->metric, c.claim->a,
                                          c.claim->b)
-                           : fmt::format("expect {} runs ending '{}'", c.claim->expect, c.claim->outcome));
+                           : fmt::format("expect {} run ending '{}'",
+                                         c.claim->expect == "some" ? "at least one" : "no", c.claim->outcome));
     out += "- This run:\n";
     for (const auto& f : c.findings) out += fmt::format("  - {}\n", f);
     out += "\n";

@@ -103,7 +103,15 @@ Claim parse_claim(const toml::table& t, const std::string& origin) {
   if (const auto* where = t.get("where")) {
     const auto* table = where->as_table();
     if (table == nullptr) fail("{}: claim 'where' must be a table of axis = label", where_of(*where, origin));
-    for (const auto& [key, node] : *table) c.where[std::string(key.str())] = scalar_text(node, std::string(key.str()), origin);
+    for (const auto& [key, node] : *table) {
+      const std::string axis(key.str());
+      if (const auto* list = node.as_array()) {
+        for (const auto& label : *list) c.where[axis].push_back(scalar_text(label, axis, origin));
+        if (list->empty()) fail("{}: claim where.{}: an empty list matches nothing", where_of(node, origin), axis);
+      } else {
+        c.where[axis].push_back(scalar_text(node, axis, origin));
+      }
+    }
   }
   if (c.kind == "ratio") {
     c.metric = optional_string(t, "metric", "[[claim]]", origin, c.metric);
@@ -137,10 +145,11 @@ bool has_label(const Axis& axis, const std::string& label) {
 // Claims name axes and labels; a typo would otherwise make a claim match nothing.
 void check_claims(const Scenario& s, const std::string& origin) {
   for (const auto& c : s.claims) {
-    for (const auto& [axis, label] : c.where) {
+    for (const auto& [axis, labels] : c.where) {
       const Axis* a = find_axis(s, axis);
       if (a == nullptr) fail("{}: claim '{}': where names no axis '{}'", origin, c.text, axis);
-      if (!has_label(*a, label)) fail("{}: claim '{}': axis '{}' has no value '{}'", origin, c.text, axis, label);
+      for (const auto& label : labels)
+        if (!has_label(*a, label)) fail("{}: claim '{}': axis '{}' has no value '{}'", origin, c.text, axis, label);
     }
     if (c.kind == "ratio") {
       const Axis* a = find_axis(s, c.axis);

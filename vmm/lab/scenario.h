@@ -25,6 +25,7 @@ struct Axis {
 };
 
 // A claim from the seeds, checked against the summary.
+//   `where` names an axis and a label (or a list of labels) per entry.
 //   ratio:   metric(a) / metric(b) along `axis`, at the points matching `where`;
 //            expect "a>b", "a<b" or "a~b" (no difference beyond the spread).
 //   outcome: the share of runs matching `where` that ended with `outcome`;
@@ -37,7 +38,7 @@ struct Claim {
   std::string axis = "lock";
   std::string a, b;
   std::string outcome;
-  std::map<std::string, std::string> where;  // axis name -> label
+  std::map<std::string, std::vector<std::string>> where;  // axis name -> any of these labels
   std::string expect;
 };
 

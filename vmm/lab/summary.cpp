@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "vmm/host/cpu_set.h"
@@ -40,10 +41,10 @@ std::string outcomes_text(const std::map<std::string, unsigned>& outcomes) {
   return text;
 }
 
-bool matches(const PointSummary& p, const std::map<std::string, std::string>& where) {
-  for (const auto& [axis, label] : where) {
+bool matches(const PointSummary& p, const std::map<std::string, std::vector<std::string>>& where) {
+  for (const auto& [axis, labels] : where) {
     bool ok = false;
-    for (const auto& [a, l] : p.labels) ok = ok || (a == axis && l == label);
+    for (const auto& [a, l] : p.labels) ok = ok || (a == axis && std::find(labels.begin(), labels.end(), l) != labels.end());
     if (!ok) return false;
   }
   return true;
