@@ -14,6 +14,9 @@ packages=(
   # tools/nested-kvm: KVM inside an emulated AMD-V machine, for hosts
   # without a usable /dev/kvm (the project's CI machines)
   qemu-system-x86 busybox-static cpio kmod xz-utils zstd
+  # lockvisor lab: scenario files (TOML), plots (matplotlib, run with
+  # /usr/bin/python3), and GNU parallel for sharded labs and their test
+  libtomlplusplus-dev python3-matplotlib parallel
 )
 
 missing=()

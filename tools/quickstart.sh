@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: install what is missing, build, then on the local KVM run the
-# hypercall conformance suite and an overcommitted ping-pong (8 vCPUs on one
-# host CPU) with its per-vCPU statistics.
+# hypercall conformance suite, an overcommitted ping-pong (8 vCPUs on one
+# host CPU) with its per-vCPU statistics, and the quick lab: every lock at
+# 1:1, 2:1 and 4:1, five runs each, leaving results/quick/report.md, the
+# summaries and the plots (a few minutes; LOCKVISOR_LAB_OUT moves it).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 tools/install-deps.sh
@@ -9,4 +11,8 @@ cmake --preset default >/dev/null
 cmake --build --preset default
 tools/with-kvm.sh sh -c '
   ./build/default/vmm/lockvisor conformance --pingpong-rounds "${LOCKVISOR_PINGPONG_ROUNDS:-100000}" &&
-  ./build/default/vmm/lockvisor run --workload pingpong --vcpus 8 --pcpus 0 --rounds 20000'
+  ./build/default/vmm/lockvisor run --workload pingpong --vcpus 8 --pcpus 0 --rounds 20000 &&
+  out="${LOCKVISOR_LAB_OUT:-results/quick}" &&
+  if [ -e "$out/lab.json" ]; then resume=--resume; else resume=; fi &&
+  ./build/default/vmm/lockvisor lab --preset quick --out "$out" $resume &&
+  echo "quickstart: open $out/report.md and $out/throughput.png"'

@@ -9,6 +9,7 @@
 #include "locks/registry.h"
 #include "vmm/cli/commands.h"
 #include "vmm/cli/option_checks.h"
+#include "vmm/experiment/workload_settings.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/native/native_runner.h"
 #include "vmm/guest_image.h"
@@ -93,10 +94,15 @@ void contended_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image
   const auto allowed = host::allowed_cpus();
   std::vector<Ratio> ratios;
   if (allowed.size() >= 2) ratios.push_back({"1:1", 2, {allowed[0], allowed[1]}});
+  // 2:1 across both CPUs: parallel contention and time slicing together (4:1
+  // on one CPU is time slicing alone).
+  if (allowed.size() >= 2) ratios.push_back({"2:1", 4, {allowed[0], allowed[1]}});
   ratios.push_back({"4:1", 4, {allowed[0]}});
   constexpr unsigned kRuns = 3;
-  fmt::print("lockbench (cs 100 ns, delay 170 ns, {:.1f} s), ops/s median of {} runs; Jain index in brackets:\n",
-             o.contended_seconds, kRuns);
+  experiment::WorkloadSettings workload;  // lockbench with the defaults run uses
+  workload.duration_s = o.contended_seconds;
+  fmt::print("lockbench (cs {} ns, delay {} ns, {:.1f} s), ops/s median of {} runs; Jain index in brackets:\n",
+             workload.cs_ns, workload.delay_ns, o.contended_seconds, kRuns);
   fmt::print("  {:<12}", "lock");
   for (const auto& r : ratios) fmt::print(" {:>22} {:>22}", fmt::format("guest {}", r.name), fmt::format("native {}", r.name));
   fmt::print("\n");
@@ -114,26 +120,18 @@ void contended_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image
         jain.push_back(m["fairness"]["jain"].get<double>());
       };
       for (unsigned run = 0; run < kRuns; ++run) {
+        workload.lock = lock.name;
         machine::MachineConfig config;
         config.vcpus = r.cpus;
         config.pcpus = r.pcpus;
-        config.program = "lockbench";
+        config.program = workload.workload;
+        const auto params = experiment::workload_params(workload, config.seed, r.cpus);
+        config.workload = params;  // the guest runs exactly the native twin's parameters
+        summarize(lockstat::workload_stats_from(boot(kvm, image, config)), guest_ops, guest_jain);
         native::NativeRunConfig native_config;
         native_config.lock = lock.name;
         native_config.pcpus = r.pcpus;
-        native_config.params.kind = abi::WorkloadKind::kLockbench;
-        native_config.params.cs_ns = 100;
-        native_config.params.cs_lines = 1;
-        native_config.params.delay_ns = 170;
-        native_config.params.duration_ns = static_cast<std::uint64_t>(o.contended_seconds * 1e9);
-        native_config.params.nlocks = 1;
-        native_config.params.seed = 1;
-        native_config.params.cpus = r.cpus;
-        native_config.params.fairness_window_ns =
-            workloads::default_fairness_window_ns(native_config.params.duration_ns, 0);
-        abi::set_lock_name(native_config.params, lock.name);
-        config.workload = native_config.params;  // the guest runs exactly the native twin's parameters
-        summarize(lockstat::workload_stats_from(boot(kvm, image, config)), guest_ops, guest_jain);
+        native_config.params = params;
         summarize(native::run_native(native_config), native_ops, native_jain);
       }
       const auto g = *metrics::percentile(guest_ops, 50), n = *metrics::percentile(native_ops, 50);
@@ -230,22 +228,22 @@ int bench_all(const BenchOptions& o) {
     for (const auto& lock : locks::kLocks) {
       std::vector<std::uint64_t> guest_ps, native_ps;  // picoseconds per pair
       for (unsigned r = 0; r < o.lock_runs; ++r) {
+        experiment::WorkloadSettings uncontended;
+        uncontended.workload = "uncontended";
+        uncontended.lock = lock.name;
+        uncontended.iterations = o.lock_iterations;
         machine::MachineConfig config;
         config.vcpus = 1;
-        config.program = "uncontended";
-        native::NativeRunConfig native_config;
-        native_config.lock = lock.name;
-        native_config.params.kind = abi::WorkloadKind::kUncontended;
-        native_config.params.iterations = o.lock_iterations;
-        native_config.params.cpus = 1;
-        native_config.params.nlocks = 1;
-        native_config.params.cs_lines = 1;
-        native_config.params.seed = 1;
-        abi::set_lock_name(native_config.params, lock.name);
-        config.workload = native_config.params;
+        config.program = uncontended.workload;
+        const auto params = experiment::workload_params(uncontended, config.seed, 1);
+        config.workload = params;
         const auto run = boot(kvm, image, config);
         const auto stats = lockstat::workload_stats_from(run);
         guest_ps.push_back(ps_per_pair(stats.at(0)));
+
+        native::NativeRunConfig native_config;
+        native_config.lock = lock.name;
+        native_config.params = params;
         const auto native_stats = native::run_native(native_config);
         native_ps.push_back(ps_per_pair(native_stats.at(0)));
       }
@@ -287,7 +285,7 @@ Action add_bench_command(CLI::App& app) {
       ->transform(unsigned_in(1, 10000));
   command->add_option("--kick-rounds", options->kick_rounds, "Kick->wake rounds per placement (1..4096)")
       ->transform(unsigned_in(1, 4096));
-  command->add_flag("--contended", options->contended, "Also run lockbench at 1:1 and 4:1, guest vs native, every lock");
+  command->add_flag("--contended", options->contended, "Also run lockbench at 1:1, 2:1 (both CPUs) and 4:1 (one CPU), guest vs native, every lock");
   command->add_option("--contended-seconds", options->contended_seconds, "Length of each --contended run (0.001..3600 s)")
       ->check(seconds_in(0.001, 3600));
   command->add_option("--lock-runs", options->lock_runs, "Uncontended runs per lock, guest and native each (1..1000)")

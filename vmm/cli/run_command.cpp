@@ -2,6 +2,7 @@
 // lock workload on host threads) and report what happened.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "vmm/cli/commands.h"
 #include "vmm/cli/machine_options.h"
 #include "vmm/cli/option_checks.h"
+#include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/kvm/kvm_system.h"
@@ -23,18 +25,10 @@
 namespace lockvisor::cli {
 namespace {
 
+// The workload side of the experiment (its defaults: vmm/experiment/), plus
+// --native, which picks where it runs.
 struct LockOptions {
-  std::string lock = "auto";
-  std::uint64_t cs_ns = 100;
-  std::uint64_t cs_lines = 1;
-  std::uint64_t delay_ns = 170;
-  double duration_s = 1.0;
-  std::uint64_t iterations = 0;
-  std::string layout = "standalone";
-  std::uint64_t locks = 0;  // 0: the workload's default
-  std::uint64_t long_hold_ns = 100000;
-  std::uint64_t long_hold_every = 0;  // 0: the workload's default
-  std::uint64_t wait_halt_delay_ns = 0;
+  experiment::WorkloadSettings w;
   bool native = false;
 };
 
@@ -68,62 +62,18 @@ const char* option_for_param(const std::string& key) {
   return nullptr;
 }
 
-bool is_lock_workload(const std::string& w) { return w == "lockbench" || w == "uncontended" || w == "torture"; }
+using experiment::is_lock_workload;
 
-abi::WorkloadKind workload_kind(const std::string& w) {
-  if (w == "uncontended") return abi::WorkloadKind::kUncontended;
-  if (w == "torture") return abi::WorkloadKind::kTorture;
-  return abi::WorkloadKind::kLockbench;
-}
-
-// The workload parameters exactly as the guest will parse them from BootInfo
-// args (guest/programs/lock_workloads.cpp): one source of defaults.
 abi::WorkloadParams lock_params(const RunOptions& o, unsigned cpus) {
-  const auto kind = workload_kind(o.workload);
-  abi::WorkloadParams p{};
-  p.kind = kind;
-  p.cs_ns = o.lock.cs_ns;
-  p.cs_lines = o.lock.cs_lines;
-  p.delay_ns = o.lock.delay_ns;
-  p.duration_ns = static_cast<std::uint64_t>(o.lock.duration_s * 1e9);
-  p.iterations = o.lock.iterations ? o.lock.iterations : (kind == abi::WorkloadKind::kUncontended ? 262144 : 0);
-  p.layout = o.lock.layout == "embedded" ? abi::LockLayout::kEmbedded : abi::LockLayout::kStandalone;
-  p.seed = o.machine.config.seed;
-  p.nlocks = o.lock.locks ? o.lock.locks : (kind == abi::WorkloadKind::kTorture ? 4 : 1);
-  p.long_hold_ns = o.lock.long_hold_ns;
-  p.long_hold_every = o.lock.long_hold_every ? o.lock.long_hold_every : (kind == abi::WorkloadKind::kTorture ? 2000 : 0);
-  p.cpus = cpus;
-  p.fairness_window_ns = workloads::default_fairness_window_ns(p.duration_ns, p.iterations);
-  p.wait_halt_delay_ns = o.lock.wait_halt_delay_ns;
-  if (!abi::set_lock_name(p, o.lock.lock.c_str())) fail("--lock '{}': name too long", o.lock.lock);
-  return p;
-}
-
-nlohmann::json params_json(const abi::WorkloadParams& p, const std::string& layout) {
-  return {{"cs_ns", p.cs_ns},           {"cs_lines", p.cs_lines},         {"delay_ns", p.delay_ns},
-          {"duration_ns", p.duration_ns}, {"iterations", p.iterations},   {"layout", layout},
-          {"seed", p.seed},             {"locks", p.nlocks},              {"long_hold_ns", p.long_hold_ns},
-          {"long_hold_every", p.long_hold_every}, {"fairness_window_ns", p.fairness_window_ns},
-          {"wait_halt_delay_ns", p.wait_halt_delay_ns}};
-}
-
-std::string guest_args(const abi::WorkloadParams& p, const RunOptions& o) {
-  return fmt::format("lock={} cs={} cs_lines={} delay={} duration_ms={} iterations={} layout={} locks={} "
-                     "long_hold_ns={} long_hold_every={}",
-                     o.lock.lock, p.cs_ns, p.cs_lines, p.delay_ns, p.duration_ns / 1000000, p.iterations,
-                     o.lock.layout, p.nlocks, p.long_hold_ns, p.long_hold_every);
+  return experiment::workload_params(o.lock.w, o.machine.config.seed, cpus);
 }
 
 void validate_lock_options(const RunOptions& o) {
-  if (locks::find_lock(o.lock.lock.c_str()) == nullptr)
-    fail("--lock '{}': unknown lock (see 'lockvisor locks')", o.lock.lock);
-  const bool pv_lock = o.lock.lock == "pvqspinlock" || o.lock.lock == "pvticket";
+  experiment::validate(o.lock.w);
+  const bool pv_lock = o.lock.w.lock == "pvqspinlock" || o.lock.w.lock == "pvticket";
   if (pv_lock && o.machine.no_pv && !o.lock.native)
     fail("--lock {} needs KVM_FEATURE_PV_UNHALT, which --no-pv hides (use --lock auto to follow the KVM guest's policy)",
-         o.lock.lock);
-  if (o.lock.cs_lines < 1 || o.lock.cs_lines > 16) fail("--cs-lines {}: must be 1..16", o.lock.cs_lines);
-  if (o.lock.locks > 16) fail("--locks {}: at most 16", o.lock.locks);
-  if (!(o.lock.duration_s > 0) || o.lock.duration_s > 3600) fail("--duration {}: must be in (0, 3600] seconds", o.lock.duration_s);
+         o.lock.w.lock);
 }
 
 // The description both modes share; samples, vmm and host are filled by the caller.
@@ -131,11 +81,11 @@ lockstat::LockRun describe_lock_run(const RunOptions& o, const char* mode) {
   const auto& config = o.machine.config;
   lockstat::LockRun run;
   run.mode = mode;
-  run.lock = o.lock.lock;
+  run.lock = o.lock.w.lock;
   run.workload = o.workload;
   run.cpus = config.vcpus;
   run.pcpus = host::format_cpu_list(config.pcpus);
-  run.params = params_json(lock_params(o, config.vcpus), o.lock.layout);
+  run.params = experiment::params_json(lock_params(o, config.vcpus));
   return run;
 }
 
@@ -154,8 +104,8 @@ int finish_native_run(lockstat::LockRun& run, const std::optional<OutputFile>& j
 int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
   auto& config = o.machine.config;
   const auto params = lock_params(o, config.vcpus);
-  native::NativeRunConfig native_config{o.lock.lock, params, config.pcpus, config.pin == machine::PinPolicy::kSpread};
-  fmt::print("lockvisor run --native: {} {} on {} host threads, CPUs {} ({})\n", o.lock.lock, o.workload, config.vcpus,
+  native::NativeRunConfig native_config{o.lock.w.lock, params, config.pcpus, config.pin == machine::PinPolicy::kSpread};
+  fmt::print("lockvisor run --native: {} {} on {} host threads, CPUs {} ({})\n", o.lock.w.lock, o.workload, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin);
   std::fflush(stdout);
@@ -218,6 +168,7 @@ int exit_code_of(ErrorKind kind) {
 }
 
 int run(RunOptions& o) {
+  o.lock.w.workload = o.workload;
   o.machine.finish();
   auto& config = o.machine.config;
   if (is_lock_workload(o.workload)) validate_lock_options(o);
@@ -236,9 +187,9 @@ int run(RunOptions& o) {
     // The guest reads the binary record (BootInfo::workload); args is only
     // the readable description printed below.
     config.workload = lock_params(o, config.vcpus);
-    args = guest_args(*config.workload, o);
+    args = experiment::guest_args(o.lock.w, *config.workload);
     // A lock workload runs for --duration; give the watchdog room by default.
-    if (config.timeout_s == 0) config.timeout_s = o.lock.duration_s * 10 + 60;
+    if (config.timeout_s == 0) config.timeout_s = o.lock.w.duration_s * 10 + 60;
   } else {
     if (o.rounds > 0) args += fmt::format("rounds={} ", o.rounds);
     if (o.spin > 0) args += fmt::format("spin={} ", o.spin);
@@ -321,9 +272,9 @@ int run(RunOptions& o) {
 
 }  // namespace
 
-Action add_run_command(CLI::App& app) {
-  auto options = std::make_shared<RunOptions>();
-  CLI::App* command = app.add_subcommand("run", "Boot a guest running one workload and report per-vCPU statistics");
+namespace {
+
+void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& options) {
   command->add_option("-w,--workload", options->workload, "Workload to run")->check(CLI::IsMember(kWorkloads));
   // Every count is range-checked on its text (option_checks.h): CLI11 alone
   // would turn "-1" into 2^64 - 1.
@@ -334,27 +285,43 @@ Action add_run_command(CLI::App& app) {
   command->add_option("--halt", options->halt, "pingpong: hypercall (CPL3 HALT) or kernel (`hlt` at CPL0)")
       ->check(CLI::IsMember({"hypercall", "kernel"}));
   auto& l = options->lock;
-  command->add_option("-l,--lock", l.lock, "Lock algorithm for lock workloads (see 'lockvisor locks')");
-  command->add_option("--cs", l.cs_ns, "Critical section length, ns (at most 1 s)")->transform(unsigned_in(0, 1000000000));
-  command->add_option("--cs-lines", l.cs_lines, "Shared cache lines written in the critical section (1-16)")
-      ->transform(unsigned_in(1, 16));
-  command->add_option("--delay", l.delay_ns, "Work outside the critical section, ns (at most 1 s)")
-      ->transform(unsigned_in(0, 1000000000));
-  auto* duration = command->add_option("--duration", l.duration_s, "Measured window, seconds (0.001..3600)")
-                       ->check(seconds_in(0.001, 3600));
-  command->add_option("--iterations", l.iterations, "Acquisitions per vCPU instead of a duration, up to 10^12")
+  auto& w = l.w;
+  const experiment::WorkloadSettings defaults;
+  command->add_option("-l,--lock", w.lock, "Lock algorithm for lock workloads (see 'lockvisor locks')")
+      ->default_str(defaults.lock);
+  command->add_option("--cs", w.cs_ns, "Critical section length, ns (at most 1 s)")
+      ->transform(unsigned_in(0, 1000000000))
+      ->default_str(std::to_string(defaults.cs_ns));
+  command->add_option("--cs-lines", w.cs_lines, "Shared cache lines written in the critical section (1-16)")
+      ->transform(unsigned_in(1, 16))
+      ->default_str(std::to_string(defaults.cs_lines));
+  command->add_option("--delay", w.delay_ns, "Work outside the critical section, ns (at most 1 s)")
+      ->transform(unsigned_in(0, 1000000000))
+      ->default_str(std::to_string(defaults.delay_ns));
+  auto* duration = command->add_option("--duration", w.duration_s, "Measured window, seconds (0.001..3600)")
+                       ->check(seconds_in(0.001, 3600))
+                       ->default_str(fmt::format("{}", defaults.duration_s));
+  command->add_option("--iterations", w.iterations, "Acquisitions per vCPU instead of a duration, up to 10^12")
       ->transform(unsigned_in(0, 1000000000000))
       ->excludes(duration);
-  command->add_option("--layout", l.layout, "standalone: lock and data in different cache lines; embedded: same line")
-      ->check(CLI::IsMember({"standalone", "embedded"}));
-  command->add_option("--locks", l.locks, "torture: number of locks, up to 16 (0: default 4)")
+  command->add_option("--layout", w.layout, "standalone: lock and data in different cache lines; embedded: same line")
+      ->check(CLI::IsMember({"standalone", "embedded"}))
+      ->default_str(defaults.layout);
+  command
+      ->add_option_function<std::uint64_t>(
+          "--locks", [&w](const std::uint64_t& n) { w.locks = n; },
+          fmt::format("torture: number of locks, up to 16 (default {}; 0: the default)", experiment::kTortureLocks))
       ->transform(unsigned_in(0, 16));
-  command->add_option("--long-hold-ns", l.long_hold_ns, "torture: length of the occasional long hold (at most 1 s)")
+  command->add_option("--long-hold-ns", w.long_hold_ns, "torture: length of the occasional long hold (at most 1 s)")
+      ->transform(unsigned_in(0, 1000000000))
+      ->default_str(std::to_string(defaults.long_hold_ns));
+  command
+      ->add_option_function<std::uint64_t>(
+          "--long-hold-every", [&w](const std::uint64_t& n) { w.long_hold_every = n; },
+          fmt::format("torture: one long hold per N acquisitions on average, up to 10^9 (default {}; 0: no long holds)",
+                      experiment::kTortureLongHoldEvery))
       ->transform(unsigned_in(0, 1000000000));
-  command->add_option("--long-hold-every", l.long_hold_every,
-                      "torture: one long hold per N acquisitions on average, up to 10^9 (0: default 2000)")
-      ->transform(unsigned_in(0, 1000000000));
-  command->add_option("--wait-halt-delay-ns", l.wait_halt_delay_ns,
+  command->add_option("--wait-halt-delay-ns", w.wait_halt_delay_ns,
                       "Test knob: busy-wait between a PV wait's re-check and its halt, widening the lost-wake-up "
                       "window (guest only, at most 10 ms)")
       ->transform(unsigned_in(0, 10000000));
@@ -364,7 +331,36 @@ Action add_run_command(CLI::App& app) {
                       "Write the full report as JSON to FILE"
                       " (absent or a regular file, checked first; replaced atomically)");
   options->machine.add_to(*command);
+}
+
+}  // namespace
+
+Action add_run_command(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  add_run_options(app.add_subcommand("run", "Boot a guest running one workload and report per-vCPU statistics"), options);
   return [options] { return run(*options); };
+}
+
+void check_run_arguments(std::vector<std::string> args) {
+  CLI::App app;
+  auto options = std::make_shared<RunOptions>();
+  add_run_options(app.add_subcommand("run"), options);
+  args.insert(args.begin(), "run");
+  std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    fail("{}", e.what());
+  }
+  auto& o = *options;
+  o.lock.w.workload = o.workload;
+  o.machine.finish();
+  if (is_lock_workload(o.workload)) validate_lock_options(o);
+  if (o.lock.native && !is_lock_workload(o.workload)) fail("--native runs lock workloads only");
+  if (!o.machine.config.pcpus.empty()) host::validate_cpus(o.machine.config.pcpus);
+  auto config = o.machine.config;  // what run checks before it boots (vCPU count, memory, ...)
+  config.program = o.workload;
+  machine::validate_config(config);
 }
 
 }  // namespace lockvisor::cli

@@ -1,0 +1,281 @@
+// The lab's pieces without running anything: matrix expansion and ids,
+// scenario parsing errors, bootstrap intervals on known data, the JSONL
+// log's torn-line recovery, shards, metric reading.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "vmm/experiment/workload_settings.h"
+#include "vmm/lab/bootstrap.h"
+#include "vmm/lab/matrix.h"
+#include "vmm/lab/metrics.h"
+#include "vmm/lab/presets.h"
+#include "vmm/lab/results_log.h"
+#include "vmm/lab/scenario.h"
+#include "vmm/lab/settings.h"
+#include "vmm/lab/summary.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::lab {
+namespace {
+
+constexpr const char* kTwoAxes = R"(
+name = "t"
+repeats = 2
+[fixed]
+workload = "lockbench"
+duration_s = 0.05
+[[axis]]
+name = "placement"
+values = [{ label = "1:1", vcpus = 2, pcpus = "0-1" }, { label = "4:1", vcpus = 4, pcpus = "0" }]
+[[axis]]
+name = "lock"
+values = ["ticket", "tas", "unfair"]
+)";
+
+TEST(LabMatrix, ExpandsTheProductTimesRepeatsWithStableIds) {
+  const auto s = parse_scenario(kTwoAxes, "test");
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 2u * 3u * 2u);
+  // Repeats outermost, last axis fastest.
+  EXPECT_EQ(points[0].id, "placement=1:1,lock=ticket#r0");
+  EXPECT_EQ(points[1].id, "placement=1:1,lock=tas#r0");
+  EXPECT_EQ(points[3].id, "placement=4:1,lock=ticket#r0");
+  EXPECT_EQ(points[6].id, "placement=1:1,lock=ticket#r1");
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    EXPECT_EQ(points[i].index, i);
+    ids.insert(points[i].id);
+  }
+  EXPECT_EQ(ids.size(), points.size());
+  // The same text gives the same ids; the settings are fixed + the axis values.
+  const auto again = expand(parse_scenario(kTwoAxes, "again"));
+  for (std::size_t i = 0; i < points.size(); ++i) EXPECT_EQ(points[i].id, again[i].id);
+  EXPECT_EQ(run_arguments(points[3].settings),
+            (std::vector<std::string>{"--workload", "lockbench", "--lock", "ticket", "--vcpus", "4", "--pcpus", "0",
+                                      "--duration", "0.05"}));
+}
+
+TEST(LabMatrix, ShardsPartitionThePoints) {
+  const auto all = expand(parse_scenario(kTwoAxes, "test"));
+  for (unsigned n : {1u, 2u, 5u, 13u}) {
+    std::multiset<std::string> seen;
+    for (unsigned i = 1; i <= n; ++i)
+      for (const auto& p : shard_points(all, {i, n})) seen.insert(p.id);
+    EXPECT_EQ(seen.size(), all.size()) << n;
+    for (const auto& p : all) EXPECT_EQ(seen.count(p.id), 1u) << p.id;
+  }
+  EXPECT_THROW(parse_shard("0/2"), Error);
+  EXPECT_THROW(parse_shard("3/2"), Error);
+  EXPECT_THROW(parse_shard("1"), Error);
+  EXPECT_THROW(parse_shard("a/b"), Error);
+  EXPECT_EQ(parse_shard("2/4").index, 2u);
+}
+
+TEST(LabMatrix, NativeTwinsAreTheInnermostAxis) {
+  auto s = parse_scenario(kTwoAxes, "test");
+  add_native_twins(s);
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 24u);
+  EXPECT_EQ(points[0].id, "placement=1:1,lock=ticket,mode=guest#r0");
+  EXPECT_EQ(points[1].id, "placement=1:1,lock=ticket,mode=native#r0");
+  EXPECT_EQ(*lookup(points[1].settings, "native"), "true");
+}
+
+std::string scenario_error(const std::string& text) {
+  try {
+    parse_scenario(text, "bad.toml");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(LabScenario, BadFilesAreOneLineNamingThePlace) {
+  EXPECT_NE(scenario_error("name = \"x\"\n[[axis]]\nname = \"lock\"\nvalues = [\n").find("bad.toml:"), std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n").find("no [[axis]]"), std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n[[axis]]\nname = \"frobs\"\nvalues = [1]\n").find("not a setting"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n[fixed]\nfrob = 1\n[[axis]]\nname = \"lock\"\nvalues = [\"tas\"]\n")
+                .find("unknown setting 'frob'"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\nrepeats = 0\n[[axis]]\nname = \"lock\"\nvalues = [\"tas\"]\n").find("repeats"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n[[axis]]\nname = \"lock\"\nvalues = [\"tas\", \"tas\"]\n").find("twice"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\nfrob = 1\n[[axis]]\nname = \"lock\"\nvalues = [\"tas\"]\n").find("unknown key"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n[[axis]]\nname = \"vcpus\"\nvalues = [-1]\n").find("negative"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n[[axis]]\nname = \"lock\"\nvalues = [\"tas\"]\n[[claim]]\ntext = \"c\"\n"
+                           "a = \"tas\"\nb = \"ticket\"\nexpect = \"a>b\"\n")
+                .find("no value 'ticket'"),
+            std::string::npos);
+  for (const auto& line : {scenario_error("name = \"x\"\n")}) EXPECT_EQ(line.find('\n'), std::string::npos);
+}
+
+TEST(LabScenario, EveryPresetParsesAndHasAtLeastFiveRepeats) {
+  ASSERT_GE(presets().size(), 5u);
+  for (const auto* name : {"quick", "overcommit", "pv-onoff", "fairness", "kick-semantics"}) {
+    const auto* p = find_preset(name);
+    ASSERT_NE(p, nullptr) << name;
+    const auto s = parse_scenario(p->text, name);
+    EXPECT_GE(s.repeats, kDefaultRepeats) << name;
+    EXPECT_FALSE(s.claims.empty()) << name;
+    EXPECT_FALSE(expand(s).empty()) << name;
+  }
+}
+
+TEST(LabBootstrap, MedianAndIntervalOnKnownData) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
+  const std::vector<double> same(7, 5.0);
+  const auto e = bootstrap_median(same, 1);
+  EXPECT_DOUBLE_EQ(e.median, 5);
+  EXPECT_DOUBLE_EQ(e.lo, 5);
+  EXPECT_DOUBLE_EQ(e.hi, 5);
+  const std::vector<double> v = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+  const auto b = bootstrap_median(v, 42);
+  EXPECT_DOUBLE_EQ(b.median, 15);
+  EXPECT_LT(b.lo, 15);
+  EXPECT_GT(b.hi, 15);
+  EXPECT_GE(b.lo, 10);
+  EXPECT_LE(b.hi, 20);
+  // Seeded: the same interval every time; another seed may differ but stays sane.
+  const auto again = bootstrap_median(v, 42);
+  EXPECT_EQ(b.lo, again.lo);
+  EXPECT_EQ(b.hi, again.hi);
+  // A single value: no spread known.
+  const std::vector<double> one = {3};
+  const auto o = bootstrap_median(one, 7);
+  EXPECT_EQ(o.lo, 3);
+  EXPECT_EQ(o.hi, 3);
+}
+
+TEST(LabBootstrap, RatioSaysWhetherADifferenceIsBeyondTheSpread) {
+  const std::vector<double> a = {100, 102, 98, 101, 99}, b = {50, 51, 49, 52, 48};
+  const auto r = bootstrap_ratio(a, b, 3);
+  EXPECT_DOUBLE_EQ(r.median, 2.0);
+  EXPECT_GT(r.lo, 1.5);
+  EXPECT_LT(r.hi, 2.5);
+  EXPECT_STREQ(ratio_verdict(r), "a>b");
+  EXPECT_STREQ(ratio_verdict(bootstrap_ratio(b, a, 3)), "a<b");
+  const std::vector<double> c = {90, 130, 70, 110, 100}, d = {100, 80, 120, 95, 105};
+  EXPECT_STREQ(ratio_verdict(bootstrap_ratio(c, d, 3)), "a~b");
+}
+
+std::string temp_dir() {
+  auto dir = std::filesystem::temp_directory_path() / ("lockvisor-lab-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+TEST(LabResults, TornLastLineIsDroppedAndCutBeforeAppending) {
+  const auto path = temp_dir() + "/torn.jsonl";
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << R"({"id":"a#r0","x":1})" << "\n" << R"({"id":"b#r0","x":2})" << "\n" << R"({"id":"c#r0","x")";
+  }
+  auto loaded = load_results(path);
+  ASSERT_EQ(loaded.records.size(), 2u);
+  EXPECT_TRUE(loaded.torn);
+  {
+    ResultsLog log(path, loaded);
+    log.append({{"id", "c#r0"}, {"x", 3}});
+  }
+  loaded = load_results(path);
+  ASSERT_EQ(loaded.records.size(), 3u);
+  EXPECT_FALSE(loaded.torn);
+  EXPECT_EQ(loaded.records[2]["x"], 3);
+  // A complete line without its newline is torn too: its write was cut short.
+  { std::ofstream(path, std::ios::app) << R"({"id":"d#r0"})"; }
+  EXPECT_EQ(load_results(path).records.size(), 3u);
+  // Damage anywhere else, or a point twice, is an error naming the line.
+  { std::ofstream(path, std::ios::trunc) << "{\"id\":\"a\"}\nnot json\n{\"id\":\"b\"}\n"; }
+  try {
+    load_results(path);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(":2:"), std::string::npos) << e.what();
+  }
+  { std::ofstream(path, std::ios::trunc) << "{\"id\":\"a\"}\n{\"id\":\"a\"}\n"; }
+  EXPECT_THROW(load_results(path), Error);
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
+TEST(LabMetrics, AMissingKeyIsAnErrorNamingItNullIsNotApplicable) {
+  const auto* ops = find_metric("ops_per_sec");
+  const auto* halts = find_metric("halts");
+  const auto* cpu = find_metric("cpu_s_per_mop");
+  ASSERT_TRUE(ops && halts && cpu);
+  nlohmann::json report = {{"ops_per_sec", 5.0}, {"vmm", nullptr}, {"cpu_seconds", 2.0}, {"ops_total", 4000000}};
+  EXPECT_EQ(read_metric(*ops, report, "p"), 5.0);
+  EXPECT_FALSE(read_metric(*halts, report, "p").has_value());
+  EXPECT_DOUBLE_EQ(*read_metric(*cpu, report, "p"), 0.5);
+  report.erase("ops_per_sec");
+  try {
+    read_metric(*ops, report, "lock=tas#r0");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/ops_per_sec"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("lock=tas#r0"), std::string::npos);
+  }
+}
+
+TEST(LabSummary, ClaimsAreCheckedAgainstTheMedians) {
+  auto s = parse_scenario(std::string(kTwoAxes) + R"(
+[[claim]]
+text = "tas beats ticket at 4:1"
+a = "tas"
+b = "ticket"
+where = { placement = "4:1" }
+expect = "a>b"
+[[claim]]
+kind = "outcome"
+text = "ticket deadlocks somewhere"
+outcome = "deadlock"
+where = { lock = "ticket" }
+expect = "some"
+)",
+                          "t");
+  std::vector<nlohmann::json> records;
+  for (const auto& p : expand(s)) {
+    const bool tas = p.key.find("lock=tas") != std::string::npos;
+    nlohmann::json report = {{"ops_per_sec", (tas ? 1000.0 : 100.0) + p.repeat},
+                             {"fairness", {{"jain", 1.0}, {"cv", 0.0}}},
+                             {"latency_ns", {{"p50", 1}, {"p99", 2}, {"p999", 3}, {"max", 4}}},
+                             {"cpu_seconds", 1.0},
+                             {"ops_total", 1000},
+                             {"steal_ns", nullptr},
+                             {"vmm", nullptr}};
+    records.push_back({{"id", p.id}, {"key", p.key}, {"outcome", "completed"}, {"report", report}});
+  }
+  const auto summary = summarize(s, records, 2);
+  ASSERT_EQ(summary.claims.size(), 2u);
+  EXPECT_EQ(summary.claims[0].verdict, "holds");
+  EXPECT_EQ(summary.claims[1].verdict, "not seen");
+  const auto csv = summary_csv(summary);
+  EXPECT_NE(csv.find("ops_per_sec_median"), std::string::npos);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 6);
+}
+
+TEST(Experiment, LongHoldEveryZeroTurnsLongHoldsOff) {
+  experiment::WorkloadSettings w;
+  w.workload = "torture";
+  EXPECT_EQ(experiment::workload_params(w, 1, 2).long_hold_every, experiment::kTortureLongHoldEvery);
+  w.long_hold_every = 0;
+  EXPECT_EQ(experiment::workload_params(w, 1, 2).long_hold_every, 0u);
+  w.long_hold_every = 7;
+  EXPECT_EQ(experiment::workload_params(w, 1, 2).long_hold_every, 7u);
+  w.workload = "lockbench";
+  w.long_hold_every.reset();
+  EXPECT_EQ(experiment::workload_params(w, 1, 2).long_hold_every, 0u);
+  EXPECT_EQ(experiment::workload_params(w, 1, 2).nlocks, 1u);
+}
+
+}  // namespace
+}  // namespace lockvisor::lab

@@ -1,0 +1,134 @@
+// lockvisor lab: experiment matrices (vmm/lab/, docs/lab.md).
+//   lockvisor lab --preset quick --out results/quick [--resume] [--native] [--shard I/N]
+//   lockvisor lab merge OUT IN...
+//   lockvisor lab report DIR
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "vmm/cli/commands.h"
+#include "vmm/cli/option_checks.h"
+#include "vmm/lab/lab.h"
+#include "vmm/lab/presets.h"
+#include "vmm/lab/scenario.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::cli {
+namespace {
+
+struct LabCommandOptions {
+  std::string preset;
+  std::string scenario;
+  std::string out;
+  std::string shard;
+  unsigned repeats = 0;
+  bool resume = false;
+  bool native = false;
+  bool dry_run = false;
+  bool list = false;
+  std::string merge_out;
+  std::vector<std::string> merge_inputs;
+  std::string report_dir;
+};
+
+// The command exactly as typed, for report.md.
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string text, arg;
+  while (std::getline(in, arg, '\0')) {
+    const bool quote = arg.empty() || arg.find_first_of(" \t'\"$*?") != std::string::npos;
+    text += (text.empty() ? "" : " ") + (quote ? "'" + arg + "'" : arg);
+  }
+  return text;
+}
+
+std::string self_path() {
+  char buffer[4096];
+  const auto n = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0) fail_host("cannot find the lockvisor binary (/proc/self/exe)");
+  return std::string(buffer, static_cast<std::size_t>(n));
+}
+
+std::string preset_names() {
+  std::string names;
+  for (const auto& p : lab::presets()) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  return names;
+}
+
+int lab_main(const LabCommandOptions& o) {
+  if (o.list) {
+    for (const auto& p : lab::presets()) {
+      const auto s = lab::parse_scenario(p.text, fmt::format("preset {}", p.name));
+      fmt::print("{:<16} {}\n", p.name, s.title);
+    }
+    return 0;
+  }
+  lab::LabOptions lab;
+  if (!o.preset.empty() && !o.scenario.empty()) fail("--preset and --scenario: give one");
+  if (!o.preset.empty()) {
+    const auto* p = lab::find_preset(o.preset);
+    if (p == nullptr) fail("--preset '{}': unknown (presets: {})", o.preset, preset_names());
+    lab.scenario_text = p->text;
+    lab.origin = fmt::format("preset {}", p->name);
+  } else if (!o.scenario.empty()) {
+    std::ifstream in(o.scenario, std::ios::binary);
+    if (!in) fail("--scenario {}: cannot read", o.scenario);
+    std::stringstream text;
+    text << in.rdbuf();
+    lab.scenario_text = text.str();
+    lab.origin = o.scenario;
+  } else if (!o.resume) {
+    fail("lab: give --preset NAME (one of {}) or --scenario FILE", preset_names());
+  }
+  if (o.out.empty() && !o.dry_run) fail("lab: --out DIR is required");
+  lab.native = o.native;
+  if (o.repeats) lab.repeats = o.repeats;
+  if (!o.shard.empty()) lab.shard = lab::parse_shard(o.shard);
+  lab.out = o.out;
+  lab.resume = o.resume;
+  lab.dry_run = o.dry_run;
+  lab.command = command_line();
+  lab.lockvisor = self_path();
+  lab.check_point = [](const std::vector<std::string>& args) { check_run_arguments(args); };
+  return lab::run_lab(lab);
+}
+
+}  // namespace
+
+Action add_lab_command(CLI::App& app) {
+  auto o = std::make_shared<LabCommandOptions>();
+  CLI::App* command = app.add_subcommand(
+      "lab", "Run an experiment matrix (a preset or a TOML scenario): every point a fresh VM, results as JSON Lines, "
+             "summaries with confidence intervals, plots and a report (docs/lab.md)");
+  command->require_subcommand(0, 1);
+  command->add_option("--preset", o->preset, "A built-in scenario (--list shows them)");
+  command->add_option("--scenario", o->scenario, "A scenario file (TOML; docs/lab-example.toml explains the format)");
+  command->add_option("--out", o->out, "Result directory: must be absent or empty, unless --resume");
+  command->add_flag("--resume", o->resume, "Continue the lab in --out: run only the points it has no result for");
+  command->add_flag("--native", o->native, "Also run every point natively on host threads (twins; the 'mode' axis)");
+  command->add_option("--repeats", o->repeats, "Runs per point (default: the scenario's, 5 unless it says)")
+      ->transform(unsigned_in(1, 1000));
+  command->add_option("--shard", o->shard, "Run only shard I of N (I/N), a deterministic slice; combine with 'lab merge'");
+  command->add_flag("--dry-run", o->dry_run, "List the points and their run commands; run nothing");
+  command->add_flag("--list", o->list, "List the presets");
+  CLI::App* merge = command->add_subcommand("merge", "Combine lab result directories (e.g. shards) into OUT");
+  merge->add_option("out", o->merge_out, "The combined result directory (absent or empty)")->required();
+  merge->add_option("inputs", o->merge_inputs, "Result directories of the same scenario")->required();
+  CLI::App* report = command->add_subcommand("report", "Rewrite the summaries, plots and report.md of a lab directory");
+  report->add_option("dir", o->report_dir, "The lab directory")->required();
+  return [o, merge, report] {
+    if (merge->parsed()) return lab::merge_labs(o->merge_out, o->merge_inputs, command_line());
+    if (report->parsed()) {
+      lab::write_outputs(o->report_dir);
+      fmt::print("lockvisor lab report: rewrote {}/summary.csv, summary.md, report.md and the plots\n", o->report_dir);
+      return 0;
+    }
+    return lab_main(*o);
+  };
+}
+
+}  // namespace lockvisor::cli

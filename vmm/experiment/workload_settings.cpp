@@ -1,0 +1,73 @@
+#include "vmm/experiment/workload_settings.h"
+
+#include <fmt/format.h>
+
+#include "locks/registry.h"
+#include "workloads/workloads.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::experiment {
+
+bool is_lock_workload(const std::string& w) { return w == "lockbench" || w == "uncontended" || w == "torture"; }
+
+abi::WorkloadKind workload_kind(const std::string& w) {
+  if (w == "uncontended") return abi::WorkloadKind::kUncontended;
+  if (w == "torture") return abi::WorkloadKind::kTorture;
+  return abi::WorkloadKind::kLockbench;
+}
+
+void validate(const WorkloadSettings& w) {
+  if (locks::find_lock(w.lock.c_str()) == nullptr) fail("--lock '{}': unknown lock (see 'lockvisor locks')", w.lock);
+  if (w.cs_lines < 1 || w.cs_lines > 16) fail("--cs-lines {}: must be 1..16", w.cs_lines);
+  if (w.locks && *w.locks > 16) fail("--locks {}: at most 16", *w.locks);
+  if (!(w.duration_s > 0) || w.duration_s > 3600) fail("--duration {}: must be in (0, 3600] seconds", w.duration_s);
+  if (w.layout != "standalone" && w.layout != "embedded") fail("--layout '{}': standalone or embedded", w.layout);
+}
+
+abi::WorkloadParams workload_params(const WorkloadSettings& w, std::uint64_t seed, unsigned cpus) {
+  const auto kind = workload_kind(w.workload);
+  const bool torture = kind == abi::WorkloadKind::kTorture;
+  abi::WorkloadParams p{};
+  p.kind = kind;
+  p.cs_ns = w.cs_ns;
+  p.cs_lines = w.cs_lines;
+  p.delay_ns = w.delay_ns;
+  p.duration_ns = static_cast<std::uint64_t>(w.duration_s * 1e9);
+  p.iterations = w.iterations ? w.iterations : (kind == abi::WorkloadKind::kUncontended ? kUncontendedIterations : 0);
+  p.layout = w.layout == "embedded" ? abi::LockLayout::kEmbedded : abi::LockLayout::kStandalone;
+  p.seed = seed;
+  p.nlocks = w.locks.value_or(torture ? kTortureLocks : 1);
+  if (p.nlocks == 0) p.nlocks = torture ? kTortureLocks : 1;  // 0 locks cannot run: "the default"
+  p.long_hold_ns = w.long_hold_ns;
+  p.long_hold_every = w.long_hold_every.value_or(torture ? kTortureLongHoldEvery : 0);
+  p.cpus = cpus;
+  p.fairness_window_ns = workloads::default_fairness_window_ns(p.duration_ns, p.iterations);
+  p.wait_halt_delay_ns = w.wait_halt_delay_ns;
+  if (!abi::set_lock_name(p, w.lock.c_str())) fail("--lock '{}': name too long", w.lock);
+  return p;
+}
+
+nlohmann::json params_json(const abi::WorkloadParams& p) {
+  return {{"cs_ns", p.cs_ns},
+          {"cs_lines", p.cs_lines},
+          {"delay_ns", p.delay_ns},
+          {"duration_ns", p.duration_ns},
+          {"iterations", p.iterations},
+          {"layout", p.layout == abi::LockLayout::kEmbedded ? "embedded" : "standalone"},
+          {"seed", p.seed},
+          {"locks", p.nlocks},
+          {"long_hold_ns", p.long_hold_ns},
+          {"long_hold_every", p.long_hold_every},
+          {"fairness_window_ns", p.fairness_window_ns},
+          {"wait_halt_delay_ns", p.wait_halt_delay_ns}};
+}
+
+std::string guest_args(const WorkloadSettings& w, const abi::WorkloadParams& p) {
+  return fmt::format("lock={} cs={} cs_lines={} delay={} duration_ms={} iterations={} layout={} locks={} "
+                     "long_hold_ns={} long_hold_every={}",
+                     w.lock, p.cs_ns, p.cs_lines, p.delay_ns, p.duration_ns / 1000000, p.iterations,
+                     p.layout == abi::LockLayout::kEmbedded ? "embedded" : "standalone", p.nlocks, p.long_hold_ns,
+                     p.long_hold_every);
+}
+
+}  // namespace lockvisor::experiment

@@ -1,0 +1,304 @@
+#include "vmm/lab/lab.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "vmm/host/cpu_set.h"
+#include "vmm/lab/point_runner.h"
+#include "vmm/lab/report.h"
+#include "vmm/lab/results_log.h"
+#include "vmm/lab/summary.h"
+#include "vmm/machine/run_result.h"
+#include "vmm/machine/stop_signals.h"
+#include "vmm/util/error.h"
+#include "vmm/util/output_file.h"
+
+#ifndef LOCKVISOR_GIT_DESCRIBE
+#define LOCKVISOR_GIT_DESCRIBE "unknown"
+#endif
+#ifndef LOCKVISOR_SOURCE_DIR
+#define LOCKVISOR_SOURCE_DIR "."
+#endif
+
+namespace lockvisor::lab {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kManifest = "lab.json";
+constexpr const char* kResults = "results.jsonl";
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot read", path.string());
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) { OutputFile(path.string(), "--out").write(text); }
+
+nlohmann::json read_manifest(const fs::path& dir) {
+  const auto path = dir / kManifest;
+  if (!fs::exists(path)) fail("{}: no {} here: not a lab directory", dir.string(), kManifest);
+  try {
+    return nlohmann::json::parse(read_text(path));
+  } catch (const nlohmann::json::exception&) {
+    fail("{}: not JSON", path.string());
+  }
+}
+
+// The scenario as this lab runs it: the file or preset, with --repeats and
+// --native applied. The manifest keeps the text and the two changes.
+Scenario effective_scenario(const nlohmann::json& manifest) {
+  auto s = parse_scenario(manifest.at("scenario_text").get<std::string>(), manifest.at("origin").get<std::string>());
+  s.repeats = manifest.at("repeats").get<unsigned>();
+  if (manifest.at("native").get<bool>()) add_native_twins(s);
+  return s;
+}
+
+unsigned allowed_cpu_count() { return static_cast<unsigned>(host::allowed_cpus().size()); }
+
+std::string duration_text(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", static_cast<int>(s / 60), static_cast<int>(s) % 60);
+  return fmt::format("{}h{:02}m", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
+}
+
+// The progress line: a bar with ETA on a terminal, plain lines otherwise.
+class Progress {
+ public:
+  Progress(std::size_t total, std::size_t done) : total_(total), done_(done), tty_(::isatty(1)) {}
+  void finished(const Point& p, const PointRun& run, double mean_s) {
+    ++done_;
+    const double eta = mean_s * static_cast<double>(total_ - done_);
+    if (tty_) {
+      constexpr int kWidth = 30;
+      const int filled = total_ ? static_cast<int>(kWidth * done_ / total_) : kWidth;
+      fmt::print("\r\033[K[{}{}] {}/{} ETA {}  {} {}", std::string(filled, '#'), std::string(kWidth - filled, '.'),
+                 done_, total_, duration_text(eta), p.id, run.outcome);
+      if (done_ == total_) fmt::print("\n");
+    } else {
+      fmt::print("lab: [{}/{}] {}: {} ({:.1f} s), ETA {}\n", done_, total_, p.id, run.outcome, run.wall_s,
+                 duration_text(eta));
+    }
+    std::fflush(stdout);
+  }
+  void end_line() {
+    if (tty_ && done_ != total_) fmt::print("\n");
+  }
+
+ private:
+  std::size_t total_, done_;
+  bool tty_;
+};
+
+nlohmann::json record_of(const Point& p, const PointRun& run) {
+  nlohmann::json labels = nlohmann::json::object(), settings = nlohmann::json::object();
+  for (const auto& [a, l] : p.labels) labels[a] = l;
+  for (const auto& [n, v] : p.settings) settings[n] = v;
+  return {{"id", p.id},           {"key", p.key},         {"repeat", p.repeat},     {"index", p.index},
+          {"axes", labels},       {"settings", settings}, {"exit_code", run.exit_code}, {"outcome", run.outcome},
+          {"wall_s", run.wall_s}, {"report", run.report}};
+}
+
+bool dir_is_empty_or_absent(const fs::path& dir) { return !fs::exists(dir) || fs::is_empty(dir); }
+
+void prepare_out(const fs::path& dir, bool resume) {
+  if (fs::exists(dir) && !fs::is_directory(dir)) fail("--out {}: exists and is not a directory", dir.string());
+  if (!resume && !dir_is_empty_or_absent(dir))
+    fail("--out {}: exists and is not empty (use --resume to continue that lab, or another directory)", dir.string());
+  std::error_code ec;
+  fs::create_directories(dir / "logs", ec);
+  if (ec) fail("--out {}: cannot create: {}", dir.string(), ec.message());
+}
+
+}  // namespace
+
+void write_outputs(const std::string& dir_text) {
+  const fs::path dir(dir_text);
+  const auto manifest = read_manifest(dir);
+  const auto scenario = effective_scenario(manifest);
+  const auto loaded = load_results((dir / kResults).string());
+  const auto summary = summarize(scenario, loaded.records, allowed_cpu_count());
+  write_text(dir / "summary.csv", summary_csv(summary));
+  write_text(dir / "summary.md", summary_markdown(scenario, summary));
+  // The plots: tools/lab-plot.py with Debian's python3 (matplotlib).
+  const char* env_script = std::getenv("LOCKVISOR_LAB_PLOT");
+  const std::string script = env_script ? env_script : std::string(LOCKVISOR_SOURCE_DIR) + "/tools/lab-plot.py";
+  std::string plots_note;
+  if (!fs::exists(script)) {
+    plots_note = fmt::format("No plots: the plot script {} is not there.", script);
+  } else {
+    std::fflush(stdout);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const char* argv[] = {"/usr/bin/python3", script.c_str(), dir_text.c_str(), nullptr};
+      ::execv(argv[0], const_cast<char* const*>(argv));
+      ::_exit(127);
+    }
+    int status = 0;
+    if (pid > 0) ::waitpid(pid, &status, 0);
+    const bool ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    plots_note = ok ? "throughput.png/.svg (throughput vs overcommit per lock), fairness.png/.svg (Jain vs "
+                      "overcommit), cpu.png/.svg (CPU seconds per million acquisitions), latency.png/.svg (p50 and p99 "
+                      "acquisition latency)."
+                    : fmt::format("No plots: {} failed (needs /usr/bin/python3 with matplotlib: "
+                                  "tools/install-deps.sh installs python3-matplotlib).",
+                                  script);
+    if (!ok) fmt::print(stderr, "lockvisor lab: warning: {}\n", plots_note);
+  }
+  write_text(dir / "report.md", report_markdown(scenario, summary, manifest, plots_note));
+}
+
+int run_lab(const LabOptions& o) {
+  const fs::path dir(o.out);
+  nlohmann::json manifest;
+  if (o.resume && fs::exists(dir / kManifest)) {
+    manifest = read_manifest(dir);
+    if (!o.scenario_text.empty() && o.scenario_text != manifest.at("scenario_text").get<std::string>())
+      fail("--resume: {} ran another scenario ({}); give the same one, or none", o.out,
+           manifest.at("origin").get<std::string>());
+    if (o.repeats && *o.repeats != manifest.at("repeats").get<unsigned>())
+      fail("--resume: {} runs {} repeats, not {}", o.out, manifest.at("repeats").get<unsigned>(), *o.repeats);
+    if (o.native && !manifest.at("native").get<bool>()) fail("--resume: {} was started without --native", o.out);
+    const std::string shard = o.shard ? fmt::format("{}/{}", o.shard->index, o.shard->count) : "1/1";
+    if (shard != manifest.at("shard").get<std::string>())
+      fail("--resume: {} is shard {}, not {}", o.out, manifest.at("shard").get<std::string>(), shard);
+  } else {
+    if (o.scenario_text.empty()) fail("--preset or --scenario is required (--resume needs an existing lab in --out)");
+    auto scenario = parse_scenario(o.scenario_text, o.origin);
+    manifest = {{"scenario", scenario.name},
+                {"scenario_text", o.scenario_text},
+                {"origin", o.origin},
+                {"repeats", o.repeats.value_or(scenario.repeats)},
+                {"native", o.native || scenario.native},
+                {"shard", o.shard ? fmt::format("{}/{}", o.shard->index, o.shard->count) : "1/1"},
+                {"command", o.command},
+                {"version", LOCKVISOR_GIT_DESCRIBE},
+                {"machine", machine_description()}};
+  }
+  const auto scenario = effective_scenario(manifest);
+  const auto all = expand(scenario);
+  const auto points = o.shard ? shard_points(all, *o.shard) : all;
+  // Every point's command line is checked before the first one runs: a bad
+  // axis value is one line and exit 2 now, not a failed point an hour later.
+  std::set<std::string> checked;
+  for (const auto& p : points) {
+    const auto args = run_arguments(p.settings);
+    std::string joined;
+    for (const auto& a : args) joined += a + ' ';
+    if (!checked.insert(joined).second) continue;
+    try {
+      if (o.check_point) o.check_point(args);
+    } catch (const Error& e) {
+      fail("{}: point {}: {}", o.origin, p.key, e.what());
+    }
+  }
+  if (o.dry_run) {
+    for (const auto& p : points) {
+      std::string args;
+      for (const auto& a : run_arguments(p.settings)) args += ' ' + a;
+      fmt::print("{}  lockvisor run{}\n", p.id, args);
+    }
+    fmt::print("{} points\n", points.size());
+    return 0;
+  }
+  prepare_out(dir, o.resume);
+  if (!fs::exists(dir / kManifest)) write_text(dir / kManifest, manifest.dump(2) + "\n");
+  const auto loaded = load_results((dir / kResults).string());
+  if (loaded.torn) fmt::print("lab: dropped a torn last line of {} (that point runs again)\n", kResults);
+  std::set<std::string> done;
+  for (const auto& r : loaded.records) done.insert(r["id"].get<std::string>());
+  std::set<std::string> mine;
+  for (const auto& p : points) mine.insert(p.id);
+  for (const auto& id : done)
+    if (!mine.count(id)) fail("{}/{}: point '{}' is not part of this lab", o.out, kResults, id);
+  ResultsLog log((dir / kResults).string(), loaded);
+  std::vector<const Point*> todo;
+  for (const auto& p : points)
+    if (!done.count(p.id)) todo.push_back(&p);
+  fmt::print("lockvisor lab: {} ({}): {} points{}, {} done, {} to run; results in {}\n", scenario.name, o.origin,
+             points.size(), o.shard ? fmt::format(" in shard {}/{}", o.shard->index, o.shard->count) : "",
+             points.size() - todo.size(), todo.size(), o.out);
+  std::fflush(stdout);
+  Progress progress(points.size(), points.size() - todo.size());
+  double spent = 0;
+  std::size_t ran = 0;
+  for (const Point* p : todo) {
+    machine::throw_if_stop_signalled();
+    const auto args = run_arguments(p->settings);
+    const std::string* duration = lookup(p->settings, "duration_s");
+    const double timeout = 120 + 20 * (duration ? std::stod(*duration) : 1.0);
+    const auto name = fmt::format("{:016x}", fnv1a(p->id));
+    auto run = run_point(o.lockvisor, args, (dir / ("." + name + ".json")).string(),
+                         (dir / "logs" / (name + ".log")).string(), timeout);
+    if (run.interrupted || machine::stop_signal() != 0) {
+      progress.end_line();
+      std::fflush(stdout);
+      fmt::print(stderr, "lockvisor lab: stopped; {} of {} points recorded, continue with --resume\n", done.size() + ran,
+                 points.size());
+      return machine::exit_code(machine::Outcome::kInterrupted);
+    }
+    log.append(record_of(*p, run));
+    spent += run.wall_s;
+    ++ran;
+    progress.finished(*p, run, spent / static_cast<double>(ran));
+  }
+  progress.end_line();
+  write_outputs(o.out);
+  fmt::print("lockvisor lab: done: {}/summary.md, report.md, summary.csv, plots\n", o.out);
+  return 0;
+}
+
+int merge_labs(const std::string& out, const std::vector<std::string>& inputs, const std::string& command) {
+  if (inputs.empty()) fail("lab merge: give the result directories to combine");
+  nlohmann::json manifest;
+  std::vector<nlohmann::json> records;
+  std::map<std::string, std::string> seen;  // id -> input
+  for (const auto& in : inputs) {
+    const auto m = read_manifest(in);
+    if (manifest.is_null()) {
+      manifest = m;
+    } else if (m.at("scenario_text") != manifest.at("scenario_text") || m.at("repeats") != manifest.at("repeats") ||
+               m.at("native") != manifest.at("native")) {
+      fail("lab merge: {} ran another scenario than {}", in, inputs.front());
+    }
+    const auto loaded = load_results((fs::path(in) / kResults).string());
+    if (loaded.torn) fmt::print("lab merge: {}: dropped a torn last line\n", in);
+    for (const auto& r : loaded.records) {
+      const auto id = r["id"].get<std::string>();
+      if (const auto [it, fresh] = seen.emplace(id, in); !fresh)
+        fail("lab merge: point '{}' is in both {} and {}", id, it->second, in);
+      records.push_back(r);
+    }
+  }
+  const fs::path dir(out);
+  prepare_out(dir, false);
+  // The points in matrix order, whichever shard ran them.
+  std::sort(records.begin(), records.end(),
+            [](const auto& a, const auto& b) { return a.value("index", 0u) < b.value("index", 0u); });
+  manifest["shard"] = "1/1";
+  manifest["command"] = command;
+  manifest["merged_from"] = inputs;
+  write_text(dir / kManifest, manifest.dump(2) + "\n");
+  {
+    ResultsLog log((dir / kResults).string(), LoadedResults{});
+    for (const auto& r : records) log.append(r);
+  }
+  const auto total = expand(effective_scenario(manifest)).size();
+  fmt::print("lab merge: {} points from {} directories into {} ({} of {} in the matrix)\n", records.size(),
+             inputs.size(), out, records.size(), total);
+  write_outputs(out);
+  return 0;
+}
+
+}  // namespace lockvisor::lab

@@ -1,0 +1,46 @@
+// The points of a scenario: the product of its axes, times the repeats.
+//
+// Order: repeats outermost, then the axes in the order the scenario gives
+// them (the last varies fastest). A lab stopped half-way has therefore run
+// the whole matrix a few times rather than some points five times, and drift
+// in the machine hits every lock alike.
+//
+// A point's id is its key (axis=label for every axis, in axis order, joined
+// by ',') plus "#r<repeat>": the same scenario always gives the same ids, so
+// ids survive a restart (--resume), a shard split and a merge.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vmm/lab/scenario.h"
+#include "vmm/lab/settings.h"
+
+namespace lockvisor::lab {
+
+struct Point {
+  std::size_t index = 0;  // position in the whole matrix
+  std::string key;        // "lock=ticket,placement=2:1"
+  unsigned repeat = 0;
+  std::string id;         // key + "#r" + repeat
+  std::vector<std::pair<std::string, std::string>> labels;  // axis -> label
+  SettingValues settings;                                   // fixed, then each axis value's
+};
+
+std::vector<Point> expand(const Scenario& s);
+
+// "I/N" with 1 <= I <= N: shard I of N. Throws a usage Error otherwise.
+struct Shard {
+  unsigned index = 1;
+  unsigned count = 1;
+};
+Shard parse_shard(const std::string& text);
+
+// The points of shard I/N: every point whose matrix index % N == I - 1, so
+// each shard gets a share of every lock and repeat.
+std::vector<Point> shard_points(const std::vector<Point>& all, Shard shard);
+
+// FNV-1a 64: a short stable name for files made per point and a seed.
+std::uint64_t fnv1a(const std::string& text);
+
+}  // namespace lockvisor::lab

@@ -1,0 +1,65 @@
+#include "vmm/lab/metrics.h"
+
+#include "vmm/util/error.h"
+
+namespace lockvisor::lab {
+namespace {
+
+// clang-format off
+constexpr Metric kMetrics[] = {
+  {"ops_per_sec",     "/ops_per_sec",        nullptr,      1,    "acquisitions/s",           true},
+  {"jain",            "/fairness/jain",      nullptr,      1,    "Jain index over per-CPU ops", true},
+  {"cv",              "/fairness/cv",        nullptr,      1,    "cv of per-CPU ops",        false},
+  {"latency_p50_ns",  "/latency_ns/p50",     nullptr,      1,    "ns",                       false},
+  {"latency_p99_ns",  "/latency_ns/p99",     nullptr,      1,    "ns",                       false},
+  {"latency_p999_ns", "/latency_ns/p999",    nullptr,      1,    "ns",                       false},
+  {"latency_max_ns",  "/latency_ns/max",     nullptr,      1,    "ns",                       false},
+  {"cpu_s_per_mop",   "/cpu_seconds",        "/ops_total", 1e6,  "CPU s per 10^6 acquisitions", false},
+  {"steal_ms",        "/steal_ns",           nullptr,      1e-6, "ms runnable but not running", false},
+  {"halts",           "/vmm/halts",          nullptr,      1,    "PV halts (VMM)",           false},
+  {"kicks",           "/vmm/kicks",          nullptr,      1,    "PV kicks (VMM)",           false},
+  {"kicks_dropped",   "/vmm/kicks_dropped",  nullptr,      1,    "lossy kicks dropped (VMM)", false},
+};
+// clang-format on
+
+double number_at(const nlohmann::json& report, const char* pointer, const std::string& id, bool& null) {
+  const nlohmann::json::json_pointer ptr(pointer);
+  // A parent that is null (e.g. "vmm" of a native run) makes the metric n/a.
+  for (auto parent = ptr.parent_pointer(); !parent.empty(); parent = parent.parent_pointer())
+    if (report.contains(parent) && report.at(parent).is_null()) {
+      null = true;
+      return 0;
+    }
+  if (!report.contains(ptr)) fail("point {}: its run report has no '{}' (was the metric renamed?)", id, pointer);
+  const auto& v = report.at(ptr);
+  if (v.is_null()) {
+    null = true;
+    return 0;
+  }
+  if (!v.is_number()) fail("point {}: '{}' in its run report is not a number", id, pointer);
+  return v.get<double>();
+}
+
+}  // namespace
+
+std::span<const Metric> metrics() { return kMetrics; }
+
+const Metric* find_metric(const std::string& name) {
+  for (const auto& m : kMetrics)
+    if (name == m.name) return &m;
+  return nullptr;
+}
+
+std::optional<double> read_metric(const Metric& m, const nlohmann::json& report, const std::string& id) {
+  bool null = false;
+  double value = number_at(report, m.pointer, id, null);
+  if (m.per != nullptr) {
+    const double per = number_at(report, m.per, id, null);
+    if (per == 0) return std::nullopt;
+    value /= per;
+  }
+  if (null) return std::nullopt;
+  return value * m.scale;
+}
+
+}  // namespace lockvisor::lab

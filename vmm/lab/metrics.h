@@ -1,0 +1,33 @@
+// The numbers the lab summarises, read from each run's JSON report by name.
+// A key missing from a completed run is an error naming the key and the
+// point (a renamed counter must not read as 0); a key that is present but
+// null means "not applicable" (e.g. VMM counters of a native run).
+//
+// ADDING A METRIC COLUMN = one row in kMetrics (metrics.cpp).
+#pragma once
+#include <optional>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace lockvisor::lab {
+
+struct Metric {
+  const char* name;     // column in summary.csv
+  const char* pointer;  // JSON pointer into the run report
+  const char* per;      // optional divisor (JSON pointer), else nullptr
+  double scale;         // value = scale * report[pointer] (/ report[per])
+  const char* unit;
+  bool higher_is_better;
+};
+
+std::span<const Metric> metrics();
+const Metric* find_metric(const std::string& name);
+
+// The metric's value in one run's report; nullopt when it is null (not
+// applicable) or its divisor is 0. Throws a usage lockvisor::Error naming
+// the key and `id` when the key is missing or not a number.
+std::optional<double> read_metric(const Metric& m, const nlohmann::json& report, const std::string& id);
+
+}  // namespace lockvisor::lab

@@ -1,0 +1,136 @@
+#include "vmm/lab/report.h"
+
+#include <sys/utsname.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "vmm/host/cpu_set.h"
+#include "vmm/kvm/kvm_system.h"
+
+namespace lockvisor::lab {
+namespace {
+
+std::string cpuinfo_field(const std::string& name) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name, 0) == 0 && line.find(':') != std::string::npos) {
+      const auto colon = line.find(':');
+      if (line.substr(0, colon).find_last_not_of(" \t") + 1 != name.size()) continue;
+      auto value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(' '));
+      return value;
+    }
+  return "unknown";
+}
+
+std::string best_lock_lines(const Summary& summary) {
+  // Per placement and other settings (all axes but lock), the lock with the
+  // highest median throughput, and how far ahead of the runner-up it is.
+  std::map<std::string, std::vector<const PointSummary*>> groups;
+  for (const auto& p : summary.points) {
+    std::string group;
+    for (const auto& [a, l] : p.labels)
+      if (a != "lock") group += (group.empty() ? "" : ",") + a + "=" + l;
+    groups[group.empty() ? "(all)" : group].push_back(&p);
+  }
+  std::string out;
+  for (const auto& [group, points] : groups) {
+    const PointSummary* best = nullptr;
+    const PointSummary* second = nullptr;
+    auto tput = [](const PointSummary* p) {
+      const auto it = p->estimates.find("ops_per_sec");
+      return it == p->estimates.end() ? -1.0 : it->second.median;
+    };
+    for (const auto* p : points) {
+      if (tput(p) < 0) continue;
+      if (!best || tput(p) > tput(best)) {
+        second = best;
+        best = p;
+      } else if (!second || tput(p) > tput(second)) {
+        second = p;
+      }
+    }
+    if (!best) continue;
+    auto lock = [](const PointSummary* p) {
+      const auto* l = lookup(p->settings, "lock");
+      return l ? *l : std::string("?");
+    };
+    if (!second) {
+      out += fmt::format("| {} | {} | {:.0f} | | |\n", group, lock(best), tput(best));
+      continue;
+    }
+    const auto ratio = bootstrap_ratio(best->values.at("ops_per_sec"), second->values.at("ops_per_sec"),
+                                       fnv1a(best->key + second->key));
+    out += fmt::format("| {} | {} | {:.0f} | {} | {:.2f}x [{:.2f}, {:.2f}]{} |\n", group, lock(best), tput(best),
+                       lock(second), ratio.median, ratio.lo, ratio.hi,
+                       ratio.lo > 1 ? "" : " (within the spread)");
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json machine_description() {
+  utsname uts{};
+  ::uname(&uts);
+  std::string kvm_kind;
+  try {
+    kvm_kind = kvm::backend_name(kvm::detect_backend());
+  } catch (const std::exception& e) {
+    kvm_kind = std::string("unavailable: ") + e.what();
+  }
+  return {{"cpu_vendor", cpuinfo_field("vendor_id")},
+          {"cpu_family", cpuinfo_field("cpu family")},
+          {"cpu_model", cpuinfo_field("model")},
+          {"cpu_stepping", cpuinfo_field("stepping")},
+          {"cpu_model_name", cpuinfo_field("model name")},
+          {"host_cpus", host::host_cpu_count()},
+          {"allowed_cpus", host::format_cpu_list(host::allowed_cpus())},
+          {"kernel", uts.release},
+          {"kvm", kvm_kind}};
+}
+
+std::string report_markdown(const Scenario& s, const Summary& summary, const nlohmann::json& manifest,
+                            const std::string& plots_note) {
+  const auto& m = manifest.at("machine");
+  std::string out = fmt::format("# {}\n\n{}\n\n", s.title, s.description);
+  out += "## Verdicts against the seeds\n\n";
+  if (summary.claims.empty()) out += "This scenario states no claims.\n";
+  for (const auto& c : summary.claims) {
+    out += fmt::format("### {}: {}\n\n- The seeds ({}): {}\n", c.verdict, c.claim->text, c.claim->source,
+                       c.claim->kind == "ratio"
+                           ? fmt::format("expect {} ({} of {} vs {})", c.claim->expect, c.claim->metric, c.claim->a,
+                                         c.claim->b)
+                           : fmt::format("expect {} run ending '{}'",
+                                         c.claim->expect == "some" ? "at least one" : "no", c.claim->outcome));
+    out += "- This run:\n";
+    for (const auto& f : c.findings) out += fmt::format("  - {}\n", f);
+    out += "\n";
+  }
+  out += "## Headline: the fastest lock per setting\n\n"
+         "| setting | fastest | median acq/s | runner-up | fastest / runner-up [95% CI] |\n|---|---|---|---|---|\n";
+  out += best_lock_lines(summary);
+  if (!s.platform_note.empty()) out += fmt::format("\n## The platform's part\n\n{}\n", s.platform_note);
+  out += fmt::format("\n## Plots\n\n{}\n", plots_note);
+  out += "\n## Machine and run\n\n";
+  out += fmt::format("- CPU: {} family {} model {} stepping {} (model name: {}), {} CPUs, lab used {}\n",
+                     m.value("cpu_vendor", "?"), m.value("cpu_family", "?"), m.value("cpu_model", "?"),
+                     m.value("cpu_stepping", "?"), m.value("cpu_model_name", "?"), m.value("host_cpus", 0),
+                     m.value("allowed_cpus", "?"));
+  out += fmt::format("- Host kernel: {}\n- KVM: {}\n", m.value("kernel", "?"), m.value("kvm", "?"));
+  std::string fixed;
+  for (const auto& [name, value] : s.fixed) fixed += fmt::format("{}{}={}", fixed.empty() ? "" : ", ", name, value);
+  out += fmt::format("- Settings every point shares: {}; other backend knobs at `lockvisor run`'s defaults\n",
+                     fixed.empty() ? "none" : fixed);
+  out += fmt::format("- Repeats per point: {}; results: {} runs\n", manifest.value("repeats", 0), summary.records);
+  out += fmt::format("- lockvisor version: {}\n", manifest.value("version", "?"));
+  out += fmt::format("- Command: `{}`\n", manifest.value("command", "?"));
+  out += "\nPer-point medians and intervals: summary.md and summary.csv; every run: results.jsonl; each run's output: "
+         "logs/.\n";
+  return out;
+}
+
+}  // namespace lockvisor::lab

@@ -1,0 +1,23 @@
+// report.md: what a person choosing a lock strategy reads. Per claim of the
+// scenario (the seeds' words), what this run measured and a verdict; the
+// best lock per placement; the machine (CPU vendor/family/model/stepping,
+// host kernel, KVM kind), backend settings, lockvisor version and the exact
+// command, so the numbers can be reproduced or discounted.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "vmm/lab/scenario.h"
+#include "vmm/lab/summary.h"
+
+namespace lockvisor::lab {
+
+// The machine, as the report shows it: vendor, family/model/stepping
+// (model names are masked on these hosts), kernel, KVM kind, CPUs.
+nlohmann::json machine_description();
+
+std::string report_markdown(const Scenario& s, const Summary& summary, const nlohmann::json& manifest,
+                            const std::string& plots_note);
+
+}  // namespace lockvisor::lab

@@ -1,0 +1,232 @@
+#include "vmm/lab/scenario.h"
+
+#include <toml++/toml.h>
+
+#include <set>
+#include <sstream>
+
+#include "vmm/util/error.h"
+
+namespace lockvisor::lab {
+namespace {
+
+std::string where_of(const toml::node& node, const std::string& origin) {
+  const auto& src = node.source();
+  return src.begin.line ? fmt::format("{}:{}", origin, src.begin.line) : origin;
+}
+
+// A TOML scalar as the text a `lockvisor run` option takes.
+std::string scalar_text(const toml::node& node, const std::string& what, const std::string& origin) {
+  if (auto s = node.value_exact<std::string>()) return *s;
+  if (auto i = node.value_exact<std::int64_t>()) {
+    if (*i < 0) fail("{}: {} = {}: must not be negative", where_of(node, origin), what, *i);
+    return std::to_string(*i);
+  }
+  if (auto d = node.value_exact<double>()) return fmt::format("{}", *d);
+  if (auto b = node.value_exact<bool>()) return *b ? "true" : "false";
+  fail("{}: {}: expected a string, number or boolean", where_of(node, origin), what);
+}
+
+void check_setting_value(const Setting& s, const std::string& value, const toml::node& node, const std::string& origin) {
+  if (s.flag && value != "true" && value != "false")
+    fail("{}: {} = {}: expected true or false", where_of(node, origin), s.name, value);
+}
+
+const Setting& known_setting(const std::string& name, const toml::node& node, const std::string& origin) {
+  const Setting* s = find_setting(name);
+  if (s == nullptr) {
+    std::string names;
+    for (const auto& k : settings()) names += (names.empty() ? "" : ", ") + std::string(k.name);
+    fail("{}: unknown setting '{}' (settings: {})", where_of(node, origin), name, names);
+  }
+  return *s;
+}
+
+std::string required_string(const toml::table& t, const char* key, const std::string& what, const std::string& origin) {
+  const auto* node = t.get(key);
+  if (node == nullptr) fail("{}: {} needs '{}'", where_of(t, origin), what, key);
+  auto s = node->value_exact<std::string>();
+  if (!s) fail("{}: {}.{}: expected a string", where_of(*node, origin), what, key);
+  return *s;
+}
+
+std::string optional_string(const toml::table& t, const char* key, const std::string& what, const std::string& origin,
+                            std::string fallback = {}) {
+  if (t.get(key) == nullptr) return fallback;
+  return required_string(t, key, what, origin);
+}
+
+Axis parse_axis(const toml::table& t, const std::string& origin) {
+  Axis axis;
+  axis.name = required_string(t, "name", "[[axis]]", origin);
+  const auto* values = t.get_as<toml::array>("values");
+  if (values == nullptr || values->empty()) fail("{}: axis '{}' needs a non-empty 'values' array", where_of(t, origin), axis.name);
+  const Setting* plain = find_setting(axis.name);
+  std::set<std::string> labels;
+  for (const auto& v : *values) {
+    AxisValue value;
+    if (const auto* table = v.as_table()) {
+      value.label = required_string(*table, "label", fmt::format("axis '{}' value", axis.name), origin);
+      for (const auto& [key, node] : *table) {
+        const std::string name(key.str());
+        if (name == "label") continue;
+        const Setting& s = known_setting(name, node, origin);
+        const auto text = scalar_text(node, name, origin);
+        check_setting_value(s, text, node, origin);
+        assign(value.settings, s.name, text);
+      }
+      if (value.settings.empty()) fail("{}: axis '{}' value '{}' sets nothing", where_of(v, origin), axis.name, value.label);
+    } else {
+      if (plain == nullptr)
+        fail("{}: axis '{}' is not a setting: its values must be tables with a label and settings", where_of(v, origin),
+             axis.name);
+      value.label = scalar_text(v, axis.name, origin);
+      check_setting_value(*plain, value.label, v, origin);
+      assign(value.settings, plain->name, value.label);
+    }
+    if (value.label.empty() || value.label.find_first_of(" ,=#\n") != std::string::npos)
+      fail("{}: axis '{}' label '{}': must be non-empty without spaces, ',', '=' or '#'", where_of(v, origin), axis.name,
+           value.label);
+    if (!labels.insert(value.label).second)
+      fail("{}: axis '{}' has the value '{}' twice", where_of(v, origin), axis.name, value.label);
+    axis.values.push_back(std::move(value));
+  }
+  return axis;
+}
+
+Claim parse_claim(const toml::table& t, const std::string& origin) {
+  Claim c;
+  c.text = required_string(t, "text", "[[claim]]", origin);
+  c.source = optional_string(t, "source", "[[claim]]", origin);
+  c.kind = optional_string(t, "kind", "[[claim]]", origin, "ratio");
+  c.expect = required_string(t, "expect", "[[claim]]", origin);
+  if (const auto* where = t.get("where")) {
+    const auto* table = where->as_table();
+    if (table == nullptr) fail("{}: claim 'where' must be a table of axis = label", where_of(*where, origin));
+    for (const auto& [key, node] : *table) {
+      const std::string axis(key.str());
+      if (const auto* list = node.as_array()) {
+        for (const auto& label : *list) c.where[axis].push_back(scalar_text(label, axis, origin));
+        if (list->empty()) fail("{}: claim where.{}: an empty list matches nothing", where_of(node, origin), axis);
+      } else {
+        c.where[axis].push_back(scalar_text(node, axis, origin));
+      }
+    }
+  }
+  if (c.kind == "ratio") {
+    c.metric = optional_string(t, "metric", "[[claim]]", origin, c.metric);
+    c.axis = optional_string(t, "axis", "[[claim]]", origin, c.axis);
+    c.a = required_string(t, "a", "[[claim]]", origin);
+    c.b = required_string(t, "b", "[[claim]]", origin);
+    if (c.expect != "a>b" && c.expect != "a<b" && c.expect != "a~b")
+      fail("{}: claim expect '{}': a>b, a<b or a~b for a ratio claim", where_of(t, origin), c.expect);
+  } else if (c.kind == "outcome") {
+    c.outcome = required_string(t, "outcome", "[[claim]]", origin);
+    if (c.expect != "some" && c.expect != "none")
+      fail("{}: claim expect '{}': some or none for an outcome claim", where_of(t, origin), c.expect);
+  } else {
+    fail("{}: claim kind '{}': ratio or outcome", where_of(t, origin), c.kind);
+  }
+  return c;
+}
+
+const Axis* find_axis(const Scenario& s, const std::string& name) {
+  for (const auto& a : s.axes)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+bool has_label(const Axis& axis, const std::string& label) {
+  for (const auto& v : axis.values)
+    if (v.label == label) return true;
+  return false;
+}
+
+// Claims name axes and labels; a typo would otherwise make a claim match nothing.
+void check_claims(const Scenario& s, const std::string& origin) {
+  for (const auto& c : s.claims) {
+    for (const auto& [axis, labels] : c.where) {
+      const Axis* a = find_axis(s, axis);
+      if (a == nullptr) fail("{}: claim '{}': where names no axis '{}'", origin, c.text, axis);
+      for (const auto& label : labels)
+        if (!has_label(*a, label)) fail("{}: claim '{}': axis '{}' has no value '{}'", origin, c.text, axis, label);
+    }
+    if (c.kind == "ratio") {
+      const Axis* a = find_axis(s, c.axis);
+      if (a == nullptr) fail("{}: claim '{}': no axis '{}'", origin, c.text, c.axis);
+      for (const auto* v : {&c.a, &c.b})
+        if (!has_label(*a, *v)) fail("{}: claim '{}': axis '{}' has no value '{}'", origin, c.text, c.axis, *v);
+    }
+  }
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& origin) {
+  toml::table root;
+  try {
+    root = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    fail("{}:{}: {}", origin, e.source().begin.line, e.description());
+  }
+  Scenario s;
+  static const std::set<std::string> kKeys = {"name", "title", "description", "platform_note", "repeats",
+                                              "native", "fixed", "axis", "claim"};
+  for (const auto& [key, node] : root)
+    if (!kKeys.count(std::string(key.str())))
+      fail("{}: unknown key '{}' (keys: name, title, description, platform_note, repeats, native, [fixed], [[axis]], "
+           "[[claim]])",
+           where_of(node, origin), key.str());
+  s.name = required_string(root, "name", "the scenario", origin);
+  s.title = optional_string(root, "title", "the scenario", origin, s.name);
+  s.description = optional_string(root, "description", "the scenario", origin);
+  s.platform_note = optional_string(root, "platform_note", "the scenario", origin);
+  if (const auto* node = root.get("repeats")) {
+    auto r = node->value_exact<std::int64_t>();
+    if (!r || *r < 1 || *r > 1000) fail("{}: repeats: an integer 1..1000", where_of(*node, origin));
+    s.repeats = static_cast<unsigned>(*r);
+  }
+  if (const auto* node = root.get("native")) {
+    auto b = node->value_exact<bool>();
+    if (!b) fail("{}: native: true or false", where_of(*node, origin));
+    s.native = *b;
+  }
+  if (const auto* node = root.get("fixed")) {
+    const auto* table = node->as_table();
+    if (table == nullptr) fail("{}: fixed: expected a table [fixed]", where_of(*node, origin));
+    for (const auto& [key, value] : *table) {
+      const Setting& setting = known_setting(std::string(key.str()), value, origin);
+      const auto text = scalar_text(value, setting.name, origin);
+      check_setting_value(setting, text, value, origin);
+      assign(s.fixed, setting.name, text);
+    }
+  }
+  if (const auto* node = root.get("axis")) {
+    const auto* array = node->as_array();
+    if (array == nullptr || !array->is_array_of_tables()) fail("{}: axis: expected [[axis]] tables", where_of(*node, origin));
+    std::set<std::string> names;
+    for (const auto& a : *array) {
+      auto axis = parse_axis(*a.as_table(), origin);
+      if (!names.insert(axis.name).second) fail("{}: axis '{}' appears twice", where_of(a, origin), axis.name);
+      s.axes.push_back(std::move(axis));
+    }
+  }
+  if (s.axes.empty()) fail("{}: the scenario has no [[axis]]", origin);
+  if (const auto* node = root.get("claim")) {
+    const auto* array = node->as_array();
+    if (array == nullptr || !array->is_array_of_tables()) fail("{}: claim: expected [[claim]] tables", where_of(*node, origin));
+    for (const auto& c : *array) s.claims.push_back(parse_claim(*c.as_table(), origin));
+  }
+  if (s.native) add_native_twins(s);  // before the claims, which may name its axis
+  check_claims(s, origin);
+  return s;
+}
+
+void add_native_twins(Scenario& s) {
+  for (const auto& a : s.axes)
+    if (a.name == "mode") return;  // the scenario has its own
+  Axis mode{"mode", {{"guest", {{"native", "false"}}}, {"native", {{"native", "true"}}}}};
+  s.axes.push_back(std::move(mode));
+}
+
+}  // namespace lockvisor::lab

@@ -1,0 +1,66 @@
+// A lab scenario: settings every point shares, the axes whose product is the
+// matrix, the repeat count, and the claims from the seeds that the report
+// checks this run's numbers against. Read from TOML (docs/lab-example.toml
+// is the annotated reference; the presets are the same format).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "vmm/lab/settings.h"
+
+namespace lockvisor::lab {
+
+// One value of an axis: a label (what tables and ids show) and the settings
+// it makes. A plain axis (`lock = [...]`) has one setting per value, named
+// like the axis; a composite one (`placement`) sets several at once.
+struct AxisValue {
+  std::string label;
+  SettingValues settings;
+};
+
+struct Axis {
+  std::string name;
+  std::vector<AxisValue> values;
+};
+
+// A claim from the seeds, checked against the summary.
+//   `where` names an axis and a label (or a list of labels) per entry.
+//   ratio:   metric(a) / metric(b) along `axis`, at the points matching `where`;
+//            expect "a>b", "a<b" or "a~b" (no difference beyond the spread).
+//   outcome: the share of runs matching `where` that ended with `outcome`;
+//            expect "some" (at least one) or "none".
+struct Claim {
+  std::string source;  // where the seeds say it, e.g. "seed 000, section 3.7"
+  std::string text;    // what they say
+  std::string kind = "ratio";
+  std::string metric = "ops_per_sec";
+  std::string axis = "lock";
+  std::string a, b;
+  std::string outcome;
+  std::map<std::string, std::vector<std::string>> where;  // axis name -> any of these labels
+  std::string expect;
+};
+
+struct Scenario {
+  std::string name;
+  std::string title;
+  std::string description;
+  std::string platform_note;  // what the platform (PVM, hardware KVM) contributes, for the report
+  unsigned repeats = 5;
+  bool native = false;  // native twins of every point
+  SettingValues fixed;
+  std::vector<Axis> axes;
+  std::vector<Claim> claims;
+};
+
+inline constexpr unsigned kDefaultRepeats = 5;
+
+// Parses a scenario; `origin` names it in messages (a file name, "preset quick").
+// Throws a usage lockvisor::Error with one line: the place and what is wrong.
+Scenario parse_scenario(const std::string& text, const std::string& origin);
+
+// Adds the "mode" axis (guest, native) that makes native twins, innermost.
+void add_native_twins(Scenario& s);
+
+}  // namespace lockvisor::lab

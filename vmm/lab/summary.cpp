@@ -1,0 +1,226 @@
+#include "vmm/lab/summary.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "vmm/host/cpu_set.h"
+#include "vmm/lab/metrics.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::lab {
+namespace {
+
+bool sets_placement(const Axis& axis) {
+  for (const auto& v : axis.values)
+    if (lookup(v.settings, "vcpus") || lookup(v.settings, "pcpus")) return true;
+  return false;
+}
+
+double overcommit_of(const SettingValues& settings, unsigned host_cpus) {
+  const std::string* vcpus = lookup(settings, "vcpus");
+  const std::string* pcpus = lookup(settings, "pcpus");
+  const double v = vcpus ? std::stod(*vcpus) : 1.0;
+  const double p = pcpus ? static_cast<double>(host::parse_cpu_list(*pcpus).size()) : host_cpus;
+  return p > 0 ? v / p : v;
+}
+
+std::string fmt_num(double v) {
+  if (v == 0) return "0";
+  const double a = std::abs(v);
+  if (a >= 1e6) return fmt::format("{:.3g}", v);
+  if (a >= 100) return fmt::format("{:.0f}", v);
+  if (a >= 1) return fmt::format("{:.2f}", v);
+  return fmt::format("{:.3f}", v);
+}
+
+std::string outcomes_text(const std::map<std::string, unsigned>& outcomes) {
+  std::string text;
+  for (const auto& [name, n] : outcomes) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", n, name);
+  return text;
+}
+
+bool matches(const PointSummary& p, const std::map<std::string, std::vector<std::string>>& where) {
+  for (const auto& [axis, labels] : where) {
+    bool ok = false;
+    for (const auto& [a, l] : p.labels) ok = ok || (a == axis && std::find(labels.begin(), labels.end(), l) != labels.end());
+    if (!ok) return false;
+  }
+  return true;
+}
+
+const std::string& label_of(const PointSummary& p, const std::string& axis) {
+  static const std::string none;
+  for (const auto& [a, l] : p.labels)
+    if (a == axis) return l;
+  return none;
+}
+
+// The key without one axis: the points that differ only along it.
+std::string key_without(const PointSummary& p, const std::string& axis) {
+  std::string key;
+  for (const auto& [a, l] : p.labels)
+    if (a != axis) key += (key.empty() ? "" : ",") + a + "=" + l;
+  return key.empty() ? "(all)" : key;
+}
+
+ClaimResult check_ratio(const Claim& c, const Summary& s) {
+  ClaimResult result{&c, {}, "no data"};
+  std::map<std::string, std::pair<const PointSummary*, const PointSummary*>> groups;
+  for (const auto& p : s.points) {
+    if (!matches(p, c.where)) continue;
+    const auto& label = label_of(p, c.axis);
+    if (label == c.a) groups[key_without(p, c.axis)].first = &p;
+    if (label == c.b) groups[key_without(p, c.axis)].second = &p;
+  }
+  unsigned agree = 0, contradict = 0, compared = 0;
+  for (const auto& [group, pair] : groups) {
+    if (!pair.first || !pair.second) continue;
+    const auto ia = pair.first->values.find(c.metric), ib = pair.second->values.find(c.metric);
+    if (ia == pair.first->values.end() || ib == pair.second->values.end() || ia->second.empty() || ib->second.empty()) {
+      result.findings.push_back(fmt::format("{}: no completed runs of both", group));
+      continue;
+    }
+    const auto r = bootstrap_ratio(ia->second, ib->second, fnv1a(c.text + group));
+    const std::string verdict = ratio_verdict(r);
+    ++compared;
+    agree += verdict == c.expect;
+    contradict += verdict != c.expect && (c.expect == "a~b" || verdict != "a~b");
+    result.findings.push_back(fmt::format("{}: {}/{} {} = {} [95% CI {}, {}] ({} vs {} runs): {}", group, c.a, c.b,
+                                          c.metric, fmt_num(r.median), fmt_num(r.lo), fmt_num(r.hi), ia->second.size(),
+                                          ib->second.size(),
+                                          verdict == std::string("a~b") ? "within the spread"
+                                                                        : (verdict == std::string("a>b")
+                                                                               ? c.a + " higher, beyond the spread"
+                                                                               : c.a + " lower, beyond the spread")));
+  }
+  if (compared == 0) return result;
+  result.verdict = contradict ? "contradicted" : (agree == compared ? "holds" : "not beyond the spread");
+  return result;
+}
+
+ClaimResult check_outcome(const Claim& c, const Summary& s) {
+  ClaimResult result{&c, {}, "no data"};
+  unsigned runs = 0, hits = 0;
+  for (const auto& p : s.points) {
+    if (!matches(p, c.where)) continue;
+    runs += static_cast<unsigned>(p.runs);
+    const auto it = p.outcomes.find(c.outcome);
+    const unsigned n = it == p.outcomes.end() ? 0 : it->second;
+    hits += n;
+    result.findings.push_back(fmt::format("{}: {} of {} runs ended '{}'", p.key, n, p.runs, c.outcome));
+  }
+  if (runs == 0) return result;
+  if (c.expect == "some") result.verdict = hits > 0 ? "holds" : "not seen";
+  else result.verdict = hits == 0 ? "holds" : "contradicted";
+  return result;
+}
+
+}  // namespace
+
+Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records, unsigned host_cpus) {
+  Summary summary;
+  summary.records = records.size();
+  std::map<std::string, std::size_t> by_key;
+  std::set<std::string> placement_axes;
+  for (const auto& a : s.axes)
+    if (sets_placement(a)) placement_axes.insert(a.name);
+  Scenario one = s;
+  one.repeats = 1;
+  for (const auto& p : expand(one)) {
+    PointSummary ps;
+    ps.key = p.key;
+    ps.labels = p.labels;
+    ps.settings = p.settings;
+    for (const auto& [a, l] : p.labels)
+      if (!placement_axes.count(a)) ps.series += (ps.series.empty() ? "" : ",") + a + "=" + l;
+    if (ps.series.empty()) ps.series = "all";
+    ps.overcommit = overcommit_of(p.settings, host_cpus);
+    // 4 vCPUs on one CPU and 8 on two are both 4:1 but not the same
+    // experiment: a plot line per host-CPU count.
+    if (!placement_axes.empty()) {
+      const std::string* pcpus = lookup(p.settings, "pcpus");
+      const auto n = pcpus ? host::parse_cpu_list(*pcpus).size() : host_cpus;
+      ps.series += fmt::format(" ({} host CPU{})", n, n == 1 ? "" : "s");
+    }
+    by_key[p.key] = summary.points.size();
+    summary.points.push_back(std::move(ps));
+  }
+  for (const auto& r : records) {
+    const auto id = r.at("id").get<std::string>();
+    const auto key = r.contains("key") ? r["key"].get<std::string>() : id.substr(0, id.rfind('#'));
+    const auto it = by_key.find(key);
+    if (it == by_key.end()) fail("result '{}' is not a point of scenario '{}'", id, s.name);
+    auto& ps = summary.points[it->second];
+    ++ps.runs;
+    const auto outcome = r.value("outcome", std::string("unknown"));
+    ++ps.outcomes[outcome];
+    if (outcome != "completed") continue;
+    const auto& report = r.at("report");
+    if (!report.is_object()) fail("result '{}': completed but has no report", id);
+    for (const auto& m : metrics())
+      if (const auto v = read_metric(m, report, id)) ps.values[m.name].push_back(*v);
+  }
+  for (auto& ps : summary.points)
+    for (const auto& [name, values] : ps.values) ps.estimates[name] = bootstrap_median(values, fnv1a(ps.key + name));
+  for (const auto& c : s.claims) summary.claims.push_back(c.kind == "ratio" ? check_ratio(c, summary) : check_outcome(c, summary));
+  return summary;
+}
+
+std::string summary_csv(const Summary& summary) {
+  std::string out = "key,series,overcommit";
+  if (!summary.points.empty())
+    for (const auto& [axis, label] : summary.points.front().labels) out += ",axis_" + axis;
+  for (const auto* name : {"lock", "vcpus", "pcpus", "native"}) out += fmt::format(",{}", name);
+  out += ",runs,completed,outcomes";
+  for (const auto& m : metrics()) out += fmt::format(",{0}_median,{0}_lo,{0}_hi,{0}_n", m.name);
+  out += "\n";
+  auto quoted = [](const std::string& t) { return t.find_first_of(",\"") == std::string::npos ? t : "\"" + t + "\""; };
+  for (const auto& p : summary.points) {
+    out += fmt::format("{},{},{}", quoted(p.key), quoted(p.series), p.overcommit);
+    for (const auto& [axis, label] : p.labels) out += "," + quoted(label);
+    for (const auto* name : {"lock", "vcpus", "pcpus", "native"}) {
+      const std::string* v = lookup(p.settings, name);
+      out += "," + quoted(v ? *v : "");
+    }
+    const auto done = p.outcomes.count("completed") ? p.outcomes.at("completed") : 0u;
+    out += fmt::format(",{},{},{}", p.runs, done, quoted(outcomes_text(p.outcomes)));
+    for (const auto& m : metrics()) {
+      const auto it = p.estimates.find(m.name);
+      if (it == p.estimates.end()) out += ",,,,0";
+      else out += fmt::format(",{},{},{},{}", it->second.median, it->second.lo, it->second.hi, it->second.n);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string summary_markdown(const Scenario& s, const Summary& summary) {
+  std::string out = fmt::format("# Lab summary: {}\n\n{}\n\n", s.title, s.description);
+  out += fmt::format("{} results. Medians over the completed runs of each point, with the 95% bootstrap "
+                     "confidence interval of the median in brackets ({} resamples, seeded: reproducible).\n\n",
+                     summary.records, kResamples);
+  out += "| point | runs | outcomes | throughput (acq/s) | Jain | p99 latency (ns) | CPU s per 10^6 acq | halts | kicks |\n";
+  out += "|---|---|---|---|---|---|---|---|---|\n";
+  auto cell = [](const PointSummary& p, const char* metric) -> std::string {
+    const auto it = p.estimates.find(metric);
+    if (it == p.estimates.end()) return "n/a";
+    const auto& e = it->second;
+    return e.n > 1 ? fmt::format("{} [{}, {}]", fmt_num(e.median), fmt_num(e.lo), fmt_num(e.hi)) : fmt_num(e.median);
+  };
+  for (const auto& p : summary.points)
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.key, p.runs, outcomes_text(p.outcomes),
+                       cell(p, "ops_per_sec"), cell(p, "jain"), cell(p, "latency_p99_ns"), cell(p, "cpu_s_per_mop"),
+                       cell(p, "halts"), cell(p, "kicks"));
+  if (!summary.claims.empty()) {
+    out += "\n## Comparisons\n\n";
+    for (const auto& c : summary.claims) {
+      out += fmt::format("- **{}** ({}): {}\n", c.verdict, c.claim->source, c.claim->text);
+      for (const auto& f : c.findings) out += fmt::format("  - {}\n", f);
+    }
+  }
+  return out;
+}
+
+}  // namespace lockvisor::lab
