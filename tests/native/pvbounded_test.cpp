@@ -127,6 +127,23 @@ TEST(PvBounded, NoStealIsClearedOnlyByTheHeadsAcquisition) {
   EXPECT_EQ(HeadEnv::stats().timeouts, 0u);
 }
 
+// Without PV wait/kick the lock must neither halt nor kick (its registry
+// trait is needs_pv = false) and still exclude, with reservations happening.
+using NoPvEnv = NativeEnvT<43, /*kPv=*/false>;
+
+TEST(PvBounded, SpinsOnlyWithoutPvAndStillExcludes) {
+  NoPvEnv::reset();
+  TuningScope tuning(/*bound_us=*/20);
+  locks::PvBoundedLock<NoPvEnv> lock{};
+  const StressResult r = stress<locks::PvBoundedLock<NoPvEnv>, NoPvEnv>(lock, 4, scaled(15000));
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.total, 4 * scaled(15000));
+  EXPECT_EQ(NoPvEnv::stats().waits, 0u) << "halted without PV";
+  EXPECT_EQ(NoPvEnv::stats().kicks_sent, 0u) << "kicked without PV";
+  std::printf("[ no-pv    ] %.3f s, reservations %llu\n", r.seconds,
+              static_cast<unsigned long long>(NoPvEnv::event_total(LockEvent::pv_no_steal)));
+}
+
 // ---- the bound --------------------------------------------------------------
 
 struct WaitResult {
