@@ -212,7 +212,14 @@ TEST(PvBounded, NoWaiterWaitsMuchLongerThanTWhileTheHolderReacquires) {
   // more often than once per margin.
   EXPECT_GT(b.waiter_acquisitions, static_cast<u64>(kRunMs / kMarginMs) * 4);
   EXPECT_GT(b.hog_acquisitions, 0u);
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer serialises the atomics and stretches every wait (a
+  // 170 ms worst wait was seen, and TAS stopped starving): the time bound is
+  // checked in the plain build only; here the run checks the races.
+  (void)kMarginMs;
+#else
   EXPECT_LE(b.max_wait_ms, kBoundUs / 1000.0 + kMarginMs) << "a pvbounded waiter waited past T + margin";
+#endif
 }
 
 }  // namespace
