@@ -127,6 +127,23 @@ TEST(PvBounded, NoStealIsClearedOnlyByTheHeadsAcquisition) {
   EXPECT_EQ(HeadEnv::stats().timeouts, 0u);
 }
 
+// Without PV wait/kick the lock must neither halt nor kick (its registry
+// trait is needs_pv = false) and still exclude, with reservations happening.
+using NoPvEnv = NativeEnvT<43, /*kPv=*/false>;
+
+TEST(PvBounded, SpinsOnlyWithoutPvAndStillExcludes) {
+  NoPvEnv::reset();
+  TuningScope tuning(/*bound_us=*/20);
+  locks::PvBoundedLock<NoPvEnv> lock{};
+  const StressResult r = stress<locks::PvBoundedLock<NoPvEnv>, NoPvEnv>(lock, 4, scaled(15000));
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.total, 4 * scaled(15000));
+  EXPECT_EQ(NoPvEnv::stats().waits, 0u) << "halted without PV";
+  EXPECT_EQ(NoPvEnv::stats().kicks_sent, 0u) << "kicked without PV";
+  std::printf("[ no-pv    ] %.3f s, reservations %llu\n", r.seconds,
+              static_cast<unsigned long long>(NoPvEnv::event_total(LockEvent::pv_no_steal)));
+}
+
 // ---- the bound --------------------------------------------------------------
 
 struct WaitResult {
@@ -195,7 +212,14 @@ TEST(PvBounded, NoWaiterWaitsMuchLongerThanTWhileTheHolderReacquires) {
   // more often than once per margin.
   EXPECT_GT(b.waiter_acquisitions, static_cast<u64>(kRunMs / kMarginMs) * 4);
   EXPECT_GT(b.hog_acquisitions, 0u);
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer serialises the atomics and stretches every wait (a
+  // 170 ms worst wait was seen, and TAS stopped starving): the time bound is
+  // checked in the plain build only; here the run checks the races.
+  (void)kMarginMs;
+#else
   EXPECT_LE(b.max_wait_ms, kBoundUs / 1000.0 + kMarginMs) << "a pvbounded waiter waited past T + margin";
+#endif
 }
 
 }  // namespace
