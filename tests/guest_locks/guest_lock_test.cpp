@@ -13,6 +13,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/machine.h"
+#include "vmm/util/error.h"
 
 namespace lockvisor {
 namespace {
@@ -110,6 +111,28 @@ TEST(GuestLockControl, BustedLockViolationsAreDetected) {
   std::uint64_t violations = 0;
   for (const auto& s : lockstat::workload_stats_from(run)) violations += s.violations;
   EXPECT_GT(violations, 0u);
+}
+
+// The lock programs take their parameters only from BootInfo::workload: a
+// run without the record fails with one clear guest report, not with
+// defaults; text arguments are not read.
+TEST(GuestLockControl, NoBinaryParametersIsAClearGuestFailure) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  machine::MachineConfig config;
+  config.vcpus = 2;
+  config.program = "lockbench";
+  config.args = "lock=ticket duration_ms=10";
+  const auto run = boot(*kvm, config);
+  EXPECT_EQ(run.outcome, machine::Outcome::kGuestFailed) << run.reason;
+  EXPECT_NE(run.reason.find("no workload parameters"), std::string::npos) << run.reason;
+}
+
+TEST(GuestLockControl, ParametersForAnotherVcpuCountAreRefusedBeforeBoot) {
+  machine::MachineConfig config;
+  config.vcpus = 2;
+  config.program = "lockbench";
+  test::set_workload(config, abi::WorkloadKind::kLockbench, "ticket").cpus = 3;
+  EXPECT_THROW(machine::validate_config(config), Error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, GuestLock, ::testing::ValuesIn(lock_names()), [](const auto& info) {
