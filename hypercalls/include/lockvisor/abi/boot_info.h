@@ -16,6 +16,13 @@ inline constexpr u32 kBootFlagDedicated = 1u << 2;  // vCPUs are not overcommitt
 // The run-state page at runstate_gpa is published by the host (sched_switch
 // BPF). Clear: it is a page of zeros, every vCPU reads "unknown".
 inline constexpr u32 kBootFlagRunStateLive = 1u << 3;
+// --backend kvm: KICK_CPU is KVM's own (vmcall on Intel, vmmcall on AMD,
+// executed at CPL0) and a halt is `hlt` at CPL0 with IF=0, blocked in KVM's
+// in-kernel irqchip. Clear: both are doorbells (port 0xE4) to the VMM.
+inline constexpr u32 kBootFlagKvmHypercalls = 1u << 4;
+// --guest-ring 0: the program (guest_main and everything after it) runs at
+// CPL0; the entry code does not drop to CPL3.
+inline constexpr u32 kBootFlagGuestRing0 = 1u << 5;
 
 inline constexpr u32 kProgramNameBytes = 32;
 inline constexpr u32 kProgramArgsBytes = 768;
