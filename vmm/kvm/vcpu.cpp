@@ -60,6 +60,15 @@ void Vcpu::set_mp_state(std::uint32_t state) const {
     fail_host("vCPU {}: KVM_SET_MP_STATE {}: {}", index_, state, std::strerror(errno));
 }
 
+void Vcpu::enable_local_apic() const {
+  kvm_lapic_state lapic{};
+  if (::ioctl(fd_.get(), KVM_GET_LAPIC, &lapic) != 0) fail_host("vCPU {}: KVM_GET_LAPIC: {}", index_, std::strerror(errno));
+  constexpr std::size_t kSvr = 0xF0;
+  const std::uint32_t svr = 0x1FF;  // APIC software enable, spurious vector 0xFF
+  std::memcpy(lapic.regs + kSvr, &svr, sizeof svr);
+  if (::ioctl(fd_.get(), KVM_SET_LAPIC, &lapic) != 0) fail_host("vCPU {}: KVM_SET_LAPIC: {}", index_, std::strerror(errno));
+}
+
 void enable_capability(int fd, std::uint32_t cap, std::uint64_t arg0, const char* name, const std::string& what) {
   kvm_enable_cap request{};
   request.cap = cap;

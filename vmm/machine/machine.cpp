@@ -224,7 +224,10 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
     vcpu.set_regs(boot_regs(loaded.entry, bytes, i));
     // With the in-kernel irqchip every AP starts UNINITIALIZED, waiting for
     // INIT/SIPI; lockvisor starts them all at the 64-bit entry instead.
-    if (setup.in_kernel_irqchip) vcpu.set_mp_state(KVM_MP_STATE_RUNNABLE);
+    if (setup.in_kernel_irqchip) {
+      vcpu.set_mp_state(KVM_MP_STATE_RUNNABLE);
+      vcpu.enable_local_apic();  // and KVM's APIC-ID map now includes this vCPU (kvm/vcpu.h)
+    }
     s.backend->attach_vcpu(i, vcpu.stats_fd());
     if (i == 0) {
       const int khz = ::ioctl(vcpu.fd(), KVM_GET_TSC_KHZ, 0);
