@@ -68,7 +68,7 @@ RunControl::RunControl(const MachineConfig& config, pvlock::PvBackend& backend, 
       origin_(origin),
       hypercalls_(pvlock::make_pv_hypercall_table(
           backend,
-          {config.pv_unhalt, config.backend.enforce_pv_feature_cpuid, config.sbi_pvlock, config.sbi_experimental_eid,
+          {config.pv_unhalt, config.sbi_pvlock, config.sbi_experimental_eid, config.backend.enforce_pv_feature_cpuid,
            config.sbi_kick_proposed},
           [this](std::uint64_t apic_id) { return apic_to_index(apic_id); })) {}
 

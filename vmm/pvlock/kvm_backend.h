@@ -12,6 +12,8 @@
 //                     or was woken by something else)
 //   halted        = the `blocking` statistic (1 while KVM blocks the vCPU; a
 //                   blocked vCPU has no pending kick, or KVM would not block it)
+// KVM also counts as halt_wakeup the signal that takes a vCPU out of its
+// halt when the run ends (measured: a vCPU never kicked shows 1).
 // kicks_received/coalesced have no KVM statistic and stay 0. Without the
 // `blocking` statistic (kernels before 5.16) the state is "unknown" and the
 // deadlock detector never fires.
