@@ -40,6 +40,16 @@ class Expect {
       failure_ = fmt::format("vCPU {} KVM {}: expected {}, counted {}", vcpu, stat, expected, it->second);
     return *this;
   }
+  // KVM's halt_wakeup also counts wake-ups that leave the vCPU blocked (it
+  // re-checks and sleeps again) and the end-of-run signal: a lower bound.
+  Expect& kvm_at_least(unsigned vcpu, const char* stat, std::uint64_t minimum) {
+    const auto& stats = run_.vcpus.at(vcpu).kvm;
+    const auto it = stats.find(stat);
+    if (!failure_ && it == stats.end()) failure_ = fmt::format("vCPU {}: KVM has no statistic {}", vcpu, stat);
+    if (!failure_ && it->second < minimum)
+      failure_ = fmt::format("vCPU {} KVM {}: expected at least {}, counted {}", vcpu, stat, minimum, it->second);
+    return *this;
+  }
   Expect& exits(unsigned vcpu, const char* kind, std::uint64_t expected) {
     const auto& exits = run_.vcpus.at(vcpu).exits;
     const std::uint64_t got = exits.count(kind) ? exits.at(kind) : 0;
@@ -152,7 +162,7 @@ CaseSpec kick_wakes_halted(bool kernel_halt) {
             return Expect(run)
                 .outcome(Outcome::kCompleted)
                 .kvm(0, "halt_exits", kRounds)
-                .kvm(0, "halt_wakeup", kRounds)
+                .kvm_at_least(0, "halt_wakeup", kRounds)
                 .kvm(1, "hypercalls", kRounds)
                 .exits(0, "hlt", 0)
                 .that(run.result(0, "kick_wake_cycles") && run.result(0, "kick_wake_cycles")->values.size() == kRounds,
@@ -188,7 +198,7 @@ CaseSpec sticky(bool kernel_halt, std::uint64_t kicks) {
             return Expect(run)
                 .outcome(Outcome::kCompleted)
                 .kvm(0, "halt_exits", 2)
-                .kvm(0, "halt_wakeup", 1)
+                .kvm_at_least(0, "halt_wakeup", 1)
                 .kvm(1, "hypercalls", kicks + 1)
                 .done();
           }};
@@ -318,7 +328,7 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                          .guest_cases_passed(0, 4)
                          .kvm(0, "hypercalls", 4)
                          .kvm(1, "halt_exits", 1)
-                         .kvm(1, "halt_wakeup", 1)
+                         .kvm_at_least(1, "halt_wakeup", 1)
                          .done();
                    }});
 

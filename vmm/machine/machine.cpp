@@ -431,6 +431,8 @@ RunResult Machine::run() {
   result.seconds_to_first_entry = s.control.seconds_to_first_entry();
   result.seconds_to_first_exit = s.control.seconds_to_first_exit();
   result.backend = std::string(s.backend->name());
+  result.unknown_kvm_hypercalls = s.control.hypercalls().unknown_calls(pvlock::Transport::kKvm);
+  result.unknown_sbi_calls = s.control.hypercalls().unknown_calls(pvlock::Transport::kSbi);
   result.kvm_kind = s.kvm_kind;
   result.tsc_khz = s.tsc_khz;
   result.guest_usage = s.control.usage();
