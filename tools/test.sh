@@ -50,6 +50,6 @@ if [ ! -w "${LOCKVISOR_KVM_DEVICE:-/dev/kvm}" ] || [ -d /sys/module/kvm_pvm ]; t
     $lv conformance --backend kvm --pingpong-rounds 2000 --case-timeout 120 &&
     $lv conformance --backend userspace --pingpong-rounds 2000 --case-timeout 120 &&
     $lv run --backend kvm --workload pingpong --vcpus 8 --pcpus 0 --timeout 120 &&
-    $lv run --backend kvm --guest-ring 0 --workload lockbench --lock pvqspinlock --vcpus 4 --pcpus 0 \
-      --duration 1 --timeout 120"
+    $lv run --backend kvm --guest-ring 0 --workload lockbench --lock pvticket --vcpus 8 --pcpus 0 \
+      --duration 2 --timeout 120"
 fi
