@@ -12,6 +12,16 @@
 
 namespace {
 using namespace lockvisor::abi;
+// arch/x86/entry.S reads the flags at this offset (BOOT_FLAGS_OFF).
+static_assert(__builtin_offsetof(BootInfo, flags) == 20);
+static_assert(kBootFlagGuestRing0 == 0x40);  // entry.S BOOT_FLAG_RING0
+
+// CS as loaded: its low two bits are the current privilege level.
+u64 read_cs() {
+  u64 cs;
+  asm volatile("mov %%cs, %0" : "=r"(cs));
+  return cs;
+}
 
 // What the VMM put in BootInfo must agree with what CPUID said at CPL0: a
 // mismatch means the VMM's two channels disagree, and every PV decision the
@@ -39,6 +49,8 @@ extern "C" [[noreturn]] void guest_main(const BootInfo* info, unsigned index, co
   // IOPL 0 at CPL3 on every KVM: the TSS I/O bitmap alone grants the
   // doorbells, as PVM requires (lockvisor/abi/doorbell.h).
   LV_CHECK_EQ(guest::read_rflags() & kRflagsIoplMask, 0u);
+  // The program runs in the ring the VMM asked for (--guest-ring).
+  LV_CHECK_EQ(read_cs() & 3, (info->flags & kBootFlagGuestRing0) != 0 ? 0u : 3u);
   const guest::Program* program = guest::find_program(info->program);
   if (program == nullptr)
     guest::assert_fail(__FILE__, __LINE__, guest::Text().str("unknown guest program '").str(info->program).str("'").c_str());

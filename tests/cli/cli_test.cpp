@@ -85,6 +85,10 @@ TEST(CliBadInput, UsageErrors) {
   expect_one_line_error(lockvisor("run --workload lockbench --lock pvqspinlock --no-pv"), 2, "PV_UNHALT");
   expect_one_line_error(lockvisor("run --workload lockbench --cs-lines 17"), 2, "--cs-lines");
   expect_one_line_error(lockvisor("run --workload lockbench --duration 0"), 2, "--duration");
+  expect_one_line_error(lockvisor("run --backend kvm --kick lossy"), 2, "sticky");
+  expect_one_line_error(lockvisor("run --backend kvm --kick-delay-us 5"), 2, "--kick-delay-us");
+  expect_one_line_error(lockvisor("run --guest-ring 1"), 2, "--guest-ring");
+  expect_one_line_error(lockvisor("run --backend nope"), 2, "nope");
 }
 
 TEST(CliBadInput, ImageFiles) {
@@ -317,6 +321,36 @@ TEST(CliKvm, LossyPingpongLostWakeupIsReported) {
   EXPECT_EQ(o.exit_code, 5) << o.output;
   EXPECT_NE(o.output.find("deadlock"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("kick not pending"), std::string::npos) << o.output;
+}
+
+// --backend kvm and --guest-ring 0: refused on PVM with one line and exit 2;
+// elsewhere (hardware KVM, the nested machine) they run, and the kvm backend
+// reports KVM's own statistics and the settings.
+TEST(CliKvm, KvmBackendAndGuestRing0RunOrAreRefusedOnPvm) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const std::string json = scratch("kvm-backend.json");
+  std::filesystem::remove(json);
+  const auto pingpong = lockvisor("run --backend kvm --workload pingpong --vcpus 8 --pcpus 0 --rounds 100 --json " + json);
+  const auto ring0 = lockvisor("run --guest-ring 0 --backend kvm --workload lockbench --lock pvqspinlock --vcpus 4 "
+                               "--pcpus 0 --duration 0.3");
+  if (lockvisor::kvm::detect_backend() == lockvisor::kvm::Backend::kPvm) {
+    expect_one_line_error(pingpong, 2, "--backend kvm");
+    expect_one_line_error(lockvisor("run --guest-ring 0 --workload pingpong"), 2, "--guest-ring 0");
+    expect_one_line_error(lockvisor("conformance --backend kvm"), 2, "--backend kvm");
+    return;
+  }
+  ASSERT_EQ(pingpong.exit_code, 0) << pingpong.output;
+  const auto j = read_json(json);
+  EXPECT_EQ(j["settings"]["backend"], "kvm");
+  EXPECT_EQ(j["settings"]["guest_ring"], 3);
+  std::uint64_t hypercalls = 0;
+  for (const auto& v : j["vcpus"]) {
+    hypercalls += v["kvm_stats"]["hypercalls"].get<std::uint64_t>();
+    EXPECT_EQ(v["exits"].value("hlt", 0), 0) << "a halt reached the VMM";
+  }
+  EXPECT_EQ(hypercalls, 800u);  // every hand-off is one KICK_CPU that KVM handled
+  EXPECT_EQ(ring0.exit_code, 0) << ring0.output;
 }
 
 TEST(CliKvm, OvercommittedPingpongPrintsStatistics) {

@@ -22,23 +22,30 @@ class FakeBackend final : public PvBackend {
  public:
   explicit FakeBackend(unsigned vcpus) : halted_(vcpus, false), counters_(vcpus) {}
   std::string_view name() const override { return "fake"; }
+  VmSetup vm_setup() const override { return {}; }
   KickResult kick(unsigned from, int target) override {
     kicks.emplace_back(from, target);
     return target < 0 ? KickResult::kNoSuchTarget : KickResult::kDelivered;
+  }
+  KickResult kick_if_halted(unsigned from, int target) override {
+    lossy_kicks.emplace_back(from, target);
+    return target < 0 ? KickResult::kNoSuchTarget : KickResult::kDropped;
   }
   HaltOutcome halt(unsigned) override {
     ++halts;
     return HaltOutcome::kImmediate;
   }
   void stop() override {}
-  VcpuPvState vcpu_state(unsigned vcpu) const override { return {halted_[vcpu], false}; }
+  VcpuPvState vcpu_state(unsigned vcpu) const override { return {halted_[vcpu], false, known}; }
   std::uint64_t epoch() const override { return 0; }
   const VcpuPvCounters& counters(unsigned vcpu) const override { return counters_[vcpu]; }
   std::vector<std::uint64_t> wake_latencies(unsigned) const override { return {}; }
 
   void set_halted(unsigned vcpu, bool halted) { halted_[vcpu] = halted; }
   std::vector<std::pair<unsigned, int>> kicks;
+  std::vector<std::pair<unsigned, int>> lossy_kicks;  // kick_if_halted
   unsigned halts = 0;
+  bool known = true;
 
  private:
   std::vector<bool> halted_;
@@ -57,7 +64,13 @@ int apic_to_index(std::uint64_t apic_id) {
   }
 }
 
-HypercallConfig config(bool pv = true, bool sbi = true) { return {pv, sbi, kAlias}; }
+HypercallConfig config(bool pv = true, bool sbi = true) {
+  HypercallConfig c;
+  c.pv_unhalt = pv;
+  c.sbi_pvlock = sbi;
+  c.sbi_experimental_eid = kAlias;
+  return c;
+}
 
 HypercallInput kvm_call(std::uint64_t nr, std::uint64_t rbx = 0, std::uint64_t rcx = 0, unsigned caller = 0) {
   return {nr, rbx, rcx, 0, 0, caller};
@@ -122,6 +135,30 @@ TEST(HypercallTableKvm, KickCpuWithPvOffReturnsEnosysAndWakesNobody) {
   EXPECT_EQ(backend.counters(1).kicks_received.load(), 0u);
   EXPECT_FALSE(backend.kick_pending(1));
   EXPECT_EQ(table->unknown_calls(Transport::kKvm), 0u);
+}
+
+// KVM without KVM_CAP_ENFORCE_PV_FEATURE_CPUID kicks even with PV_UNHALT
+// hidden; --enforce-pv-cpuid off matches it.
+TEST(HypercallTableKvm, KickCpuWithPvOffButNotEnforcedKicksAndReturnsZero) {
+  UserspaceBackend backend(3, BackendOptions{});
+  auto c = config(/*pv=*/false);
+  c.enforce_pv_feature_cpuid = false;
+  auto table = make_pv_hypercall_table(backend, c, apic_to_index);
+  const auto r = table->dispatch(Transport::kKvm, kvm_call(abi::kHcKickCpu, 0, 2));
+  EXPECT_EQ(as_signed(r.output.rax), abi::kKvmSuccess);
+  EXPECT_EQ(backend.counters(1).kicks_received.load(), 1u);
+  EXPECT_TRUE(backend.kick_pending(1));
+}
+
+// A backend that cannot see halts (kvm without the `blocking` statistic)
+// answers QUERY_HALTED with -EOPNOTSUPP, never with a guess.
+TEST(HypercallTableKvm, QueryHaltedWhenTheBackendCannotTellIsEopnotsupp) {
+  FakeBackend backend(3);
+  backend.known = false;
+  backend.set_halted(1, true);
+  auto table = make_pv_hypercall_table(backend, config(), apic_to_index);
+  const auto r = table->dispatch(Transport::kKvm, kvm_call(abi::kHcQueryHalted, 2));
+  EXPECT_EQ(as_signed(r.output.rax), abi::kKvmEopnotsupp);
 }
 
 TEST(HypercallTableKvm, KickCpuThroughTheUserspaceBackendSetsTheLatch) {
@@ -237,6 +274,27 @@ TEST(HypercallTableSbi, KickValidHartAtEachEid) {
   }
   ASSERT_EQ(backend.kicks.size(), 3u);
   for (const auto& k : backend.kicks) EXPECT_EQ(k, (std::pair<unsigned, int>{1, 2}));
+}
+
+// --sbi-kick proposed: SBI kicks go through kick_if_halted (lost unless the
+// target is halted), KVM-convention kicks stay sticky.
+TEST(HypercallTableSbi, ProposedSbiKickIsLostUnlessHalted) {
+  UserspaceBackend backend(3, BackendOptions{});
+  auto c = config();
+  c.sbi_kick_proposed = true;
+  auto table = make_pv_hypercall_table(backend, c, apic_to_index);
+  const auto r = table->dispatch(Transport::kSbi, sbi_call(abi::kSbiExtPvlock, abi::kSbiPvlockKickCpu, 2));
+  EXPECT_EQ(as_signed(r.output.rax), abi::kSbiSuccess);  // the call succeeds; the kick is lost
+  EXPECT_FALSE(backend.kick_pending(1));
+  EXPECT_EQ(backend.counters(1).kicks_dropped.load(), 1u);
+  table->dispatch(Transport::kKvm, kvm_call(abi::kHcKickCpu, 0, 2));
+  EXPECT_TRUE(backend.kick_pending(1));  // KICK_CPU is unaffected
+  FakeBackend fake(3);
+  auto fake_table = make_pv_hypercall_table(fake, c, apic_to_index);
+  fake_table->dispatch(Transport::kSbi, sbi_call(abi::kSbiExtPvlockLegacy, abi::kSbiPvlockKickCpu, 4));
+  EXPECT_TRUE(fake.kicks.empty());
+  ASSERT_EQ(fake.lossy_kicks.size(), 1u);
+  EXPECT_EQ(fake.lossy_kicks[0], (std::pair<unsigned, int>{0, 2}));
 }
 
 TEST(HypercallTableSbi, KickInvalidHartIsInvalidParamAndCountedAsInvalid) {

@@ -18,6 +18,7 @@
 #include "vmm/machine/machine.h"
 #include "vmm/metrics/summary.h"
 #include "vmm/report/run_report.h"
+#include "vmm/report/settings_json.h"
 #include "vmm/util/error.h"
 #include "vmm/util/output_file.h"
 
@@ -155,6 +156,7 @@ int bench_all(const BenchOptions& o) {
   const auto kvm = kvm::KvmSystem::open();
   nlohmann::json out;
   out["kvm"] = kvm::backend_name(kvm::detect_backend());
+  out["settings"] = report::settings_json(machine::MachineConfig{});  // bench runs with the defaults
   fmt::print("lockvisor bench on KVM {}, {} host CPUs\n", out["kvm"].get<std::string>(), host::host_cpu_count());
 
   {  // 1. doorbell hypercall vs bare PIO exit, interleaved batches in one guest

@@ -9,7 +9,9 @@
 #include "vmm/conformance/suite.h"
 #include "vmm/guest_image.h"
 #include "vmm/kvm/kvm_system.h"
+#include "vmm/machine/machine.h"
 #include "vmm/report/run_report.h"
+#include "vmm/report/settings_json.h"
 #include "vmm/util/error.h"
 #include "vmm/util/output_file.h"
 
@@ -21,6 +23,7 @@ struct ConformanceOptions {
   std::string filter;
   std::string image;
   bool list = false;
+  std::string backend = "userspace";
   conformance::SuiteOptions suite;
 };
 
@@ -37,20 +40,30 @@ int run(const ConformanceOptions& o) {
   std::vector<std::byte> storage;
   const auto image = select_guest_image(o.image, storage);
   const auto kvm = kvm::KvmSystem::open();
-  fmt::print("lockvisor conformance: {} cases on KVM {}\n", cases.size(), kvm::backend_name(kvm::detect_backend()));
+  machine::MachineConfig base;
+  base.backend_kind = o.suite.backend;
+  machine::validate_host(base, kvm);  // --backend kvm on PVM: one line, exit 2, before any case
+  fmt::print("lockvisor conformance: {} cases, backend {}, on KVM {}\n", cases.size(),
+             pvlock::backend_kind_name(o.suite.backend), kvm::backend_name(kvm::detect_backend()));
   std::vector<conformance::CaseResult> results;
   std::size_t passed = 0;
+  std::size_t not_applicable = 0;
   for (const auto& spec : cases) {
     std::fflush(stdout);
     auto result = conformance::run_case(kvm, spec, image);
     passed += result.passed ? 1 : 0;
-    fmt::print("{} {:<34} {:6.2f} s  {}\n", result.passed ? "PASS" : "FAIL", result.name, result.seconds,
-               result.reason);
+    not_applicable += result.applicable ? 0 : 1;
+    fmt::print("{} {:<34} {:6.2f} s  {}\n", !result.applicable ? "N/A " : result.passed ? "PASS" : "FAIL", result.name,
+               result.seconds, result.reason);
     results.push_back(std::move(result));
   }
-  fmt::print("{} passed, {} failed\n", passed, results.size() - passed);
-  if (json) report::write_json_file(*json, conformance::results_to_json(results));
-  return passed == results.size() ? 0 : 1;
+  const std::size_t failed = results.size() - passed - not_applicable;
+  fmt::print("{} passed, {} failed, {} not applicable to backend {}\n", passed, failed, not_applicable,
+             pvlock::backend_kind_name(o.suite.backend));
+  auto out = conformance::results_to_json(results);
+  out["settings"] = report::settings_json(base);
+  if (json) report::write_json_file(*json, out);
+  return failed == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -70,7 +83,15 @@ Action add_conformance_command(CLI::App& app) {
   command->add_option("--case-timeout", options->suite.case_timeout_s, "Watchdog per case, seconds (0.001..1e6)")
       ->check(seconds_in(0.001, 1e6));
   command->add_option("--image", options->image, "Guest ELF image (default: the built-in one)");
-  return [options] { return run(*options); };
+  command
+      ->add_option("--backend", options->backend,
+                   "PV backend every case runs with: userspace or kvm (KVM's in-kernel KICK_CPU; not on PVM); cases "
+                   "that make no sense for a backend are reported N/A")
+      ->check(CLI::IsMember({"userspace", "kvm"}));
+  return [options] {
+    options->suite.backend = options->backend == "kvm" ? pvlock::BackendKind::kKvm : pvlock::BackendKind::kUserspace;
+    return run(*options);
+  };
 }
 
 }  // namespace lockvisor::cli

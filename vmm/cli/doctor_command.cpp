@@ -9,6 +9,7 @@
 
 #include "vmm/cli/commands.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/kvm_module_params.h"
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/runstate/runstate_page.h"
@@ -54,9 +55,10 @@ int doctor() {
       {KVM_CAP_IMMEDIATE_EXIT, "IMMEDIATE_EXIT", "race-free stop of a running vCPU (required)"},
       {KVM_CAP_GET_TSC_KHZ, "GET_TSC_KHZ", "guest TSC frequency (else calibrated)"},
       {KVM_CAP_BINARY_STATS_FD, "BINARY_STATS_FD", "per-vCPU KVM statistics"},
-      {KVM_CAP_IRQCHIP, "IRQCHIP", "in-kernel irqchip (future in-kernel KICK_CPU backend)"},
+      {KVM_CAP_IRQCHIP, "IRQCHIP", "in-kernel irqchip (--backend kvm: KVM blocks and wakes halted vCPUs)"},
       {KVM_CAP_ENFORCE_PV_FEATURE_CPUID, "ENFORCE_PV_FEATURE_CPUID", "KICK_CPU refused when PV_UNHALT is hidden"},
       {KVM_CAP_X86_USER_SPACE_MSR, "X86_USER_SPACE_MSR", "MSR exits to userspace"},
+      {KVM_CAP_X86_DISABLE_EXITS, "X86_DISABLE_EXITS", "--ple off (needs its PAUSE bit)"},
   };
   bool required = true;
   for (const auto& cap : caps) {
@@ -67,9 +69,26 @@ int doctor() {
   fmt::print("backends       :\n");
   fmt::print("  userspace      {} (kick latches in the VMM; doorbell hypercalls from CPL3)\n",
              required ? "can run" : "cannot run: a required capability is missing");
-  fmt::print("  in-kernel      not implemented yet; {}\n",
-             backend == kvm::Backend::kPvm ? "impossible on PVM (vmcall never completes)"
-                                           : "possible on this host (KVM handles vmcall KICK_CPU)");
+  std::string kvm_backend = "can run (KVM's in-kernel KICK_CPU: vmcall/vmmcall and hlt at CPL0)";
+  if (backend == kvm::Backend::kPvm)
+    kvm_backend = "cannot run: PVM (vmcall never completes)";
+  else if (!required || system->check_extension(KVM_CAP_IRQCHIP) <= 0 ||
+           system->check_extension(KVM_CAP_ENFORCE_PV_FEATURE_CPUID) <= 0)
+    kvm_backend = "cannot run: needs SYNC_REGS, IMMEDIATE_EXIT, IRQCHIP and ENFORCE_PV_FEATURE_CPUID";
+  fmt::print("  kvm            {}\n", kvm_backend);
+  fmt::print("guest ring 0   : {}\n", backend == kvm::Backend::kPvm
+                                          ? "refused: PVM emulates guest CPL0 at ~1 us per instruction"
+                                          : "can run (--guest-ring 0)");
+  // Pause-loop exiting and halt polling: the host knobs a PV lock meets.
+  const auto pause = host::read_pause_exit_params();
+  std::string ple = pause.module == "none" ? "none (no kvm_intel/kvm_amd: no pause exits on this host)"
+                                           : fmt::format("{}:", pause.module);
+  for (const auto& [name, value] : pause.values) ple += fmt::format(" {}={}", name, value);
+  const bool can_disable = (system->check_extension(KVM_CAP_X86_DISABLE_EXITS) & KVM_X86_DISABLE_EXITS_PAUSE) != 0;
+  fmt::print("PLE            : {}; --ple off {}\n", ple, can_disable ? "possible" : "refused (no DISABLE_EXITS PAUSE)");
+  const auto halt_poll = host::read_halt_poll_ns();
+  fmt::print("halt polling   : kvm halt_poll_ns={} (--backend kvm); userspace backend: --halt-poll-us\n",
+             halt_poll ? std::to_string(*halt_poll) : std::string("unknown"));
   // Informational: without it --runstate auto runs with a page of "unknown".
   const auto runstate = runstate::RunStatePage::probe();
   const bool readonly_mem = system->check_extension(KVM_CAP_READONLY_MEM) > 0;

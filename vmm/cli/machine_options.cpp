@@ -16,6 +16,25 @@ void MachineOptions::add_to(CLI::App& command) {
   command.add_option("--pcpus", pcpus, "Host CPUs the vCPU threads may use, e.g. 0 or 0-1 (default: all allowed)");
   command.add_option("--pin", pin, "spread: vCPU i pinned to the i-th of --pcpus round-robin; float: any of them")
       ->check(CLI::IsMember({"spread", "float"}));
+  command.add_option("--backend", backend,
+                     "PV backend. userspace: KICK_CPU and halts are doorbell exits to the VMM (every KVM); kvm: "
+                     "KVM's in-kernel KICK_CPU (vmcall/vmmcall and hlt at CPL0, in-kernel irqchip; not on PVM)")
+      ->check(CLI::IsMember({"userspace", "kvm"}));
+  command.add_option("--guest-ring", config.guest_ring,
+                     "Ring the guest program runs in: 3 (default) or 0 (hlt/vmcall direct, PLE sees its pause "
+                     "loops; not on PVM)")
+      ->check(CLI::IsMember({0u, 3u}));
+  command.add_option("--ple", ple,
+                     "Pause-loop exiting: on (as the KVM module sets it) or off (KVM_CAP_X86_DISABLE_EXITS PAUSE)")
+      ->check(CLI::IsMember({"on", "off"}));
+  command.add_option("--sbi-kick", sbi_kick,
+                     "SBI PVLOCK kick: sticky (remembered until the next halt, like KVM's pv_unhalted) or proposed "
+                     "(the RISC-V host patch: lost unless the target is halted)")
+      ->check(CLI::IsMember({"sticky", "proposed"}));
+  command.add_option("--enforce-pv-cpuid", enforce_pv_cpuid,
+                     "With --no-pv: on refuses KICK_CPU (KVM_CAP_ENFORCE_PV_FEATURE_CPUID); off kicks anyway, as "
+                     "KVM does without enforcement")
+      ->check(CLI::IsMember({"on", "off"}));
   command.add_option("--kick", kick, "sticky: a kick before a halt is remembered; lossy: dropped unless halted")
       ->check(CLI::IsMember({"sticky", "lossy"}));
   command.add_option("--kick-delay-us", config.backend.kick_delay_us, "Delay every kick by N microseconds (at most 1 s)")
@@ -49,6 +68,10 @@ void MachineOptions::finish() {
                     : runstate == "off" ? machine::RunStateMode::kOff
                                         : machine::RunStateMode::kAuto;
   config.pv_unhalt = !no_pv;
+  config.backend_kind = backend == "kvm" ? pvlock::BackendKind::kKvm : pvlock::BackendKind::kUserspace;
+  config.ple = ple == "off" ? machine::PleMode::kOff : machine::PleMode::kOn;
+  config.sbi_kick_proposed = sbi_kick == "proposed";
+  config.backend.enforce_pv_feature_cpuid = enforce_pv_cpuid == "on";
   config.sbi_pvlock = !no_sbi;
   if (!sbi_eid.empty()) {
     std::size_t used = 0;

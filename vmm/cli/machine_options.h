@@ -16,6 +16,10 @@ struct MachineOptions {
   std::string image;
   std::string sbi_eid;
   std::string runstate = "auto";
+  std::string backend = "userspace";
+  std::string ple = "on";
+  std::string sbi_kick = "sticky";
+  std::string enforce_pv_cpuid = "on";
   bool no_pv = false;
   bool no_sbi = false;
 

@@ -237,6 +237,7 @@ int run(RunOptions& o) {
     try {
       auto run_json = report::run_to_json(result, config);
       if (lock_report) {
+        lock_report->metrics["settings"] = run_json["settings"];  // report/settings_json.h
         lock_report->metrics["vm"] = std::move(run_json);
         report::write_json_file(*json, lock_report->metrics);
       } else {

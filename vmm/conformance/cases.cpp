@@ -31,6 +31,25 @@ class Expect {
       failure_ = fmt::format("vCPU {} {}: expected {}, counted {}", vcpu, counter, expected, run_.pv(vcpu, counter));
     return *this;
   }
+  // One of KVM's own per-vCPU statistics (--backend kvm).
+  Expect& kvm(unsigned vcpu, const char* stat, std::uint64_t expected) {
+    const auto& stats = run_.vcpus.at(vcpu).kvm;
+    const auto it = stats.find(stat);
+    if (!failure_ && it == stats.end()) failure_ = fmt::format("vCPU {}: KVM has no statistic {}", vcpu, stat);
+    if (!failure_ && it->second != expected)
+      failure_ = fmt::format("vCPU {} KVM {}: expected {}, counted {}", vcpu, stat, expected, it->second);
+    return *this;
+  }
+  // KVM's halt_wakeup also counts wake-ups that leave the vCPU blocked (it
+  // re-checks and sleeps again) and the end-of-run signal: a lower bound.
+  Expect& kvm_at_least(unsigned vcpu, const char* stat, std::uint64_t minimum) {
+    const auto& stats = run_.vcpus.at(vcpu).kvm;
+    const auto it = stats.find(stat);
+    if (!failure_ && it == stats.end()) failure_ = fmt::format("vCPU {}: KVM has no statistic {}", vcpu, stat);
+    if (!failure_ && it->second < minimum)
+      failure_ = fmt::format("vCPU {} KVM {}: expected at least {}, counted {}", vcpu, stat, minimum, it->second);
+    return *this;
+  }
   Expect& exits(unsigned vcpu, const char* kind, std::uint64_t expected) {
     const auto& exits = run_.vcpus.at(vcpu).exits;
     const std::uint64_t got = exits.count(kind) ? exits.at(kind) : 0;
@@ -135,7 +154,21 @@ CaseSpec kick_wakes_halted(bool kernel_halt) {
                       "the guest did not report its kick->wake latencies")
                 .done();
           },
-          latency_notes};
+          latency_notes,
+          "",
+          // KVM: every halt blocks (the kicker waits for `blocking`), every
+          // kick is one hypercall, no halt reaches the VMM.
+          [=](const RunResult& run) {
+            return Expect(run)
+                .outcome(Outcome::kCompleted)
+                .kvm(0, "halt_exits", kRounds)
+                .kvm_at_least(0, "halt_wakeup", kRounds)
+                .kvm(1, "hypercalls", kRounds)
+                .exits(0, "hlt", 0)
+                .that(run.result(0, "kick_wake_cycles") && run.result(0, "kick_wake_cycles")->values.size() == kRounds,
+                      "the guest did not report its kick->wake latencies")
+                .done();
+          }};
 }
 
 CaseSpec sticky(bool kernel_halt, std::uint64_t kicks) {
@@ -156,7 +189,19 @@ CaseSpec sticky(bool kernel_halt, std::uint64_t kicks) {
                 .exits(0, "hlt", kernel_halt ? 2 : 0)
                 .done();
           },
-          elapsed_notes};
+          elapsed_notes,
+          "",
+          // KVM: two hlts, one woken by a kick; the other returned because
+          // pv_unhalted was already set (KVM counts it as a successful poll
+          // when it polls, as nothing otherwise).
+          [=](const RunResult& run) {
+            return Expect(run)
+                .outcome(Outcome::kCompleted)
+                .kvm(0, "halt_exits", 2)
+                .kvm_at_least(0, "halt_wakeup", 1)
+                .kvm(1, "hypercalls", kicks + 1)
+                .done();
+          }};
 }
 
 CaseSpec pingpong(const char* name, unsigned vcpus, std::vector<int> pcpus, std::uint64_t rounds) {
@@ -177,7 +222,14 @@ CaseSpec pingpong(const char* name, unsigned vcpus, std::vector<int> pcpus, std:
             }
             return expect.that(kicks == rounds * vcpus, "kicks received != kicks sent").done();
           },
-          elapsed_notes};
+          elapsed_notes,
+          "",
+          [=](const RunResult& run) {  // KVM counts no received kicks: every vCPU made its kicks
+            Expect expect(run);
+            expect.outcome(Outcome::kCompleted);
+            for (unsigned i = 0; i < vcpus; ++i) expect.kvm(i, "hypercalls", rounds).exits(i, "hlt", 0);
+            return expect.done();
+          }};
 }
 
 CaseSpec fault(const char* kind, const char* mnemonic) {
@@ -245,7 +297,7 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                                  fmt::format("fastest kick->wake {} ns, expected >= 2 ms", fastest))
                            .done();
                      },
-                     latency_notes});
+                     latency_notes, "--kick-delay-us is the userspace backend's (KVM delivers kicks in the kernel)"});
     config.backend.kick_delay_us = 0;
     config.backend.halt_poll_us = 500000;
     cases.push_back({"halt-poll", "--halt-poll-us: a kick that arrives while the halter polls ends the poll, no sleep",
@@ -256,7 +308,7 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                            .pv(0, "halts_woken", 0)
                            .done();
                      },
-                     latency_notes});
+                     latency_notes, "--halt-poll-us is the userspace backend's (KVM polls as halt_poll_ns says)"});
   }
 
   cases.push_back({"kick-targets", "kick to self, to a missing APIC ID, flags != 0, unknown numbers",
@@ -269,7 +321,16 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                          .pv(1, "kicks_received", 1)
                          .pv(1, "halts_woken", 1)
                          .done();
-                   }, nullptr});
+                   }, nullptr, "",
+                   [](const RunResult& run) {  // KVM counts no invalid kick: the guest's checks decide
+                     return Expect(run)
+                         .outcome(Outcome::kCompleted)
+                         .guest_cases_passed(0, 4)
+                         .kvm(0, "hypercalls", 4)
+                         .kvm(1, "halt_exits", 1)
+                         .kvm_at_least(1, "halt_wakeup", 1)
+                         .done();
+                   }});
 
   {
     auto config = two_vcpus("pv-off");
@@ -281,6 +342,29 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                            .result(0, "kick_refused", 1)
                            .pv(1, "kicks_received", 0)
                            .pv(1, "halts_woken", 0)
+                           .done();
+                     }, nullptr, "",
+                     // KVM counts the stop at the end of the run as a
+                     // halt_wakeup: vCPU 1's one halt is what it shows; that
+                     // it was not woken earlier, its own check says.
+                     [](const RunResult& run) {
+                       return Expect(run)
+                           .outcome(Outcome::kDeadlock)
+                           .result(0, "kick_refused", 1)
+                           .kvm(1, "halt_exits", 1)
+                           .done();
+                     }});
+    config.backend.enforce_pv_feature_cpuid = false;
+    config.args = "enforce=0";
+    cases.push_back({"pv-off-kick-unenforced",
+                     "PV off, --enforce-pv-cpuid off: KICK_CPU still kicks and returns 0, as KVM does without "
+                     "KVM_CAP_ENFORCE_PV_FEATURE_CPUID",
+                     config, [](const RunResult& run) {
+                       return Expect(run)
+                           .outcome(Outcome::kCompleted)
+                           .result(0, "kick_refused", 0)
+                           .pv(1, "halts", 1)
+                           .pv(1, "halts_woken", 1)
                            .done();
                      }, nullptr});
   }
@@ -303,7 +387,9 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                        else
                          expect.guest_cases_passed(0, 2).pv(0, "kicks_sent", 0).pv(1, "halts", 0);
                        return expect.done();
-                     }, nullptr});
+                     }, nullptr,
+                     on ? "SBI kicks are doorbells the VMM answers, and the VMM cannot wake a vCPU halted inside KVM"
+                        : ""});
   }
 
   cases.push_back(pingpong("pingpong-2-vcpus", 2, {}, options.pingpong_rounds));
@@ -315,7 +401,10 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
     cases.push_back({"lost-wakeup-sticky", "a kick that lands before the halt is not lost (sticky)", config,
                      [](const RunResult& run) {
                        return Expect(run).outcome(Outcome::kCompleted).pv(1, "halts_immediate", 1).done();
-                     }, elapsed_notes});
+                     }, elapsed_notes, "",
+                     [](const RunResult& run) {  // one hlt that KVM did not block: pv_unhalted was set
+                       return Expect(run).outcome(Outcome::kCompleted).kvm(1, "halt_exits", 1).kvm(1, "halt_wakeup", 0).done();
+                     }});
     config.backend.mode = pvlock::KickMode::kLossy;
     cases.push_back({"lost-wakeup-lossy-detected",
                      "lossy kicks: the early kick is dropped and the deadlock detector reports it within a second",
@@ -326,7 +415,32 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                            .that(run.details.size() == 2, "the report must list every vCPU's state")
                            .that(run.wall_seconds < 1.5, fmt::format("detected after {:.2f} s", run.wall_seconds))
                            .done();
-                     }, [](const RunResult& run) { return fmt::format("detected in {:.2f} s", run.wall_seconds); }});
+                     }, [](const RunResult& run) { return fmt::format("detected in {:.2f} s", run.wall_seconds); },
+                     "KVM's pv_unhalted is always sticky (--kick lossy is refused with --backend kvm)"});
+  }
+
+  // --sbi-kick: the SBI kick that lands before the halt.
+  for (const bool proposed : {false, true}) {
+    auto config = two_vcpus("lost-wakeup", "via=sbi");
+    config.sbi_kick_proposed = proposed;
+    const char* why_not_kvm = "SBI kicks are doorbells the VMM answers, and the VMM cannot wake a vCPU halted inside KVM";
+    if (!proposed)
+      cases.push_back({"sbi-kick-before-halt-sticky", "--sbi-kick sticky: an SBI kick before the halt is remembered",
+                       config, [](const RunResult& run) {
+                         return Expect(run).outcome(Outcome::kCompleted).pv(1, "halts_immediate", 1).done();
+                       }, elapsed_notes, why_not_kvm});
+    else
+      cases.push_back({"sbi-kick-before-halt-proposed",
+                       "--sbi-kick proposed (the RISC-V host patch): an SBI kick before the halt is lost; the deadlock "
+                       "detector reports it",
+                       config, [](const RunResult& run) {
+                         return Expect(run)
+                             .outcome(Outcome::kDeadlock)
+                             .pv(1, "kicks_dropped", 1)
+                             .pv(1, "halts_immediate", 0)
+                             .done();
+                       }, [](const RunResult& run) { return fmt::format("detected in {:.2f} s", run.wall_seconds); },
+                       why_not_kvm});
   }
 
   cases.push_back({"cpl3-ports",
@@ -362,8 +476,10 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                          .done();
                    }, nullptr});
 
-  for (auto& c : cases)
+  for (auto& c : cases) {
     if (c.config.timeout_s == 0) c.config.timeout_s = options.case_timeout_s;
+    c.config.backend_kind = options.backend;
+  }
   return cases;
 }
 

@@ -25,21 +25,31 @@ struct CaseSpec {
   std::function<std::optional<std::string>(const machine::RunResult&)> check;
   // Measurements worth printing next to PASS (e.g. latency percentiles).
   std::function<std::string(const machine::RunResult&)> notes;
+  // With --backend kvm: why the case makes no sense there (it is then
+  // reported "not applicable", never passed); empty when it applies.
+  std::string not_for_kvm = {};
+  // With --backend kvm: the check, when KVM's statistics must be read
+  // differently (no kicks_received, halts split by KVM's own counters);
+  // empty: `check` applies as it is.
+  std::function<std::optional<std::string>(const machine::RunResult&)> check_kvm = nullptr;
 };
 
 struct SuiteOptions {
   std::uint64_t pingpong_rounds = 100000;
   double case_timeout_s = 600;
+  pvlock::BackendKind backend = pvlock::BackendKind::kUserspace;  // --backend, for every case
 };
 
 std::vector<CaseSpec> all_cases(const SuiteOptions& options);
 
 struct CaseResult {
   std::string name;
+  bool applicable = true;  // false: not run, `reason` says why
   bool passed = false;
   std::string reason;  // failure reason, or notes on success
   double seconds = 0;
   machine::RunResult run;
+  nlohmann::json settings;  // report::settings_json of the case's configuration
 };
 
 CaseResult run_case(const kvm::KvmSystem& kvm, const CaseSpec& spec, std::span<const std::byte> image);

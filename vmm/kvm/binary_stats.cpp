@@ -45,4 +45,20 @@ std::map<std::string, std::uint64_t> BinaryStats::snapshot() const {
   return values;
 }
 
+bool BinaryStats::has(std::string_view name) const {
+  return std::any_of(descriptors_.begin(), descriptors_.end(), [&](const Descriptor& d) { return d.name == name; });
+}
+
+std::optional<std::uint64_t> BinaryStats::value(std::string_view name) const {
+  if (!fd_.valid()) return std::nullopt;
+  for (const auto& desc : descriptors_) {
+    if (desc.name != name) continue;
+    std::uint64_t v = 0;
+    const auto at = static_cast<off_t>(data_offset_ + desc.offset * sizeof v);
+    if (::pread(fd_.get(), &v, sizeof v, at) != static_cast<ssize_t>(sizeof v)) return std::nullopt;
+    return v;
+  }
+  return std::nullopt;
+}
+
 }  // namespace lockvisor::kvm

@@ -3,7 +3,9 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vmm/util/unique_fd.h"
@@ -19,6 +21,11 @@ class BinaryStats {
   bool available() const { return fd_.valid(); }
   // Current values of every single-valued (size 1) counter, by name.
   std::map<std::string, std::uint64_t> snapshot() const;
+  // One counter's current value (one 8-byte pread: cheap enough to poll, and
+  // safe from any thread while the vCPU runs); nullopt when this kernel has
+  // no such single-valued counter or the read fails.
+  std::optional<std::uint64_t> value(std::string_view name) const;
+  bool has(std::string_view name) const;
 
  private:
   struct Descriptor {

@@ -53,6 +53,33 @@ void Vcpu::set_cpuid(const std::vector<kvm_cpuid_entry2>& entries) const {
     fail_host("vCPU {}: KVM_SET_CPUID2: {}", index_, std::strerror(errno));
 }
 
+void Vcpu::set_mp_state(std::uint32_t state) const {
+  kvm_mp_state mp{};
+  mp.mp_state = state;
+  if (::ioctl(fd_.get(), KVM_SET_MP_STATE, &mp) != 0)
+    fail_host("vCPU {}: KVM_SET_MP_STATE {}: {}", index_, state, std::strerror(errno));
+}
+
+void Vcpu::enable_local_apic() const {
+  kvm_lapic_state lapic{};
+  if (::ioctl(fd_.get(), KVM_GET_LAPIC, &lapic) != 0) fail_host("vCPU {}: KVM_GET_LAPIC: {}", index_, std::strerror(errno));
+  constexpr std::size_t kSvr = 0xF0;
+  const std::uint32_t svr = 0x1FF;  // APIC software enable, spurious vector 0xFF
+  std::memcpy(lapic.regs + kSvr, &svr, sizeof svr);
+  if (::ioctl(fd_.get(), KVM_SET_LAPIC, &lapic) != 0) fail_host("vCPU {}: KVM_SET_LAPIC: {}", index_, std::strerror(errno));
+}
+
+void enable_capability(int fd, std::uint32_t cap, std::uint64_t arg0, const char* name, const std::string& what) {
+  kvm_enable_cap request{};
+  request.cap = cap;
+  request.args[0] = arg0;
+  if (::ioctl(fd, KVM_ENABLE_CAP, &request) != 0) fail_host("{}: KVM_ENABLE_CAP {}: {}", what, name, std::strerror(errno));
+}
+
+void Vcpu::enable_cap(std::uint32_t cap, std::uint64_t arg0, const char* name) const {
+  enable_capability(fd_.get(), cap, arg0, name, fmt::format("vCPU {}", index_));
+}
+
 UniqueFd Vcpu::stats_fd() const {
 #ifdef KVM_GET_STATS_FD
   return UniqueFd(::ioctl(fd_.get(), KVM_GET_STATS_FD, 0));

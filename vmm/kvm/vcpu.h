@@ -5,12 +5,16 @@
 #include <linux/kvm.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "vmm/util/mapping.h"
 #include "vmm/util/unique_fd.h"
 
 namespace lockvisor::kvm {
+
+// KVM_ENABLE_CAP on a VM or vCPU fd; throws a host error "<what>: KVM_ENABLE_CAP <name>: ...".
+void enable_capability(int fd, std::uint32_t cap, std::uint64_t arg0, const char* name, const std::string& what);
 
 class Vcpu {
  public:
@@ -34,6 +38,17 @@ class Vcpu {
   kvm_sregs sregs() const;
   void set_sregs(const kvm_sregs& sregs) const;
   void set_cpuid(const std::vector<kvm_cpuid_entry2>& entries) const;
+  // KVM_SET_MP_STATE (e.g. KVM_MP_STATE_RUNNABLE for an AP that the
+  // in-kernel irqchip left UNINITIALIZED).
+  void set_mp_state(std::uint32_t state) const;
+  // In-kernel local APIC only: software-enables it (SVR = 0x1FF) through
+  // KVM_GET_LAPIC/KVM_SET_LAPIC. Setting the state also makes KVM rebuild its
+  // APIC-ID map, which KVM last built while this vCPU was being created and
+  // not yet online: until rebuilt, a KICK_CPU naming this vCPU's APIC ID
+  // finds nobody (measured in the nested machine: kicks to vCPU 1 were lost).
+  void enable_local_apic() const;
+  // KVM_ENABLE_CAP on this vCPU; throws a host error naming `name`.
+  void enable_cap(std::uint32_t cap, std::uint64_t arg0, const char* name) const;
   // KVM_GET_STATS_FD; an invalid fd when the kernel has no binary stats.
   UniqueFd stats_fd() const;
 

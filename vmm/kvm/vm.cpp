@@ -20,6 +20,14 @@ Vm::Vm(const KvmSystem& system, std::uint64_t memory_bytes)
     fail_host("KVM_SET_USER_MEMORY_REGION ({} MiB): {}", memory_bytes >> 20, std::strerror(errno));
 }
 
+void Vm::create_irqchip() const {
+  if (::ioctl(fd_.get(), KVM_CREATE_IRQCHIP, 0) != 0) fail_host("KVM_CREATE_IRQCHIP: {}", std::strerror(errno));
+}
+
+void Vm::enable_cap(std::uint32_t cap, std::uint64_t arg0, const char* name) const {
+  enable_capability(fd_.get(), cap, arg0, name, "VM");
+}
+
 Vcpu Vm::create_vcpu(unsigned index, unsigned apic_id) {
   UniqueFd fd(::ioctl(fd_.get(), KVM_CREATE_VCPU, apic_id));
   if (!fd.valid()) fail_host("KVM_CREATE_VCPU {}: {}", index, std::strerror(errno));

@@ -15,6 +15,11 @@ class Vm {
 
   GuestMemory& memory() { return memory_; }
   const GuestMemory& memory() const { return memory_; }
+  // KVM_CREATE_IRQCHIP (before any vCPU): in-kernel PIC, IOAPIC and local
+  // APICs. APs then start UNINITIALIZED (Vcpu::set_mp_state).
+  void create_irqchip() const;
+  // KVM_ENABLE_CAP on the VM; throws a host error naming `name`.
+  void enable_cap(std::uint32_t cap, std::uint64_t arg0, const char* name) const;
   // KVM_CREATE_VCPU with vcpu id = apic_id.
   Vcpu create_vcpu(unsigned index, unsigned apic_id);
   int fd() const { return fd_.get(); }

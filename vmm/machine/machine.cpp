@@ -88,7 +88,31 @@ void validate_config(const MachineConfig& config) {
   if (config.timeout_s < 0) fail("--timeout must not be negative");
   if (config.workload && config.workload->cpus != config.vcpus)
     fail("workload parameters are for {} CPUs, the VM has {} vCPUs", config.workload->cpus, config.vcpus);
+  if (config.guest_ring != 0 && config.guest_ring != 3) fail("--guest-ring {}: must be 0 or 3", config.guest_ring);
+  if (config.backend_kind == pvlock::BackendKind::kKvm) {
+    // KVM's pv_unhalted is sticky and its kick and halt never reach the VMM.
+    if (config.backend.mode == pvlock::KickMode::kLossy)
+      fail("--kick lossy: not possible with --backend kvm (KVM's pv_unhalted is sticky)");
+    if (config.backend.kick_delay_us != 0)
+      fail("--kick-delay-us: not possible with --backend kvm (KVM delivers KICK_CPU in the kernel)");
+    if (config.backend.halt_poll_us != 0)
+      fail("--halt-poll-us: not possible with --backend kvm (halts poll as KVM's halt_poll_ns says)");
+  }
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
+}
+
+void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
+  const bool pvm = kvm::detect_backend() == kvm::Backend::kPvm;
+  if (pvm && config.backend_kind == pvlock::BackendKind::kKvm)
+    fail("--backend kvm: not possible on this PVM host (vmcall never completes; use --backend userspace)");
+  if (pvm && config.guest_ring == 0)
+    fail("--guest-ring 0: refused on this PVM host (guest CPL0 code is emulated at ~1 us per instruction)");
+  if (config.ple == PleMode::kOff && (kvm.check_extension(KVM_CAP_X86_DISABLE_EXITS) & KVM_X86_DISABLE_EXITS_PAUSE) == 0)
+    fail("--ple off: this KVM cannot disable pause exits (no KVM_CAP_X86_DISABLE_EXITS with PAUSE)");
+  const pvlock::VmSetup setup = pvlock::make_backend(config.backend_kind, 1, config.backend)->vm_setup();
+  if (setup.in_kernel_irqchip) kvm.require_extension(KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP");
+  if (setup.enforce_pv_feature_cpuid)
+    kvm.require_extension(KVM_CAP_ENFORCE_PV_FEATURE_CPUID, "KVM_CAP_ENFORCE_PV_FEATURE_CPUID");
 }
 
 void validate_image(const MachineConfig& config, std::span<const std::byte> image) {
@@ -112,7 +136,7 @@ struct Machine::State {
   State(const kvm::KvmSystem& kvm, MachineConfig cfg, std::chrono::steady_clock::time_point origin_time)
       : config(std::move(cfg)),
         origin(origin_time),
-        backend(pvlock::make_backend(config.vcpus, config.backend)),
+        backend(pvlock::make_backend(config.backend_kind, config.vcpus, config.backend)),
         serial(config.capture_serial ? SerialConsole(SerialConsole::Capture{}, config.vcpus)
                                      : SerialConsole(config.serial_path, config.vcpus)),
         control(config, *backend, serial, origin),
@@ -144,11 +168,17 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
                  std::chrono::steady_clock::time_point origin) {
   throw_if_stop_signalled();
   validate_config(config);
+  validate_host(config, kvm);
   kvm.require_extension(KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS");
   kvm.require_extension(KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT");
   state_ = std::make_unique<State>(kvm, std::move(config), origin);
   State& s = *state_;
   const MachineConfig& cfg = s.config;
+  // The backend's set-up, applied without knowing which backend it is.
+  const pvlock::VmSetup setup = s.backend->vm_setup();
+  if (cfg.ple == PleMode::kOff)
+    s.vm.enable_cap(KVM_CAP_X86_DISABLE_EXITS, KVM_X86_DISABLE_EXITS_PAUSE, "KVM_CAP_X86_DISABLE_EXITS (PAUSE)");
+  if (setup.in_kernel_irqchip) s.vm.create_irqchip();
   const std::uint64_t bytes = cfg.memory_mib << 20;
   auto& memory = s.vm.memory();
 
@@ -169,7 +199,9 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
   boot->size = sizeof(abi::BootInfo);
   boot->vcpu_count = cfg.vcpus;
   boot->flags = (cfg.pv_unhalt ? abi::kBootFlagPvUnhalt : 0) | (cfg.sbi_pvlock ? abi::kBootFlagSbiPvlock : 0) |
-                (cfg.dedicated_hint ? abi::kBootFlagDedicated : 0);
+                (cfg.dedicated_hint ? abi::kBootFlagDedicated : 0) |
+                (setup.guest_uses_kvm_hypercalls ? abi::kBootFlagKvmHypercalls : 0) |
+                (cfg.guest_ring == 0 ? abi::kBootFlagGuestRing0 : 0);
   boot->memory_bytes = bytes;
   boot->free_start = free_start;
   boot->free_end = stacks;
@@ -194,8 +226,17 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
     const unsigned apic_id = i;  // APIC ID == index, but every lookup goes through the map
     kvm::Vcpu vcpu = s.vm.create_vcpu(i, apic_id);
     vcpu.set_cpuid(guest_cpuid(supported, apic_id, cpuid_options));
+    if (setup.enforce_pv_feature_cpuid)
+      vcpu.enable_cap(KVM_CAP_ENFORCE_PV_FEATURE_CPUID, 1, "KVM_CAP_ENFORCE_PV_FEATURE_CPUID");
     vcpu.set_sregs(boot_sregs(vcpu.sregs(), i));
     vcpu.set_regs(boot_regs(loaded.entry, bytes, i));
+    // With the in-kernel irqchip every AP starts UNINITIALIZED, waiting for
+    // INIT/SIPI; lockvisor starts them all at the 64-bit entry instead.
+    if (setup.in_kernel_irqchip) {
+      vcpu.set_mp_state(KVM_MP_STATE_RUNNABLE);
+      vcpu.enable_local_apic();  // and KVM's APIC-ID map now includes this vCPU (kvm/vcpu.h)
+    }
+    s.backend->attach_vcpu(i, vcpu.stats_fd());
     if (i == 0) {
       const int khz = ::ioctl(vcpu.fd(), KVM_GET_TSC_KHZ, 0);
       s.tsc_khz = khz > 0 ? static_cast<std::uint64_t>(khz) : calibrate_tsc_khz();
@@ -261,14 +302,15 @@ std::vector<std::string> Machine::State::vcpu_state_lines() const {
 }
 
 // Every vCPU still in the game is halted with no kick pending, and nothing
-// changed while we looked (the backend's epoch): no one is left to kick.
+// changed while we looked (the backend's epoch): no one is left to kick. A
+// state the backend cannot see (VcpuPvState::known false) is never a deadlock.
 bool Machine::State::deadlocked() const {
   const std::uint64_t before = backend->epoch();
   bool any_halted = false;
   for (const auto& v : vcpus) {
     if (v->finished()) continue;
     const pvlock::VcpuPvState pv = backend->vcpu_state(v->index());
-    if (!pv.halted || pv.kick_pending) return false;
+    if (!pv.known || !pv.halted || pv.kick_pending) return false;
     any_halted = true;
   }
   return any_halted && backend->epoch() == before;
@@ -359,17 +401,26 @@ RunResult Machine::run() {
 
   // Deadlock detector; after the outcome is decided it keeps re-interrupting
   // vCPUs until every thread has left, so no thread can be left in KVM_RUN.
+  // A deadlock must be seen on two ticks in a row with no halt, wake or kick
+  // in between (the epoch): a backend whose state is read from KVM (the kvm
+  // backend's `blocking` statistic) may catch a woken vCPU an instant before
+  // it leaves its halt, never for a whole tick.
   asio::steady_timer ticker(io);
+  bool deadlock_seen = false;
+  std::uint64_t deadlock_epoch = 0;
   std::function<void(const boost::system::error_code&)> tick = [&](const boost::system::error_code& ec) {
     if (ec) return;
+    const std::uint64_t epoch_at_tick = s.backend->epoch();
     if (s.control.decided()) {
       for (auto& v : s.vcpus) v->interrupt();
-    } else if (s.deadlocked()) {
+    } else if (const bool now = s.deadlocked(); std::exchange(deadlock_seen, now) && now &&
+                                                 s.backend->epoch() == deadlock_epoch) {
       auto lines = s.vcpu_state_lines();
       s.control.end(Outcome::kDeadlock,
                     "deadlock: every vCPU is halted with no kick pending, so none can ever be woken (a lost wakeup?)",
                     std::move(lines));
     }
+    deadlock_epoch = epoch_at_tick;
     ticker.expires_after(std::chrono::milliseconds(s.config.deadlock_check_ms));
     ticker.async_wait(tick);
   };
@@ -388,6 +439,8 @@ RunResult Machine::run() {
   result.seconds_to_first_entry = s.control.seconds_to_first_entry();
   result.seconds_to_first_exit = s.control.seconds_to_first_exit();
   result.backend = std::string(s.backend->name());
+  result.unknown_kvm_hypercalls = s.control.hypercalls().unknown_calls(pvlock::Transport::kKvm);
+  result.unknown_sbi_calls = s.control.hypercalls().unknown_calls(pvlock::Transport::kSbi);
   result.kvm_kind = s.kvm_kind;
   result.tsc_khz = s.tsc_khz;
   result.guest_usage = s.control.usage();

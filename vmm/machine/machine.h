@@ -48,6 +48,13 @@ class Machine {
 // needs no KVM, so front ends call it before opening /dev/kvm.
 void validate_config(const MachineConfig& config);
 
+// What this host's KVM cannot do for `config`, as one line (lockvisor::Error,
+// usage kind: exit 2): --backend kvm and --guest-ring 0 on PVM (vmcall never
+// completes; CPL0 is emulated at ~1 us per instruction), --ple off without
+// KVM_CAP_X86_DISABLE_EXITS(PAUSE). The Machine calls it; front ends may call
+// it first to refuse before anything runs.
+void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm);
+
 // Checks the guest image and that --memory fits it and the vCPU stacks,
 // also without KVM. Throws lockvisor::Error ("guest image: ...").
 void validate_image(const MachineConfig& config, std::span<const std::byte> image);

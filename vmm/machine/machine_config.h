@@ -25,6 +25,12 @@ enum class RunStateMode {
   kOff,   // always a zero page
 };
 
+// --ple: pause-loop exiting (Intel PLE, AMD pause filter).
+enum class PleMode {
+  kOn,   // as KVM sets it up (the module parameters decide)
+  kOff,  // KVM_CAP_X86_DISABLE_EXITS with KVM_X86_DISABLE_EXITS_PAUSE
+};
+
 struct MachineConfig {
   unsigned vcpus = 2;
   std::uint64_t memory_mib = 64;
@@ -43,7 +49,11 @@ struct MachineConfig {
   std::uint32_t sbi_experimental_eid = abi::kSbiExtPvlockExperimentalDefault;
   bool dedicated_hint = false;
   RunStateMode runstate = RunStateMode::kAuto;
+  pvlock::BackendKind backend_kind = pvlock::BackendKind::kUserspace;  // --backend
   pvlock::BackendOptions backend;
+  unsigned guest_ring = 3;          // --guest-ring: 3, or 0 (the program runs at CPL0)
+  PleMode ple = PleMode::kOn;       // --ple
+  bool sbi_kick_proposed = false;   // --sbi-kick proposed: SBI kicks to running vCPUs are lost
 
   double timeout_s = 0;          // 0: no watchdog
   unsigned deadlock_check_ms = 100;

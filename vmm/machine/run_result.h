@@ -102,6 +102,8 @@ struct RunResult {
   double seconds_to_first_entry = 0;  // run start -> first KVM_RUN
   double seconds_to_first_exit = 0;   // run start -> first exit from guest code
   std::string backend;                // PV backend name
+  std::uint64_t unknown_kvm_hypercalls = 0;  // doorbell 0xE4 calls no handler answered (-KVM_ENOSYS)
+  std::uint64_t unknown_sbi_calls = 0;       // doorbell 0xE5 calls no handler answered (NOT_SUPPORTED)
   std::string kvm_kind;               // PVM / VMX / SVM
   std::uint64_t tsc_khz = 0;
   GuestUsage guest_usage;

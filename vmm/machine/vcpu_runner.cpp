@@ -57,7 +57,9 @@ RunControl::RunControl(const MachineConfig& config, pvlock::PvBackend& backend, 
       budget_(config.limits),
       origin_(origin),
       hypercalls_(pvlock::make_pv_hypercall_table(
-          backend, {config.pv_unhalt, config.sbi_pvlock, config.sbi_experimental_eid},
+          backend,
+          {config.pv_unhalt, config.sbi_pvlock, config.sbi_experimental_eid, config.backend.enforce_pv_feature_cpuid,
+           config.sbi_kick_proposed},
           [this](std::uint64_t apic_id) { return apic_to_index(apic_id); })) {}
 
 GuestUsage RunControl::usage() const {
@@ -253,10 +255,11 @@ std::string VcpuRunner::state_line() const {
   const pvlock::VcpuPvState pv = control_.backend().vcpu_state(index());
   const VcpuState state = state_.load();
   const char* name = finished() || state == VcpuState::kStarting ? vcpu_state_name(state)
+                     : !pv.known                                  ? "running or halted (unknown)"
                      : pv.halted                                  ? "halted"
                                                                   : "running";
   return fmt::format("vCPU {}: {}, kick {}, last hypercall {:#x}, {}", index(), name,
-                     pv.kick_pending ? "pending" : "not pending", last_hypercall(),
+                     !pv.known ? "unknown" : pv.kick_pending ? "pending" : "not pending", last_hypercall(),
                      exited() ? fmt::format("RIP {:#x}", rip()) : std::string("no exit yet"));
 }
 
@@ -453,8 +456,8 @@ VcpuReport VcpuRunner::report() {
   report.apic_id = apic_id_;
   report.final_state = state_.load();
   const pvlock::VcpuPvState pv = control_.backend().vcpu_state(index());
-  report.kick_pending = pv.kick_pending;
-  if (pv.halted && report.final_state == VcpuState::kRunning)
+  report.kick_pending = pv.known && pv.kick_pending;
+  if (pv.known && pv.halted && report.final_state == VcpuState::kRunning)
     report.final_state = VcpuState::kHalted;
   report.last_hypercall = last_hypercall();
   report.rip = rip();

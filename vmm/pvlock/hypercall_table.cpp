@@ -68,7 +68,8 @@ std::unique_ptr<HypercallTable> make_pv_hypercall_table(PvBackend& backend, Hype
 
   // ---- KVM convention, port 0xE4
   table->register_handler(Transport::kKvm, abi::kHcKickCpu, [pv, to_index, config](const HypercallInput& in) {
-    if (!config.pv_unhalt) return kvm_answer(abi::kKvmEnosys);  // PV_UNHALT hidden: nobody is woken
+    // PV_UNHALT hidden and enforced: nobody is woken.
+    if (!config.pv_unhalt && config.enforce_pv_feature_cpuid) return kvm_answer(abi::kKvmEnosys);
     // RBX (a0) is KVM's reserved flags word: ignored, as KVM does.
     pv->kick(in.caller, (*to_index)(in.rcx));
     return kvm_answer(abi::kKvmSuccess);  // KVM returns 0 even when no vCPU has that APIC ID
@@ -79,7 +80,9 @@ std::unique_ptr<HypercallTable> make_pv_hypercall_table(PvBackend& backend, Hype
   table->register_handler(Transport::kKvm, abi::kHcQueryHalted, [pv, to_index](const HypercallInput& in) {
     const int target = (*to_index)(in.rbx);
     if (target < 0) return kvm_answer(abi::kKvmEinval);
-    return kvm_answer(pv->is_halted(static_cast<unsigned>(target)) ? 1 : 0);
+    const VcpuPvState state = pv->vcpu_state(static_cast<unsigned>(target));
+    if (!state.known) return kvm_answer(abi::kKvmEopnotsupp);
+    return kvm_answer(state.halted ? 1 : 0);
   });
 
   // ---- SBI convention, port 0xE5
@@ -93,7 +96,8 @@ std::unique_ptr<HypercallTable> make_pv_hypercall_table(PvBackend& backend, Hype
   const auto kick = [pv, to_index, config](const HypercallInput& in) {
     if (!config.sbi_pvlock) return sbi_answer(abi::kSbiErrNotSupported);
     const int target = (*to_index)(in.rcx);
-    pv->kick(in.caller, target);  // -1: counted as an invalid kick
+    // -1: counted as an invalid kick.
+    config.sbi_kick_proposed ? pv->kick_if_halted(in.caller, target) : pv->kick(in.caller, target);
     return sbi_answer(target < 0 ? abi::kSbiErrInvalidParam : abi::kSbiSuccess);
   };
   for (const std::uint32_t eid : {abi::kSbiExtPvlock, abi::kSbiExtPvlockLegacy, config.sbi_experimental_eid}) {

@@ -53,9 +53,17 @@ struct HypercallResult {
 
 // Which calls are on (MachineConfig's PV settings).
 struct HypercallConfig {
-  bool pv_unhalt = true;                  // KICK_CPU performs kicks (else -KVM_ENOSYS)
+  bool pv_unhalt = true;                  // PV_UNHALT advertised in CPUID
   bool sbi_pvlock = true;                 // SBI PVLOCK is present
   std::uint32_t sbi_experimental_eid = 0;  // the experimental-range alias of the PVLOCK EID
+  // With PV_UNHALT hidden: refuse KICK_CPU (-KVM_ENOSYS, nobody woken) as KVM
+  // does with KVM_CAP_ENFORCE_PV_FEATURE_CPUID; false: kick anyway, as KVM
+  // does without it.
+  bool enforce_pv_feature_cpuid = true;
+  // --sbi-kick proposed: an SBI kick to a vCPU that is not halted is lost
+  // (the RISC-V host patch: kvm_vcpu_kick + yield); false: sticky, like KVM's
+  // pv_unhalted (or lossy with --kick lossy).
+  bool sbi_kick_proposed = false;
 };
 
 // APIC ID (= hart ID) → vCPU index, -1 when no vCPU has it.

@@ -18,7 +18,7 @@ UserspaceBackend::UserspaceBackend(unsigned vcpu_count, BackendOptions options) 
   for (unsigned i = 0; i < vcpu_count; ++i) slots_.push_back(std::make_unique<Slot>(epoch_));
 }
 
-KickResult UserspaceBackend::kick(unsigned from, int target) {
+KickResult UserspaceBackend::deliver(unsigned from, int target, KickMode mode) {
   auto& sender = slots_[from]->counters;
   sender.kicks_sent.fetch_add(1, std::memory_order_relaxed);
   if (target < 0 || static_cast<std::size_t>(target) >= slots_.size()) {
@@ -32,7 +32,7 @@ KickResult UserspaceBackend::kick(unsigned from, int target) {
   Slot& slot = *slots_[static_cast<std::size_t>(target)];
   // Stamp before delivering: the woken halter reads it after consuming the kick.
   slot.counters.last_kick_ns.store(now_ns(), std::memory_order_relaxed);
-  switch (slot.latch.kick(options_.mode)) {
+  switch (slot.latch.kick(mode)) {
     case KickDelivery::kDelivered:
       slot.counters.kicks_received.fetch_add(1, std::memory_order_relaxed);
       return KickResult::kDelivered;
@@ -74,10 +74,6 @@ HaltOutcome UserspaceBackend::halt(unsigned self) {
 void UserspaceBackend::stop() {
   stopping_.set();
   for (auto& slot : slots_) slot->latch.stop();
-}
-
-std::unique_ptr<PvBackend> make_backend(unsigned vcpu_count, BackendOptions options) {
-  return std::make_unique<UserspaceBackend>(vcpu_count, options);
 }
 
 std::vector<std::uint64_t> UserspaceBackend::wake_latencies(unsigned vcpu) const {

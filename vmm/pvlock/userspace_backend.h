@@ -20,7 +20,9 @@ class UserspaceBackend final : public PvBackend {
   UserspaceBackend(unsigned vcpu_count, BackendOptions options);
 
   std::string_view name() const override { return "userspace"; }
-  KickResult kick(unsigned from, int target) override;
+  VmSetup vm_setup() const override { return {}; }  // doorbells only: no irqchip, nothing enforced
+  KickResult kick(unsigned from, int target) override { return deliver(from, target, options_.mode); }
+  KickResult kick_if_halted(unsigned from, int target) override { return deliver(from, target, KickMode::kLossy); }
   HaltOutcome halt(unsigned self) override;
   void stop() override;
   VcpuPvState vcpu_state(unsigned vcpu) const override {
@@ -35,6 +37,7 @@ class UserspaceBackend final : public PvBackend {
   std::vector<std::uint64_t> wake_latencies(unsigned vcpu) const override;
 
  private:
+  KickResult deliver(unsigned from, int target, KickMode mode);
   static constexpr std::size_t kMaxLatencySamples = 1u << 20;
   struct Slot {
     explicit Slot(std::atomic<std::uint64_t>& epoch) : latch(epoch) {}

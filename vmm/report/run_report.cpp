@@ -5,6 +5,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/machine/guest_text.h"
 #include "vmm/metrics/summary.h"
+#include "vmm/report/settings_json.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::report {
@@ -90,6 +91,9 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
   j["seconds_to_first_entry"] = result.seconds_to_first_entry;
   j["seconds_to_first_exit"] = result.seconds_to_first_exit;
   j["host"] = {{"kvm", result.kvm_kind}, {"tsc_khz", result.tsc_khz}};
+  j["settings"] = settings_json(config);
+  // Doorbell calls the hypercall table had no handler for (answered as KVM/SBI do).
+  j["unknown_hypercalls"] = {{"kvm", result.unknown_kvm_hypercalls}, {"sbi", result.unknown_sbi_calls}};
   j["config"] = {{"program", utf8(config.program, &host_text_replaced)},
                  {"args", utf8(config.args, &host_text_replaced)},
                  {"vcpus", config.vcpus},

@@ -6,13 +6,18 @@
  * RSP = kernel stack top, RDI = BootInfo, RSI = vCPU index, RDX = user stack
  * top; GDT, TSS and IDTR already loaded by the VMM. Each vCPU fills the shared
  * IDT with the same gates (idempotent), takes the CPUID snapshot CPL3 code
- * needs, then drops to CPL3 with IOPL = 0.
+ * needs, then drops to CPL3 with IOPL = 0 -- or, with --guest-ring 0
+ * (BootInfo kBootFlagGuestRing0), calls guest_main at CPL0 instead: the whole
+ * program then runs at CPL0, where hlt and vmcall are legal and pause-loop
+ * exiting sees its `pause` loops (hardware KVM only: the VMM refuses ring 0
+ * on PVM, which would emulate every instruction).
  *
  * What CPL3 code may do is shaped by PVM, where CPL3 runs natively but
  *   - port I/O is granted only by the TSS I/O bitmap (IOPL is discarded):
  *     the VMM's bitmap grants the doorbell and COM1 ports;
- *   - `int $n` raises #UD; only `int3` is delivered: the CPL0 halt is entered
- *     with `int3` at one known site (kernel_halt below);
+ *   - `int $n` raises #UD; only `int3` is delivered: the CPL0 halt and the
+ *     CPL0 KVM hypercall are entered with `int3` at two known sites
+ *     (kernel_halt and kernel_kvm_hypercall below);
  *   - `cpuid` answers with the host's values, not the VMM's table: the leaves
  *     the runtime needs are read here, at CPL0, and handed over in memory.
  * tests/guest_image checks the built image for all three.
@@ -27,6 +32,34 @@
 #define GATE_USER       0xEE00   /* present, DPL3, 64-bit interrupt gate */
 #define RFLAGS_USER     0x0002   /* IOPL=0, IF=0 */
 #define VECTOR_BP       3        /* lockvisor/abi/doorbell.h kVectorKernelHalt */
+#define BOOT_FLAGS_OFF  20       /* offsetof(BootInfo, flags): checked in runtime/start.cpp */
+#define BOOT_FLAG_RING0 0x40     /* kBootFlagGuestRing0: checked in runtime/start.cpp */
+#define VENDOR_AMD_EBX  0x68747541   /* "Auth" of AuthenticAMD */
+#define VENDOR_HYGON_EBX 0x6f677948  /* "Hygo" of HygonGenuine */
+
+/*
+ * KVM hypercall registers from a C call kvm_hypercall(nr, a0, a1, a2, a3)
+ * (RDI, RSI, RDX, RCX, R8): RAX = nr, RBX = a0, RCX = a1, RDX = a2, RSI = a3.
+ * RBX is callee-saved: the caller of the macro saves it.
+ */
+.macro KVM_HYPERCALL_ARGS
+    mov %rdi, %rax
+    mov %rsi, %rbx
+    mov %rcx, %r9
+    mov %rdx, %rcx
+    mov %r9, %rdx
+    mov %r8, %rsi
+.endm
+
+/* vmcall on Intel, vmmcall on AMD/Hygon (use_vmmcall, set by _start). */
+.macro VMCALL_FOR_VENDOR
+    cmpb $0, use_vmmcall(%rip)
+    jne 91f
+    vmcall
+    jmp 92f
+91: vmmcall
+92:
+.endm
 
 /*
  * The CPUID snapshot (guest/runtime/cpuid_snapshot.h, struct Cpl0Cpuid):
@@ -64,9 +97,9 @@ _start:
     inc %ecx
     cmp $32, %ecx
     jne 1b
-    /* Gate 3, DPL3 so that CPL3 `int3` reaches it: the CPL0 halt. */
+    /* Gate 3, DPL3 so that CPL3 `int3` reaches it: the CPL0 halt and hypercall. */
     mov $VECTOR_BP, %ecx
-    lea breakpoint_or_kernel_halt(%rip), %rax
+    lea breakpoint_or_kernel_call(%rip), %rax
     mov $GATE_USER, %r8d
     call set_gate
 
@@ -91,7 +124,28 @@ _start:
     CPUID_TO 0x40000001, CPUID_OFF_FEATURES
     CPUID_TO 1, CPUID_OFF_BASIC
 
-    /* iretq frame to user_entry at CPL3: guest_main(BootInfo, index, snapshot). */
+    /* The hypercall instruction KVM expects on this CPU (every vCPU writes the same). */
+    xor %eax, %eax
+    xor %ecx, %ecx
+    cpuid
+    xor %eax, %eax
+    cmp $VENDOR_AMD_EBX, %ebx
+    sete %al
+    cmp $VENDOR_HYGON_EBX, %ebx
+    sete %cl
+    or %cl, %al
+    mov %al, use_vmmcall(%rip)
+
+    /* --guest-ring 0: stay at CPL0, on the user stack, and run the program. */
+    testl $BOOT_FLAG_RING0, BOOT_FLAGS_OFF(%r12)
+    jz 4f
+    mov %r14, %rsp
+    mov %r12, %rdi
+    mov %r13, %rsi
+    mov %r15, %rdx
+    jmp user_entry
+
+4:  /* iretq frame to user_entry at CPL3: guest_main(BootInfo, index, snapshot). */
     pushq $SEL_USER_DATA
     pushq %r14
     pushq $RFLAGS_USER
@@ -123,15 +177,47 @@ set_gate:
     ret
 
 /*
- * DPL3 gate 3: a real `hlt` at CPL0 (exits as KVM_EXIT_HLT) when the `int3`
- * is the one at kernel_halt (its saved RIP, trap-style, is the instruction
- * after it); any other breakpoint is reported as #BP like every exception.
+ * DPL3 gate 3, dispatching on the saved RIP (trap-style: the instruction
+ * after the `int3`):
+ *   - kernel_halt's int3: a real `hlt` at CPL0 with IF=0 (the gate cleared
+ *     it). Userspace backend: exits as KVM_EXIT_HLT. kvm backend: KVM blocks
+ *     the vCPU in its irqchip until KICK_CPU sets pv_unhalted;
+ *   - kernel_kvm_hypercall's int3: vmcall/vmmcall with the caller's RAX, RBX,
+ *     RCX, RDX, RSI untouched; KVM's answer comes back in RAX;
+ * any other breakpoint is reported as #BP like every exception.
  */
-breakpoint_or_kernel_halt:
+breakpoint_or_kernel_call:
     cmpq $kernel_halt_resume, (%rsp)
+    je 5f
+    cmpq $kernel_hypercall_resume, (%rsp)
     jne exception_3
-    hlt
+    VMCALL_FOR_VENDOR
     iretq
+5:  hlt
+    iretq
+
+/*
+ * For a program already at CPL0 (--guest-ring 0): the same two operations
+ * without the int3 round trip. In the CPL0 region on purpose: CPL3 code
+ * must never reach them (tests/guest_image).
+ *   long cpl0_kvm_hypercall(nr, a0, a1, a2, a3);  void cpl0_halt(void);
+ */
+    .global cpl0_kvm_hypercall
+    .type cpl0_kvm_hypercall, @function
+cpl0_kvm_hypercall:
+    push %rbx
+    KVM_HYPERCALL_ARGS
+    VMCALL_FOR_VENDOR
+    pop %rbx
+    ret
+    .size cpl0_kvm_hypercall, . - cpl0_kvm_hypercall
+
+    .global cpl0_halt
+    .type cpl0_halt, @function
+cpl0_halt:
+    hlt
+    ret
+    .size cpl0_halt, . - cpl0_halt
 
 /*
  * Exception stubs: normalise the frame to (vector, error code, RIP, CS, ...)
@@ -161,6 +247,10 @@ STUB 8,1;  STUB 9,0;  STUB 10,1; STUB 11,1; STUB 12,1; STUB 13,1; STUB 14,1; STU
 STUB 16,0; STUB 17,1; STUB 18,0; STUB 19,0; STUB 20,0; STUB 21,1; STUB 22,0; STUB 23,0
 STUB 24,0; STUB 25,0; STUB 26,0; STUB 27,0; STUB 28,0; STUB 29,1; STUB 30,1; STUB 31,0
 
+    .section .data
+use_vmmcall:
+    .byte 0
+
     .section .rodata
     .balign 8
 exception_stubs:
@@ -188,5 +278,20 @@ kernel_halt:
 kernel_halt_resume:
     ret
     .size kernel_halt, . - kernel_halt
+
+/*
+ * long kernel_kvm_hypercall(nr, a0, a1, a2, a3), CPL3: KVM's own hypercall
+ * (--backend kvm), made at CPL0 through gate 3; vmcall is #GP at CPL3.
+ */
+    .global kernel_kvm_hypercall
+    .type kernel_kvm_hypercall, @function
+kernel_kvm_hypercall:
+    push %rbx
+    KVM_HYPERCALL_ARGS
+    int3
+kernel_hypercall_resume:
+    pop %rbx
+    ret
+    .size kernel_kvm_hypercall, . - kernel_kvm_hypercall
 
     .section .note.GNU-stack, "", @progbits

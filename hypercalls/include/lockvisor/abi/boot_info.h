@@ -21,6 +21,13 @@ inline constexpr u32 kBootFlagRunStateLive = 1u << 3;
 // BootInfo::workload holds the lock workload's parameters (clear: not a
 // lock-workload run; the lock programs then refuse to start).
 inline constexpr u32 kBootFlagWorkload = 1u << 4;
+// --backend kvm: KICK_CPU is KVM's own (vmcall on Intel, vmmcall on AMD,
+// executed at CPL0) and a halt is `hlt` at CPL0 with IF=0, blocked in KVM's
+// in-kernel irqchip. Clear: both are doorbells (port 0xE4) to the VMM.
+inline constexpr u32 kBootFlagKvmHypercalls = 1u << 5;
+// --guest-ring 0: the program (guest_main and everything after it) runs at
+// CPL0; the entry code does not drop to CPL3.
+inline constexpr u32 kBootFlagGuestRing0 = 1u << 6;
 
 inline constexpr u32 kProgramNameBytes = 32;
 inline constexpr u32 kProgramArgsBytes = 768;

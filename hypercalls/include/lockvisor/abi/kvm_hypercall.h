@@ -21,6 +21,9 @@ inline constexpr u64 kHcQueryHalted = 0x4c560002;
 inline constexpr i64 kKvmSuccess = 0;
 inline constexpr i64 kKvmEinval = -22;
 inline constexpr i64 kKvmEnosys = -1000;  // unknown number, or the PV feature is off
+// QUERY_HALTED when the backend cannot see whether the vCPU is halted
+// (--backend kvm on a kernel without KVM's `blocking` statistic).
+inline constexpr i64 kKvmEopnotsupp = -95;
 
 // CPUID leaves the VMM installs with KVM_SET_CPUID2.
 inline constexpr u32 kCpuidSignatureLeaf = 0x40000000;  // EBX,ECX,EDX = "KVMKVMKVM\0\0\0"

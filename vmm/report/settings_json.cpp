@@ -1,0 +1,29 @@
+#include "vmm/report/settings_json.h"
+
+#include "vmm/host/kvm_module_params.h"
+
+namespace lockvisor::report {
+
+nlohmann::json settings_json(const machine::MachineConfig& config) {
+  const bool kvm_backend = config.backend_kind == pvlock::BackendKind::kKvm;
+  const auto pause = host::read_pause_exit_params();
+  nlohmann::json ple = {{"mode", config.ple == machine::PleMode::kOff ? "off" : "on"}, {"module", pause.module}};
+  for (const auto& [name, value] : pause.values) ple[name] = value;
+  const auto halt_poll_ns = host::read_halt_poll_ns();
+  nlohmann::json halt_poll;
+  if (kvm_backend)  // KVM's adaptive polling, bounded by the module parameter
+    halt_poll = {{"by", "kvm"}, {"halt_poll_ns", halt_poll_ns ? nlohmann::json(*halt_poll_ns) : nullptr}};
+  else
+    halt_poll = {{"by", "vmm"}, {"halt_poll_us", config.backend.halt_poll_us}};
+  return {{"backend", pvlock::backend_kind_name(config.backend_kind)},
+          {"guest_ring", config.guest_ring},
+          {"ple", ple},
+          {"kick", config.backend.mode == pvlock::KickMode::kLossy ? "lossy" : "sticky"},
+          {"sbi_kick", config.sbi_kick_proposed ? "proposed" : "sticky"},
+          {"pv_unhalt", config.pv_unhalt},
+          {"enforce_pv_cpuid", config.backend.enforce_pv_feature_cpuid},
+          {"halt_poll", halt_poll},
+          {"kick_delay_us", config.backend.kick_delay_us}};
+}
+
+}  // namespace lockvisor::report
