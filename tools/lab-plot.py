@@ -48,16 +48,22 @@ def series_points(rows, metric):
 def plot(rows, metrics, ylabel, title, path, log=False):
     fig, ax = plt.subplots(figsize=(9, 5.5))
     drew = False
-    colours = {}
+    # One colour per series without its "(N host CPUs)" suffix (e.g. per
+    # lock); one marker per host-CPU count, so 4 vCPUs on 1 CPU and 8 on 2
+    # (both 4:1) stay apart.
+    palette = plt.get_cmap("tab20").colors
+    bases = sorted({name.split(" (")[0] for name in (row["series"] for row in rows)})
+    colour = {base: palette[(2 * i) % 20 if len(bases) <= 10 else i % 20] for i, base in enumerate(bases)}
+    markers = {}
     for metric, style in metrics:
         for name, pts in sorted(series_points(rows, metric).items()):
+            base, _, cpus = name.partition(" (")
+            marker = markers.setdefault(cpus, "osD^v<>"[len(markers) % 7])
             xs = [p[0] for p in pts]
             ys = [p[1] for p in pts]
             err = [[max(0.0, p[1] - p[2]) for p in pts], [max(0.0, p[3] - p[1]) for p in pts]]
             label = name if len(metrics) == 1 else f"{name} {metric}"
-            kwargs = {"color": colours[name]} if name in colours else {}
-            line = ax.errorbar(xs, ys, yerr=err, marker="o", linestyle=style, capsize=3, label=label, **kwargs)
-            colours.setdefault(name, line[0].get_color())
+            ax.errorbar(xs, ys, yerr=err, marker=marker, linestyle=style, capsize=3, label=label, color=colour[base])
             drew = True
     if not drew:
         plt.close(fig)
