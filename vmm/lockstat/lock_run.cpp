@@ -67,19 +67,19 @@ std::vector<abi::WorkloadStats> workload_stats_from(const machine::RunResult& ru
 }
 
 nlohmann::json vmm_counters(const machine::RunResult& run) {
-  std::map<std::string, std::uint64_t> pv;
+  pvlock::PvCounts pv;
   std::uint64_t exits = 0;
   for (const auto& v : run.vcpus) {
-    for (const auto& [name, value] : v.pv) add_to(pv[name], value);
+    pv += v.pv;
     for (const auto& [name, value] : v.exits) add_to(exits, value);
   }
-  return {{"halts", pv["halts"]},
-          {"halts_immediate", pv["halts_immediate"]},
-          {"halts_woken", saturating_add(pv["halts_woken"], pv["halts_polled"])},
-          {"kicks", pv["kicks_sent"]},
-          {"kicks_received", pv["kicks_received"]},
-          {"kicks_coalesced", pv["kicks_coalesced"]},
-          {"kicks_dropped", pv["kicks_dropped"]},
+  return {{"halts", pv.halts},
+          {"halts_immediate", pv.halts_immediate},
+          {"halts_woken", saturating_add(pv.halts_woken, pv.halts_polled)},
+          {"kicks", pv.kicks_sent},
+          {"kicks_received", pv.kicks_received},
+          {"kicks_coalesced", pv.kicks_coalesced},
+          {"kicks_dropped", pv.kicks_dropped},
           {"wake_latency_ns", report::wake_latency_json(run)},
           {"exits", exits}};
 }

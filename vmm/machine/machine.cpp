@@ -27,6 +27,7 @@
 #include "vmm/kvm/vm.h"
 #include "vmm/loader/elf_loader.h"
 #include "vmm/machine/serial_console.h"
+#include "vmm/machine/steal_time.h"
 #include "vmm/machine/vcpu_runner.h"
 #include "vmm/machine/x86_boot.h"
 #include "vmm/pvlock/pv_backend.h"
@@ -180,7 +181,7 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
   std::memcpy(boot->args, cfg.args.c_str(), cfg.args.size() + 1);
 
   const auto supported = kvm.supported_cpuid();
-  const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint};
+  const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint, cfg.steal_time};
   install_vcpu_interrupt_signal();
   for (unsigned i = 0; i < cfg.vcpus; ++i) {
     const unsigned apic_id = i;  // APIC ID == index, but every lookup goes through the map
@@ -386,6 +387,7 @@ RunResult Machine::run() {
   result.runstate = s.runstate_kind;
   result.runstate_detail = s.runstate_detail;
   for (const auto& v : s.vcpus) result.vcpus.push_back(v->report());
+  read_steal_time(s.vm.memory(), result.vcpus);
   result.guest_prints = s.control.prints();
   result.serial_lines = s.serial.captured();
   if (s.control.decided()) {

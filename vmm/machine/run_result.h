@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "vmm/pvlock/pv_counters.h"
+
 namespace lockvisor::machine {
 
 // Process exit codes, documented in README.md ("Exit codes").
@@ -59,8 +61,8 @@ struct VcpuReport {
   std::uint64_t rip = 0;
   bool exited = false;  // false: the guest never exited to the VMM, rip means nothing
   std::optional<std::uint64_t> guest_exit_code;
-  // The PV backend's counters (pvlock::VcpuPvCounters), by name.
-  std::map<std::string, std::uint64_t> pv;
+  // The PV backend's counters (pvlock::VcpuPvCounters), typed: JSON only at the output.
+  pvlock::PvCounts pv;
   std::vector<std::uint64_t> wake_latency_ns;
   // KVM's binary statistics at the end of the run.
   std::map<std::string, std::uint64_t> kvm;
@@ -70,6 +72,10 @@ struct VcpuReport {
   std::uint64_t voluntary_switches = 0;
   std::uint64_t involuntary_switches = 0;
   std::optional<VcpuRunStateCounts> runstate;  // only when the page was live
+  // The guest's steal-time record (MSR_KVM_STEAL_TIME) at the end of the run:
+  // absent when the guest did not enable one (not advertised, --no-steal-time).
+  std::optional<std::uint64_t> steal_time_ns;
+  bool steal_preempted = false;  // the record's `preempted` byte (never set on PVM)
   std::vector<int> affinity;
   std::vector<ResultValue> results;
   std::vector<GuestCase> cases;
@@ -108,7 +114,8 @@ struct RunResult {
   std::uint64_t guest_text_replaced() const;
   // Looks up a result reported by vCPU `vcpu` (nullptr when absent).
   const ResultValue* result(unsigned vcpu, const std::string& key) const;
-  std::uint64_t pv(unsigned vcpu, const std::string& counter) const;
+  // vCPU `vcpu`'s PV counters (all zero for a vCPU that does not exist).
+  const pvlock::PvCounts& pv(unsigned vcpu) const;
 };
 
 }  // namespace lockvisor::machine
