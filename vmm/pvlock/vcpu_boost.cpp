@@ -1,5 +1,6 @@
 #include "vmm/pvlock/vcpu_boost.h"
 
+#include <linux/futex.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -7,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "vmm/util/error.h"
 
@@ -104,11 +106,11 @@ VcpuBooster::VcpuBooster(unsigned vcpus, BoostMechanism mechanism, std::chrono::
   slots_.reserve(vcpus);
   for (unsigned i = 0; i < vcpus; ++i) slots_.push_back(std::make_unique<Slot>());
   if (mechanism_ == BoostMechanism::kFifo || mechanism_ == BoostMechanism::kNice) {
-    reverter_ = std::thread([this] {
-      // Best effort: without it the bound still holds wherever the reverter
+    booster_ = std::thread([this] {
+      // Best effort: without it the bound still holds wherever the booster
       // gets a CPU of its own, and RT throttling bounds the rest.
       if (mechanism_ == BoostMechanism::kFifo) set_fifo(0, kReverterFifoPriority);
-      reverter();
+      run();
     });
   }
 }
@@ -127,68 +129,77 @@ bool VcpuBooster::apply(pid_t tid, bool on) const {
   return false;
 }
 
+void VcpuBooster::post(Slot& slot, Request request) {
+  slot.request.store(request, std::memory_order_release);
+  wake_.fetch_add(1, std::memory_order_acq_rel);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
 bool VcpuBooster::boost(unsigned vcpu) {
-  if (mechanism_ != BoostMechanism::kFifo && mechanism_ != BoostMechanism::kNice) return false;
+  if (!booster_.joinable() || stopping_.load(std::memory_order_relaxed)) return false;
   Slot& slot = *slots_[vcpu];
-  const pid_t tid = slot.tid.load(std::memory_order_relaxed);
-  if (tid == 0) return false;
-  std::lock_guard lock(mutex_);
-  if (stopping_) return false;
-  const bool already = slot.deadline_ns.load(std::memory_order_relaxed) != 0;
-  // A renewed boost extends the deadline: the target is still the one to run.
-  slot.deadline_ns.store(now_ns() + static_cast<std::uint64_t>(bound_.count()), std::memory_order_release);
-  if (!already && !apply(tid, true)) {
-    slot.deadline_ns.store(0, std::memory_order_release);
-    return false;
-  }
-  if (observer_) observer_(vcpu, false);
-  wake_.notify_one();
+  if (slot.tid.load(std::memory_order_relaxed) == 0) return false;
+  post(slot, kBoost);
   return true;
 }
 
-void VcpuBooster::end_locked(unsigned vcpu, bool expired) {
-  Slot& slot = *slots_[vcpu];
-  if (slot.deadline_ns.load(std::memory_order_relaxed) == 0) return;
-  slot.deadline_ns.store(0, std::memory_order_release);
-  apply(slot.tid.load(std::memory_order_relaxed), false);
-  if (expired && observer_) observer_(vcpu, true);
-}
-
 void VcpuBooster::release(unsigned vcpu) {
-  if (slots_[vcpu]->deadline_ns.load(std::memory_order_acquire) == 0) return;  // the common case: one load
-  std::lock_guard lock(mutex_);
-  end_locked(vcpu, false);
+  Slot& slot = *slots_[vcpu];
+  // The common case, nothing to release: one or two loads.
+  if (!slot.boosted.load(std::memory_order_acquire) && slot.request.load(std::memory_order_relaxed) != kBoost) return;
+  post(slot, kRelease);
 }
 
 void VcpuBooster::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    if (!stopping_) {
-      stopping_ = true;
-      for (unsigned i = 0; i < slots_.size(); ++i) end_locked(i, false);
-    }
-  }
-  wake_.notify_all();
-  if (reverter_.joinable()) reverter_.join();
+  stopping_.store(true);
+  wake_.fetch_add(1);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  if (booster_.joinable() && booster_.get_id() != std::this_thread::get_id()) booster_.join();
 }
 
-void VcpuBooster::reverter() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
+void VcpuBooster::end(unsigned vcpu, bool expired, std::uint64_t now) {
+  Slot& slot = *slots_[vcpu];
+  apply(slot.tid.load(std::memory_order_relaxed), false);
+  slot.boosted.store(false, std::memory_order_release);
+  if (expired) {
+    slot.cooldown_until_ns = now + static_cast<std::uint64_t>(bound_.count());
+    if (observer_) observer_(vcpu, true);
+  }
+}
+
+void VcpuBooster::run() {
+  for (;;) {
+    const std::uint32_t seen = wake_.load(std::memory_order_acquire);
+    const bool stopping = stopping_.load(std::memory_order_acquire);
     const std::uint64_t now = now_ns();
     std::uint64_t next = 0;
     for (unsigned i = 0; i < slots_.size(); ++i) {
-      const std::uint64_t deadline = slots_[i]->deadline_ns.load(std::memory_order_relaxed);
-      if (deadline == 0) continue;
-      if (deadline <= now)
-        end_locked(i, true);
-      else if (next == 0 || deadline < next)
-        next = deadline;
+      Slot& slot = *slots_[i];
+      const bool boosted = slot.boosted.load(std::memory_order_relaxed);
+      const std::uint32_t request = stopping ? kRelease : slot.request.exchange(kNone, std::memory_order_acq_rel);
+      if (request == kRelease && boosted) {
+        end(i, false, now);
+      } else if (request == kBoost && !boosted && now >= slot.cooldown_until_ns &&
+                 apply(slot.tid.load(std::memory_order_relaxed), true)) {
+        slot.deadline_ns = now + static_cast<std::uint64_t>(bound_.count());
+        slot.boosted.store(true, std::memory_order_release);
+        if (observer_) observer_(i, false);
+      } else if (boosted && now >= slot.deadline_ns) {
+        end(i, true, now);
+      }
+      if (slot.boosted.load(std::memory_order_relaxed) && (next == 0 || slot.deadline_ns < next)) next = slot.deadline_ns;
     }
-    if (next == 0)
-      wake_.wait(lock);
-    else
-      wake_.wait_for(lock, std::chrono::nanoseconds(next - now));
+    if (stopping) return;
+    // Sleep until the next deadline or the next request (a changed word
+    // returns at once: no request is missed between the scan and the wait).
+    if (next == 0) {
+      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+    } else {
+      const std::uint64_t left = next > now_ns() ? next - now_ns() : 0;
+      if (left == 0) continue;
+      const timespec timeout{static_cast<std::time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
+      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+    }
   }
 }
 

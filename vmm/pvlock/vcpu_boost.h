@@ -18,24 +18,31 @@
 // A boost ends at the earliest of: the target's own next halt, kick or
 // YIELD_TO (release(), called on the target's thread: it is done with the
 // CPU it was given), or `bound` (default 4 ms, one slice at HZ=250) after it
-// began. The time bound is enforced by a reverter thread that is itself
-// SCHED_FIFO at priority 2 (with fifo), so a boosted vCPU spinning at CPL3
-// without exits cannot keep it from running on a shared CPU. The kernel's
-// RT throttling (sched_rt_runtime_us) is a second, coarser safety net.
+// began. Asking again does not extend a boost, and after one that the bound
+// ended the vCPU cannot be boosted for another `bound`: a guest cannot keep a
+// thread real-time by asking over and over (at most half of the time).
+//
+// One thread, the booster, makes every policy change; boost() and release()
+// only post a request and wake it. It runs SCHED_FIFO at priority 2 (with
+// fifo), above every boosted vCPU, so neither the time bound nor a release can
+// be held up by the boosted thread it concerns. (A first version changed the
+// policy in the caller, under a lock: a caller sharing the target's CPU was
+// preempted by the target it had just boosted, before arming the timer, and
+// the measured boosts lasted 40-90 ms instead of 4 — until RT throttling let
+// the caller run again.) The kernel's RT throttling (sched_rt_runtime_us)
+// stays a second, coarser safety net.
 //
 // Threads are learned lazily: a vCPU's thread id is recorded the first time
 // that vCPU calls into the backend (attach()); a vCPU never seen there cannot
-// be boosted (counted as a boost that found no thread).
+// be boosted.
 #pragma once
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -55,8 +62,8 @@ BoostMechanism resolve_boost_mechanism(BoostMechanism requested, std::string* wh
 
 class VcpuBooster {
  public:
-  // `on_boost(vcpu, expired)`: called when a boost begins (expired = false) and
-  // when the time bound ends one (expired = true); for the counters.
+  // `observer(vcpu, expired)`: called on the booster thread when a boost
+  // begins (expired = false) and when the time bound ends one (expired = true).
   using Observer = std::function<void(unsigned vcpu, bool expired)>;
   VcpuBooster(unsigned vcpus, BoostMechanism mechanism, std::chrono::nanoseconds bound, Observer observer);
   ~VcpuBooster();
@@ -66,32 +73,38 @@ class VcpuBooster {
   BoostMechanism mechanism() const { return mechanism_; }
   // Records the calling thread as vCPU `vcpu`'s (cheap after the first call).
   void attach(unsigned vcpu);
-  // Boosts vCPU `vcpu` (or extends its boost); false when nothing was done
-  // (mechanism off, or its thread is not known yet).
+  // Asks for vCPU `vcpu` to be boosted; false when it cannot be (mechanism
+  // off, its thread not known yet, stopping). The booster applies it at once
+  // unless the vCPU is boosted already or cooling down.
   bool boost(unsigned vcpu);
-  // Ends vCPU `vcpu`'s boost, if any (cheap when there is none).
+  // Ends vCPU `vcpu`'s boost, if any (one load when there is none).
   void release(unsigned vcpu);
-  // Ends every boost and the reverter thread; idempotent.
+  // Ends every boost and the booster thread; idempotent.
   void stop();
-  bool boosted(unsigned vcpu) const { return slots_[vcpu]->deadline_ns.load(std::memory_order_acquire) != 0; }
+  // Whether the booster has vCPU `vcpu` boosted right now.
+  bool boosted(unsigned vcpu) const { return slots_[vcpu]->boosted.load(std::memory_order_acquire); }
 
  private:
+  enum Request : std::uint32_t { kNone, kBoost, kRelease };
   struct Slot {
     std::atomic<pid_t> tid{0};
-    std::atomic<std::uint64_t> deadline_ns{0};  // 0: not boosted
+    std::atomic<std::uint32_t> request{kNone};  // the latest wish, taken by the booster
+    std::atomic<bool> boosted{false};           // written by the booster
+    std::uint64_t deadline_ns = 0;              // booster thread only
+    std::uint64_t cooldown_until_ns = 0;        // booster thread only
   };
   bool apply(pid_t tid, bool on) const;
-  void end_locked(unsigned vcpu, bool expired);
-  void reverter();
+  void post(Slot& slot, Request request);
+  void end(unsigned vcpu, bool expired, std::uint64_t now);
+  void run();
 
   BoostMechanism mechanism_;
   std::chrono::nanoseconds bound_;
   Observer observer_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::mutex mutex_;  // serialises policy changes and the reverter's scan
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread reverter_;  // joined by stop()
+  std::atomic<std::uint32_t> wake_{0};  // futex word: bumped by every request
+  std::atomic<bool> stopping_{false};
+  std::thread booster_;  // joined by stop()
 };
 
 }  // namespace lockvisor::pvlock
