@@ -8,6 +8,8 @@
 #include "runtime/pv.h"
 #include "runtime/report.h"
 #include "runtime/runstate.h"
+#include "runtime/steal_time.h"
+#include "runtime/yield_to.h"
 
 namespace guest {
 
@@ -31,10 +33,22 @@ struct GuestLockEnv {
   static bool pv_available() { return g_lock_features.pv_unhalt; }
   static bool virtualized() { return true; }
   static bool dedicated() { return g_lock_features.dedicated; }
-  // The run-state page (runtime/runstate.h): a hint, "unknown" when the host
-  // does not publish it. Optional members of the Env (locks/lock_env.h).
-  static bool vcpu_is_preempted(unsigned cpu) { return guest::vcpu_is_preempted(cpu); }
-  static lockvisor::abi::RunState vcpu_run_state(unsigned cpu) { return guest::vcpu_run_state(cpu); }
+  // Whether vCPU `cpu` is descheduled, a hint from two sources: the run-state
+  // page (runtime/runstate.h; the only one that works on PVM) and the
+  // steal-time record's `preempted` byte (runtime/steal_time.h; hardware KVM).
+  // Preempted if either says so. Optional members of the Env (locks/lock_env.h).
+  static bool vcpu_is_preempted(unsigned cpu) { return guest::steal_time_preempted(cpu) || guest::vcpu_is_preempted(cpu); }
+  // The four-valued form. The steal-time byte can only ever say "preempted"
+  // (a clear byte also means "not enabled" or "PVM"), so it overrides the page
+  // only in that direction: where neither source can tell, this is kUnknown,
+  // never kRunning.
+  static lockvisor::abi::RunState vcpu_run_state(unsigned cpu) {
+    if (guest::steal_time_preempted(cpu)) return lockvisor::abi::RunState::kPreempted;
+    return guest::vcpu_run_state(cpu);
+  }
+  // YIELD_TO (runtime/yield_to.h): let vCPU `cpu` run next on its host CPU.
+  // Optional member of the Env.
+  static void yield_to(unsigned cpu) { yield_to_apic(apic_id_of(cpu)); }
   static lockvisor::locks::LockEvents& events() { return g_lock_events[this_cpu()]; }
   [[noreturn]] static void bug(const char* what) { assert_fail(__FILE__, __LINE__, what); }
 };

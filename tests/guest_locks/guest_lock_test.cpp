@@ -68,7 +68,7 @@ TEST_P(GuestLock, TortureHasNoViolationsAtEveryOvercommit) {
     EXPECT_EQ(violations, 0u);
     EXPECT_GT(ops, 0u);
     std::uint64_t vmm_kicks = 0;
-    for (unsigned i = 0; i < run.vcpus.size(); ++i) vmm_kicks += run.pv(i, "kicks_sent");
+    for (unsigned i = 0; i < run.vcpus.size(); ++i) vmm_kicks += run.pv(i).kicks_sent;
     EXPECT_EQ(guest_kicks, vmm_kicks) << "every guest pv_kick must be one KICK_CPU the VMM saw";
   }
 }
@@ -85,8 +85,8 @@ TEST_P(GuestLock, UncontendedPathMakesNoExit) {
   EXPECT_EQ(stats[0].ops, 100000u);
   EXPECT_EQ(stats[1].ops, 0u);
   for (unsigned i = 0; i < run.vcpus.size(); ++i) {
-    EXPECT_EQ(run.pv(i, "halts"), 0u);
-    EXPECT_EQ(run.pv(i, "kicks_sent"), 0u);
+    EXPECT_EQ(run.pv(i).halts, 0u);
+    EXPECT_EQ(run.pv(i).kicks_sent, 0u);
     // The only exits: the two window marks (outside the timed loop),
     // reporting the stats array and DONE.
     const auto& exits = run.vcpus[i].exits;

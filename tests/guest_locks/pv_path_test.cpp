@@ -114,7 +114,7 @@ TEST_P(LostWakeup, LossyKicksDeadlockAndTheDetectorEndsTheRun) {
   EXPECT_EQ(run.outcome, Outcome::kDeadlock) << run.reason;
   EXPECT_EQ(machine::exit_code(run.outcome), 5);
   std::uint64_t dropped = 0;
-  for (unsigned i = 0; i < run.vcpus.size(); ++i) dropped += run.pv(i, "kicks_dropped");
+  for (unsigned i = 0; i < run.vcpus.size(); ++i) dropped += run.pv(i).kicks_dropped;
   EXPECT_GT(dropped, 0u) << "a lost wake-up needs a dropped kick";
 }
 
@@ -124,7 +124,7 @@ TEST_P(LostWakeup, StickyKicksCompleteWithTheSameSettings) {
   ASSERT_EQ(run.outcome, Outcome::kCompleted) << run.reason;
   std::uint64_t violations = 0, immediate = 0;
   for (const auto& s : lockstat::workload_stats_from(run)) violations += s.violations;
-  for (unsigned i = 0; i < run.vcpus.size(); ++i) immediate += run.pv(i, "halts_immediate");
+  for (unsigned i = 0; i < run.vcpus.size(); ++i) immediate += run.pv(i).halts_immediate;
   EXPECT_EQ(violations, 0u);
   EXPECT_GT(immediate, 0u) << "the widened window must have caught kicks that sticky mode latched";
 }

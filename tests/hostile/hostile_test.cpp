@@ -439,7 +439,7 @@ TEST(HostileGuest, KickStormsAtEveryApicIdAndAbsurdOnes) {
   EXPECT_EQ(r.outcome, Outcome::kCompleted) << describe(r);
   for (unsigned v = 0; v < 4; ++v) {
     // Per round: 1020 x86 kicks and 1020 SBI kicks to missing IDs, 3 + 6 absurd ones.
-    EXPECT_GE(r.pv(v, "kicks_invalid"), 2u * (1020 + 9)) << "vCPU " << v;
+    EXPECT_GE(r.pv(v).kicks_invalid, 2u * (1020 + 9)) << "vCPU " << v;
   }
 }
 

@@ -35,6 +35,7 @@ class FakeBackend final : public PvBackend {
     ++halts;
     return HaltOutcome::kImmediate;
   }
+  void yield_to(unsigned from, int target) override { yields.emplace_back(from, target); }
   void stop() override {}
   VcpuPvState vcpu_state(unsigned vcpu) const override { return {halted_[vcpu], false, known}; }
   std::uint64_t epoch() const override { return 0; }
@@ -44,6 +45,7 @@ class FakeBackend final : public PvBackend {
   void set_halted(unsigned vcpu, bool halted) { halted_[vcpu] = halted; }
   std::vector<std::pair<unsigned, int>> kicks;
   std::vector<std::pair<unsigned, int>> lossy_kicks;  // kick_if_halted
+  std::vector<std::pair<unsigned, int>> yields;
   unsigned halts = 0;
   bool known = true;
 
@@ -207,10 +209,40 @@ TEST(HypercallTableKvm, QueryHaltedOfUnknownApicIdIsEinval) {
               abi::kKvmEinval);
 }
 
+// YIELD_TO (11, KVM_HC_SCHED_YIELD): a0 (RBX) names the target by APIC ID;
+// the answer is 0 whether or not a vCPU has it, as in KVM, and an unknown one
+// reaches the backend as -1.
+TEST(HypercallTableKvm, YieldToPassesTheTargetIndexAndAnswersZero) {
+  FakeBackend backend(3);
+  auto table = make_pv_hypercall_table(backend, config(), apic_to_index);
+  for (const std::uint64_t apic : {std::uint64_t{4}, std::uint64_t{3}, std::uint64_t{1} << 40}) {
+    const auto r = table->dispatch(Transport::kKvm, kvm_call(abi::kHcSchedYield, apic, 0, 1));
+    EXPECT_TRUE(r.known);
+    EXPECT_EQ(as_signed(r.output.rax), abi::kKvmSuccess);
+    EXPECT_FALSE(r.output.halt);
+  }
+  ASSERT_EQ(backend.yields.size(), 3u);
+  EXPECT_EQ(backend.yields[0], (std::pair<unsigned, int>{1, 2}));
+  EXPECT_EQ(backend.yields[1], (std::pair<unsigned, int>{1, -1}));
+  EXPECT_EQ(backend.yields[2], (std::pair<unsigned, int>{1, -1}));
+  EXPECT_TRUE(backend.kicks.empty());
+}
+
+TEST(HypercallTableKvm, YieldToThroughTheUserspaceBackendIsCounted) {
+  BackendOptions options;
+  options.boost = BoostMechanism::kOff;  // counted, nothing applied
+  UserspaceBackend backend(3, options);
+  auto table = make_pv_hypercall_table(backend, config(), apic_to_index);
+  table->dispatch(Transport::kKvm, kvm_call(abi::kHcSchedYield, 4, 0, 0));
+  table->dispatch(Transport::kKvm, kvm_call(abi::kHcSchedYield, 9, 0, 0));
+  EXPECT_EQ(backend.counters(0).yield_to_calls.load(), 2u);
+  EXPECT_EQ(backend.counters(2).boosts.load(), 0u);  // mechanism off
+}
+
 TEST(HypercallTableKvm, UnknownNumbersAnswerEnosysAndAreCounted) {
   FakeBackend backend(3);
   auto table = make_pv_hypercall_table(backend, config(), apic_to_index);
-  const std::uint64_t unknown[] = {0, 1, 4, 6, 11, 0x4c560000, 0x4c560003, 0x5'0000'0005, ~std::uint64_t{0}};
+  const std::uint64_t unknown[] = {0, 1, 4, 6, 10, 12, 0x4c560000, 0x4c560003, 0x5'0000'0005, ~std::uint64_t{0}};
   for (const auto nr : unknown) {
     const auto r = table->dispatch(Transport::kKvm, kvm_call(nr, 0, 2));
     EXPECT_FALSE(r.known) << nr;
@@ -361,8 +393,8 @@ TEST(HypercallTableSbi, PvOffDoesNotTouchSbi) {
 TEST(HypercallTableRegistration, EachNumberRegisteredExactlyOnce) {
   FakeBackend backend(3);
   auto table = make_pv_hypercall_table(backend, config(), apic_to_index);
-  EXPECT_EQ(table->size(), 7u);  // 3 KVM + PROBE + KICK at 3 EIDs
-  for (const std::uint64_t nr : {abi::kHcKickCpu, abi::kHcHalt, abi::kHcQueryHalted})
+  EXPECT_EQ(table->size(), 8u);  // 4 KVM + PROBE + KICK at 3 EIDs
+  for (const std::uint64_t nr : {abi::kHcKickCpu, abi::kHcHalt, abi::kHcQueryHalted, abi::kHcSchedYield})
     EXPECT_TRUE(table->registered(Transport::kKvm, nr));
   EXPECT_TRUE(table->registered(Transport::kSbi,
                                 HypercallTable::sbi_number(abi::kSbiExtBase, abi::kSbiBaseProbeExtension)));
@@ -371,11 +403,11 @@ TEST(HypercallTableRegistration, EachNumberRegisteredExactlyOnce) {
   // Transports are separate name spaces.
   EXPECT_FALSE(table->registered(Transport::kSbi, abi::kHcKickCpu));
   const auto noop = [](const HypercallInput&) { return HypercallOutput{}; };
-  for (const std::uint64_t nr : {abi::kHcKickCpu, abi::kHcHalt, abi::kHcQueryHalted})
+  for (const std::uint64_t nr : {abi::kHcKickCpu, abi::kHcHalt, abi::kHcQueryHalted, abi::kHcSchedYield})
     EXPECT_THROW(table->register_handler(Transport::kKvm, nr, noop), std::logic_error);
   EXPECT_THROW(table->register_handler(Transport::kSbi, HypercallTable::sbi_number(kAlias, abi::kSbiPvlockKickCpu), noop),
                std::logic_error);
-  EXPECT_EQ(table->size(), 7u);
+  EXPECT_EQ(table->size(), 8u);
 }
 
 TEST(HypercallTableRegistration, RegisteringTwiceFailsAndKeepsTheFirst) {
@@ -393,7 +425,7 @@ TEST(HypercallTableRegistration, RegisteringTwiceFailsAndKeepsTheFirst) {
 TEST(HypercallTableRegistration, AliasEqualToAFixedEidIsRegisteredOnce) {
   FakeBackend backend(3);
   auto table = make_pv_hypercall_table(backend, {true, true, abi::kSbiExtPvlock}, apic_to_index);
-  EXPECT_EQ(table->size(), 6u);
+  EXPECT_EQ(table->size(), 7u);
 }
 
 }  // namespace

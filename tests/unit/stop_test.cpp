@@ -75,7 +75,7 @@ TEST(UserspaceBackendStop, StopCutsAKickDelayShort) {
 TEST(UserspaceBackendStop, StopReleasesAHalterAndAKickerTogether) {
   pvlock::BackendOptions options;
   options.kick_delay_us = 30'000'000;
-  options.halt_poll_us = 4'000'000'000u;  // would spin for ~66 minutes
+  options.halt_poll = pvlock::HaltPollSetting::fixed(4'000'000'000u);  // would spin for ~66 minutes
   pvlock::UserspaceBackend backend(3, options);
   const auto t0 = Clock::now();
   std::thread halter([&] { EXPECT_EQ(backend.halt(1), pvlock::HaltOutcome::kStopped); });

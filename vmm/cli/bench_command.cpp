@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "locks/registry.h"
+#include "vmm/cli/bench_knobs.h"
 #include "vmm/cli/commands.h"
 #include "vmm/cli/option_checks.h"
 #include "vmm/experiment/workload_settings.h"
@@ -294,7 +295,11 @@ Action add_bench_command(CLI::App& app) {
       ->transform(unsigned_in(1, 1000));
   command->add_option("--lock-iterations", options->lock_iterations, "Lock/unlock pairs per uncontended run, up to 10^10")
       ->transform(unsigned_in(1, 10000000000));
-  return [options] { return bench(*options); };
+  auto knobs = add_knobs_bench_options(*command);
+  return [options, knobs] {
+    knobs->json = options->json;
+    return knobs->enabled ? run_knobs_bench(*knobs) : bench(*options);
+  };
 }
 
 }  // namespace lockvisor::cli

@@ -39,9 +39,24 @@ void MachineOptions::add_to(CLI::App& command) {
       ->check(CLI::IsMember({"sticky", "lossy"}));
   command.add_option("--kick-delay-us", config.backend.kick_delay_us, "Delay every kick by N microseconds (at most 1 s)")
       ->transform(unsigned_in(0, 1000000));
-  command.add_option("--halt-poll-us", config.backend.halt_poll_us,
-                     "Poll the kick latch N us before sleeping in a halt (at most 1 s)")
-      ->transform(unsigned_in(0, 1000000));
+  auto* halt_poll_option =
+      command.add_option("--halt-poll", halt_poll,
+                         "Halt polling: off, fixed:US (poll US us before sleeping) or adaptive[:MAX_US] (KVM's "
+                         "grow/shrink window, max 200 us by default); default: " +
+                             pvlock::format_halt_poll(pvlock::BackendOptions{}.halt_poll));
+  command.add_option("--halt-poll-us", halt_poll_us, "Same as --halt-poll fixed:N (0: off; at most 1 s)")
+      ->transform(unsigned_in(0, 1000000))
+      ->excludes(halt_poll_option);
+  command.add_option("--kick-yield", kick_yield,
+                     "on: a kicker that wakes a vCPU which last ran on its host CPU yields that CPU (sched_yield)")
+      ->check(CLI::IsMember({"on", "off"}));
+  command.add_option("--kick-boost", kick_boost, "on: a kick boosts the vCPU it wakes (see --boost)")
+      ->check(CLI::IsMember({"on", "off"}));
+  command.add_option("--boost", boost,
+                     "How YIELD_TO and --kick-boost boost a vCPU thread for up to 4 ms: fifo (SCHED_FIFO), nice "
+                     "(nice -20), off, auto (fifo when permitted, else off); fifo/nice without CAP_SYS_NICE: exit 6")
+      ->check(CLI::IsMember({"auto", "fifo", "nice", "off"}));
+  command.add_flag("--no-steal-time", no_steal_time, "Hide KVM_FEATURE_STEAL_TIME: the guest keeps no steal-time record");
   command.add_flag("--no-pv", no_pv, "Hide KVM_FEATURE_PV_UNHALT; KICK_CPU returns -1000");
   command.add_flag("--no-sbi-pvlock", no_sbi, "Turn the SBI PVLOCK extension off");
   command.add_option("--sbi-eid", sbi_eid, "Experimental-range alias of the SBI PVLOCK EID (hex)");
@@ -67,6 +82,21 @@ void MachineOptions::finish() {
   config.runstate = runstate == "on"    ? machine::RunStateMode::kOn
                     : runstate == "off" ? machine::RunStateMode::kOff
                                         : machine::RunStateMode::kAuto;
+  if (!halt_poll.empty())
+    config.backend.halt_poll = pvlock::parse_halt_poll(halt_poll);
+  else if (halt_poll_us != 0)
+    config.backend.halt_poll = pvlock::HaltPollSetting::fixed(halt_poll_us);
+  config.backend.kick_yield = kick_yield == "on";
+  config.backend.kick_boost = kick_boost == "on";
+  // Resolved here so that the report says what was used (auto -> fifo or off).
+  // --kick-boost needs a real mechanism: auto then means fifo, and a missing
+  // privilege is a host problem (exit 6).
+  pvlock::BoostMechanism requested = pvlock::parse_boost_mechanism(boost);
+  if (config.backend.kick_boost && requested == pvlock::BoostMechanism::kAuto) requested = pvlock::BoostMechanism::kFifo;
+  if (config.backend.kick_boost && requested == pvlock::BoostMechanism::kOff)
+    fail("--kick-boost on needs a boost mechanism, not --boost off");
+  config.backend.boost = pvlock::resolve_boost_mechanism(requested);
+  config.steal_time = !no_steal_time;
   config.pv_unhalt = !no_pv;
   config.backend_kind = backend == "kvm" ? pvlock::BackendKind::kKvm : pvlock::BackendKind::kUserspace;
   config.ple = ple == "off" ? machine::PleMode::kOff : machine::PleMode::kOn;

@@ -22,6 +22,13 @@ struct MachineOptions {
   std::string enforce_pv_cpuid = "on";
   bool no_pv = false;
   bool no_sbi = false;
+  // Host knobs of the userspace backend (converted in finish()).
+  std::string halt_poll;             // --halt-poll off|fixed:US|adaptive[:MAX_US]; empty: the default
+  std::uint32_t halt_poll_us = 0;    // --halt-poll-us N: the older spelling of fixed:N
+  std::string kick_yield = "off";
+  std::string kick_boost = "off";
+  std::string boost = "auto";
+  bool no_steal_time = false;
 
   void add_to(CLI::App& command);
   // Converts the string options; throws lockvisor::Error.

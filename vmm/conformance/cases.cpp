@@ -26,9 +26,10 @@ class Expect {
                              machine::outcome_name(run_.outcome), run_.reason);
     return *this;
   }
-  Expect& pv(unsigned vcpu, const char* counter, std::uint64_t expected) {
-    if (!failure_ && run_.pv(vcpu, counter) != expected)
-      failure_ = fmt::format("vCPU {} {}: expected {}, counted {}", vcpu, counter, expected, run_.pv(vcpu, counter));
+  Expect& pv(unsigned vcpu, std::uint64_t pvlock::PvCounts::*counter, std::uint64_t expected) {
+    if (!failure_ && run_.pv(vcpu).*counter != expected)
+      failure_ = fmt::format("vCPU {} {}: expected {}, counted {}", vcpu, pvlock::pv_counter_name(counter), expected,
+                             run_.pv(vcpu).*counter);
     return *this;
   }
   // One of KVM's own per-vCPU statistics (--backend kvm).
@@ -125,12 +126,12 @@ std::string elapsed_notes(const RunResult& run) {
   return fmt::format("{:.2f} s, {} halts, {} returned at once", run.wall_seconds,
                      [&] {
                        std::uint64_t n = 0;
-                       for (unsigned i = 0; i < run.vcpus.size(); ++i) n += run.pv(i, "halts");
+                       for (unsigned i = 0; i < run.vcpus.size(); ++i) n += run.pv(i).halts;
                        return n;
                      }(),
                      [&] {
                        std::uint64_t n = 0;
-                       for (unsigned i = 0; i < run.vcpus.size(); ++i) n += run.pv(i, "halts_immediate");
+                       for (unsigned i = 0; i < run.vcpus.size(); ++i) n += run.pv(i).halts_immediate;
                        return n;
                      }());
 }
@@ -144,11 +145,11 @@ CaseSpec kick_wakes_halted(bool kernel_halt) {
           [=](const RunResult& run) {
             return Expect(run)
                 .outcome(Outcome::kCompleted)
-                .pv(0, "halts", kRounds)
-                .pv(0, "halts_immediate", 0)
-                .pv(0, "halts_woken", kRounds)
-                .pv(0, "kicks_received", kRounds)
-                .pv(1, "kicks_sent", kRounds)
+                .pv(0, &pvlock::PvCounts::halts, kRounds)
+                .pv(0, &pvlock::PvCounts::halts_immediate, 0)
+                .pv(0, &pvlock::PvCounts::halts_woken, kRounds)
+                .pv(0, &pvlock::PvCounts::kicks_received, kRounds)
+                .pv(1, &pvlock::PvCounts::kicks_sent, kRounds)
                 .exits(0, "hlt", kernel_halt ? kRounds : 0)
                 .that(run.result(0, "kick_wake_cycles") && run.result(0, "kick_wake_cycles")->values.size() == kRounds,
                       "the guest did not report its kick->wake latencies")
@@ -181,11 +182,11 @@ CaseSpec sticky(bool kernel_halt, std::uint64_t kicks) {
           [=](const RunResult& run) {
             return Expect(run)
                 .outcome(Outcome::kCompleted)
-                .pv(0, "halts", 2)
-                .pv(0, "halts_immediate", 1)
-                .pv(0, "halts_woken", 1)
-                .pv(0, "kicks_received", kicks + 1)
-                .pv(0, "kicks_coalesced", kicks - 1)
+                .pv(0, &pvlock::PvCounts::halts, 2)
+                .pv(0, &pvlock::PvCounts::halts_immediate, 1)
+                .pv(0, &pvlock::PvCounts::halts_woken, 1)
+                .pv(0, &pvlock::PvCounts::kicks_received, kicks + 1)
+                .pv(0, &pvlock::PvCounts::kicks_coalesced, kicks - 1)
                 .exits(0, "hlt", kernel_halt ? 2 : 0)
                 .done();
           },
@@ -217,8 +218,8 @@ CaseSpec pingpong(const char* name, unsigned vcpus, std::vector<int> pcpus, std:
             expect.outcome(Outcome::kCompleted);
             std::uint64_t kicks = 0;
             for (unsigned i = 0; i < vcpus; ++i) {
-              expect.pv(i, "kicks_sent", rounds);
-              kicks += run.pv(i, "kicks_received");
+              expect.pv(i, &pvlock::PvCounts::kicks_sent, rounds);
+              kicks += run.pv(i).kicks_received;
             }
             return expect.that(kicks == rounds * vcpus, "kicks received != kicks sent").done();
           },
@@ -292,20 +293,20 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                          for (auto c : cycles->values) fastest = std::min(fastest, cycles_to_ns(c, run.tsc_khz));
                        return Expect(run)
                            .outcome(Outcome::kCompleted)
-                           .pv(0, "halts_woken", kRounds)
+                           .pv(0, &pvlock::PvCounts::halts_woken, kRounds)
                            .that(cycles != nullptr && fastest >= 2'000'000,
                                  fmt::format("fastest kick->wake {} ns, expected >= 2 ms", fastest))
                            .done();
                      },
                      latency_notes, "--kick-delay-us is the userspace backend's (KVM delivers kicks in the kernel)"});
     config.backend.kick_delay_us = 0;
-    config.backend.halt_poll_us = 500000;
+    config.backend.halt_poll = pvlock::HaltPollSetting::fixed(500000);
     cases.push_back({"halt-poll", "--halt-poll-us: a kick that arrives while the halter polls ends the poll, no sleep",
                      config, [](const RunResult& run) {
                        return Expect(run)
                            .outcome(Outcome::kCompleted)
-                           .pv(0, "halts_polled", kRounds)
-                           .pv(0, "halts_woken", 0)
+                           .pv(0, &pvlock::PvCounts::halts_polled, kRounds)
+                           .pv(0, &pvlock::PvCounts::halts_woken, 0)
                            .done();
                      },
                      latency_notes, "--halt-poll-us is the userspace backend's (KVM polls as halt_poll_ns says)"});
@@ -316,10 +317,10 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                      return Expect(run)
                          .outcome(Outcome::kCompleted)
                          .guest_cases_passed(0, 4)
-                         .pv(0, "kicks_invalid", 1)
-                         .pv(0, "halts_immediate", 2)
-                         .pv(1, "kicks_received", 1)
-                         .pv(1, "halts_woken", 1)
+                         .pv(0, &pvlock::PvCounts::kicks_invalid, 1)
+                         .pv(0, &pvlock::PvCounts::halts_immediate, 2)
+                         .pv(1, &pvlock::PvCounts::kicks_received, 1)
+                         .pv(1, &pvlock::PvCounts::halts_woken, 1)
                          .done();
                    }, nullptr, "",
                    [](const RunResult& run) {  // KVM counts no invalid kick: the guest's checks decide
@@ -340,8 +341,8 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                        return Expect(run)
                            .outcome(Outcome::kDeadlock)  // vCPU 1 stays halted: nobody woke it
                            .result(0, "kick_refused", 1)
-                           .pv(1, "kicks_received", 0)
-                           .pv(1, "halts_woken", 0)
+                           .pv(1, &pvlock::PvCounts::kicks_received, 0)
+                           .pv(1, &pvlock::PvCounts::halts_woken, 0)
                            .done();
                      }, nullptr, "",
                      // KVM counts the stop at the end of the run as a
@@ -363,8 +364,8 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                        return Expect(run)
                            .outcome(Outcome::kCompleted)
                            .result(0, "kick_refused", 0)
-                           .pv(1, "halts", 1)
-                           .pv(1, "halts_woken", 1)
+                           .pv(1, &pvlock::PvCounts::halts, 1)
+                           .pv(1, &pvlock::PvCounts::halts_woken, 1)
                            .done();
                      }, nullptr});
   }
@@ -380,12 +381,12 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                        expect.outcome(Outcome::kCompleted);
                        if (on)
                          expect.guest_cases_passed(0, 5)
-                             .pv(1, "halts", 5)
-                             .pv(1, "halts_immediate", 1)
-                             .pv(1, "halts_woken", 4)
-                             .pv(0, "kicks_invalid", 3);
+                             .pv(1, &pvlock::PvCounts::halts, 5)
+                             .pv(1, &pvlock::PvCounts::halts_immediate, 1)
+                             .pv(1, &pvlock::PvCounts::halts_woken, 4)
+                             .pv(0, &pvlock::PvCounts::kicks_invalid, 3);
                        else
-                         expect.guest_cases_passed(0, 2).pv(0, "kicks_sent", 0).pv(1, "halts", 0);
+                         expect.guest_cases_passed(0, 2).pv(0, &pvlock::PvCounts::kicks_sent, 0).pv(1, &pvlock::PvCounts::halts, 0);
                        return expect.done();
                      }, nullptr,
                      on ? "SBI kicks are doorbells the VMM answers, and the VMM cannot wake a vCPU halted inside KVM"
@@ -400,7 +401,7 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
     auto config = two_vcpus("lost-wakeup");
     cases.push_back({"lost-wakeup-sticky", "a kick that lands before the halt is not lost (sticky)", config,
                      [](const RunResult& run) {
-                       return Expect(run).outcome(Outcome::kCompleted).pv(1, "halts_immediate", 1).done();
+                       return Expect(run).outcome(Outcome::kCompleted).pv(1, &pvlock::PvCounts::halts_immediate, 1).done();
                      }, elapsed_notes, "",
                      [](const RunResult& run) {  // one hlt that KVM did not block: pv_unhalted was set
                        return Expect(run).outcome(Outcome::kCompleted).kvm(1, "halt_exits", 1).kvm(1, "halt_wakeup", 0).done();
@@ -411,7 +412,7 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                      config, [](const RunResult& run) {
                        return Expect(run)
                            .outcome(Outcome::kDeadlock)
-                           .pv(1, "kicks_dropped", 1)
+                           .pv(1, &pvlock::PvCounts::kicks_dropped, 1)
                            .that(run.details.size() == 2, "the report must list every vCPU's state")
                            .that(run.wall_seconds < 1.5, fmt::format("detected after {:.2f} s", run.wall_seconds))
                            .done();
@@ -427,7 +428,7 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
     if (!proposed)
       cases.push_back({"sbi-kick-before-halt-sticky", "--sbi-kick sticky: an SBI kick before the halt is remembered",
                        config, [](const RunResult& run) {
-                         return Expect(run).outcome(Outcome::kCompleted).pv(1, "halts_immediate", 1).done();
+                         return Expect(run).outcome(Outcome::kCompleted).pv(1, &pvlock::PvCounts::halts_immediate, 1).done();
                        }, elapsed_notes, why_not_kvm});
     else
       cases.push_back({"sbi-kick-before-halt-proposed",
@@ -436,8 +437,8 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                        config, [](const RunResult& run) {
                          return Expect(run)
                              .outcome(Outcome::kDeadlock)
-                             .pv(1, "kicks_dropped", 1)
-                             .pv(1, "halts_immediate", 0)
+                             .pv(1, &pvlock::PvCounts::kicks_dropped, 1)
+                             .pv(1, &pvlock::PvCounts::halts_immediate, 0)
                              .done();
                        }, [](const RunResult& run) { return fmt::format("detected in {:.2f} s", run.wall_seconds); },
                        why_not_kvm});

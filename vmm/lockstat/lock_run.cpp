@@ -18,12 +18,6 @@ namespace {
 
 // A PV counter of one vCPU by name: absent is a host bug (a renamed counter
 // must not read as 0).
-std::uint64_t pv_counter(const machine::VcpuReport& v, const char* name) {
-  const auto it = v.pv.find(name);
-  if (it == v.pv.end()) fail_host("vCPU {}: the PV backend reported no counter '{}'", v.index, name);
-  return it->second;
-}
-
 nlohmann::json optional_json(const auto& value) { return value ? nlohmann::json(*value) : nlohmann::json(nullptr); }
 
 nlohmann::json spread_json(const std::optional<metrics::Spread>& s) {
@@ -58,14 +52,15 @@ std::vector<abi::WorkloadStats> workload_stats_from(const machine::RunResult& ru
 VmmCounters vmm_counters(const machine::RunResult& run) {
   VmmCounters c;
   for (const auto& v : run.vcpus) {
-    add_to(c.halts, pv_counter(v, "halts"));
-    add_to(c.halts_immediate, pv_counter(v, "halts_immediate"));
-    add_to(c.halts_woken, pv_counter(v, "halts_woken"));
-    add_to(c.halts_woken, pv_counter(v, "halts_polled"));
-    add_to(c.kicks, pv_counter(v, "kicks_sent"));
-    add_to(c.kicks_received, pv_counter(v, "kicks_received"));
-    add_to(c.kicks_coalesced, pv_counter(v, "kicks_coalesced"));
-    add_to(c.kicks_dropped, pv_counter(v, "kicks_dropped"));
+    const pvlock::PvCounts& pv = v.pv;
+    add_to(c.halts, pv.halts);
+    add_to(c.halts_immediate, pv.halts_immediate);
+    add_to(c.halts_woken, pv.halts_woken);
+    add_to(c.halts_woken, pv.halts_polled);
+    add_to(c.kicks, pv.kicks_sent);
+    add_to(c.kicks_received, pv.kicks_received);
+    add_to(c.kicks_coalesced, pv.kicks_coalesced);
+    add_to(c.kicks_dropped, pv.kicks_dropped);
     for (const auto& [name, value] : v.exits) add_to(c.exits, value);
   }
   c.wake_latency_ns = report::wake_latency_json(run);

@@ -27,8 +27,10 @@
 #include "vmm/kvm/vm.h"
 #include "vmm/loader/elf_loader.h"
 #include "vmm/machine/serial_console.h"
+#include "vmm/machine/steal_time.h"
 #include "vmm/machine/vcpu_runner.h"
 #include "vmm/machine/x86_boot.h"
+#include "vmm/pvlock/kvm_halt_poll.h"
 #include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
 #include "vmm/util/error.h"
@@ -95,8 +97,8 @@ void validate_config(const MachineConfig& config) {
       fail("--kick lossy: not possible with --backend kvm (KVM's pv_unhalted is sticky)");
     if (config.backend.kick_delay_us != 0)
       fail("--kick-delay-us: not possible with --backend kvm (KVM delivers KICK_CPU in the kernel)");
-    if (config.backend.halt_poll_us != 0)
-      fail("--halt-poll-us: not possible with --backend kvm (halts poll as KVM's halt_poll_ns says)");
+    if (config.backend.kick_yield || config.backend.kick_boost)
+      fail("--kick-yield/--kick-boost: not possible with --backend kvm (KVM delivers KICK_CPU in the kernel and yields itself)");
   }
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
 }
@@ -179,6 +181,10 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
   if (cfg.ple == PleMode::kOff)
     s.vm.enable_cap(KVM_CAP_X86_DISABLE_EXITS, KVM_X86_DISABLE_EXITS_PAUSE, "KVM_CAP_X86_DISABLE_EXITS (PAUSE)");
   if (setup.in_kernel_irqchip) s.vm.create_irqchip();
+  // --halt-poll with KVM's own halts: the VM's maximum poll window
+  // (KVM_CAP_HALT_POLL); "off" leaves the module's halt_poll_ns in force.
+  if (setup.guest_uses_kvm_hypercalls && cfg.backend.halt_poll.mode != pvlock::HaltPollMode::kOff)
+    pvlock::apply_kvm_halt_poll(s.vm.fd(), cfg.backend.halt_poll);
   const std::uint64_t bytes = cfg.memory_mib << 20;
   auto& memory = s.vm.memory();
 
@@ -220,7 +226,7 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
   }
 
   const auto supported = kvm.supported_cpuid();
-  const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint};
+  const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint, cfg.steal_time};
   install_vcpu_interrupt_signal();
   for (unsigned i = 0; i < cfg.vcpus; ++i) {
     const unsigned apic_id = i;  // APIC ID == index, but every lookup goes through the map
@@ -447,6 +453,7 @@ RunResult Machine::run() {
   result.runstate = s.runstate_kind;
   result.runstate_detail = s.runstate_detail;
   for (const auto& v : s.vcpus) result.vcpus.push_back(v->report());
+  read_steal_time(s.vm.memory(), result.vcpus);
   result.guest_prints = s.control.prints();
   result.serial_lines = s.serial.captured();
   if (s.control.decided()) {

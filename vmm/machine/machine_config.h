@@ -48,6 +48,7 @@ struct MachineConfig {
   bool sbi_pvlock = true;
   std::uint32_t sbi_experimental_eid = abi::kSbiExtPvlockExperimentalDefault;
   bool dedicated_hint = false;
+  bool steal_time = true;  // advertise KVM_FEATURE_STEAL_TIME: the guest enables its record
   RunStateMode runstate = RunStateMode::kAuto;
   pvlock::BackendKind backend_kind = pvlock::BackendKind::kUserspace;  // --backend
   pvlock::BackendOptions backend;

@@ -41,10 +41,9 @@ const ResultValue* RunResult::result(unsigned vcpu, const std::string& key) cons
   return nullptr;
 }
 
-std::uint64_t RunResult::pv(unsigned vcpu, const std::string& counter) const {
-  if (vcpu >= vcpus.size()) return 0;
-  auto it = vcpus[vcpu].pv.find(counter);
-  return it == vcpus[vcpu].pv.end() ? 0 : it->second;
+const pvlock::PvCounts& RunResult::pv(unsigned vcpu) const {
+  static const pvlock::PvCounts kNone;
+  return vcpu < vcpus.size() ? vcpus[vcpu].pv : kNone;
 }
 
 }  // namespace lockvisor::machine

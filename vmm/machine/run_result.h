@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "vmm/metrics/thread_usage.h"
+#include "vmm/pvlock/pv_counters.h"
 
 namespace lockvisor::machine {
 
@@ -61,8 +62,8 @@ struct VcpuReport {
   std::uint64_t rip = 0;
   bool exited = false;  // false: the guest never exited to the VMM, rip means nothing
   std::optional<std::uint64_t> guest_exit_code;
-  // The PV backend's counters (pvlock::VcpuPvCounters), by name.
-  std::map<std::string, std::uint64_t> pv;
+  // The PV backend's counters (pvlock::VcpuPvCounters), typed: JSON only at the output.
+  pvlock::PvCounts pv;
   std::vector<std::uint64_t> wake_latency_ns;
   // KVM's binary statistics at the end of the run.
   std::map<std::string, std::uint64_t> kvm;
@@ -76,6 +77,10 @@ struct VcpuReport {
   // end (abi::UcallType::kWindowMark); absent when it sent no such mark.
   std::optional<metrics::ThreadUsage> window_start;
   std::optional<metrics::ThreadUsage> window_end;
+  // The guest's steal-time record (MSR_KVM_STEAL_TIME) at the end of the run:
+  // absent when the guest did not enable one (not advertised, --no-steal-time).
+  std::optional<std::uint64_t> steal_time_ns;
+  bool steal_preempted = false;  // the record's `preempted` byte (never set on PVM)
   std::vector<int> affinity;
   std::vector<ResultValue> results;
   std::vector<GuestCase> cases;
@@ -116,7 +121,8 @@ struct RunResult {
   std::uint64_t guest_text_replaced() const;
   // Looks up a result reported by vCPU `vcpu` (nullptr when absent).
   const ResultValue* result(unsigned vcpu, const std::string& key) const;
-  std::uint64_t pv(unsigned vcpu, const std::string& counter) const;
+  // vCPU `vcpu`'s PV counters (all zero for a vCPU that does not exist).
+  const pvlock::PvCounts& pv(unsigned vcpu) const;
 };
 
 }  // namespace lockvisor::machine

@@ -463,16 +463,7 @@ VcpuReport VcpuRunner::report() {
   report.rip = rip();
   report.exited = exited();
   report.guest_exit_code = guest_exit_code_;
-  const auto& c = control_.backend().counters(index());
-  report.pv = {{"halts", c.halts.load()},
-               {"halts_immediate", c.halts_immediate.load()},
-               {"halts_polled", c.halts_polled.load()},
-               {"halts_woken", c.halts_woken.load()},
-               {"kicks_sent", c.kicks_sent.load()},
-               {"kicks_invalid", c.kicks_invalid.load()},
-               {"kicks_received", c.kicks_received.load()},
-               {"kicks_coalesced", c.kicks_coalesced.load()},
-               {"kicks_dropped", c.kicks_dropped.load()}};
+  report.pv = control_.backend().counters(index()).snapshot();
   report.wake_latency_ns = control_.backend().wake_latencies(index());
   report.kvm = kvm_stats_;
   for (std::size_t k = 0; k < exits_.size(); ++k)

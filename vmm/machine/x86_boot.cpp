@@ -182,6 +182,7 @@ std::vector<kvm_cpuid_entry2> guest_cpuid(std::vector<kvm_cpuid_entry2> entries,
   kvm_cpuid_entry2 features{};
   features.function = abi::kCpuidFeaturesLeaf;
   features.eax = options.pv_unhalt ? abi::kFeaturePvUnhalt : 0;
+  if (options.steal_time) features.eax |= abi::kFeatureStealTime;  // KVM keeps the record in-kernel, PVM too
   features.edx = options.dedicated ? abi::kHintsRealtime : 0;
   entries.push_back(features);
   return entries;

@@ -14,6 +14,7 @@ namespace lockvisor::machine {
 struct CpuidOptions {
   bool pv_unhalt = true;   // advertise KVM_FEATURE_PV_UNHALT
   bool dedicated = false;  // advertise KVM_HINTS_REALTIME
+  bool steal_time = true;  // advertise KVM_FEATURE_STEAL_TIME
 };
 
 // Identity map of all guest memory with 2 MiB pages (U/S = 1), the GDT and

@@ -77,6 +77,12 @@ std::unique_ptr<HypercallTable> make_pv_hypercall_table(PvBackend& backend, Hype
   table->register_handler(Transport::kKvm, abi::kHcHalt, [](const HypercallInput&) {
     return kvm_answer(abi::kKvmSuccess, /*halt=*/true);  // available with PV on or off
   });
+  table->register_handler(Transport::kKvm, abi::kHcSchedYield, [pv, to_index](const HypercallInput& in) {
+    // a0 (RBX) = the APIC ID to yield to; an unknown one is ignored and, as in
+    // KVM, still answered 0 (the backend counts the call either way).
+    pv->yield_to(in.caller, (*to_index)(in.rbx));
+    return kvm_answer(abi::kKvmSuccess);
+  });
   table->register_handler(Transport::kKvm, abi::kHcQueryHalted, [pv, to_index](const HypercallInput& in) {
     const int target = (*to_index)(in.rbx);
     if (target < 0) return kvm_answer(abi::kKvmEinval);

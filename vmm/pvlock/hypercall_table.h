@@ -98,7 +98,7 @@ class HypercallTable {
   mutable std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Transport::kCount)> unknown_{};
 };
 
-// The PV-lock table: KICK_CPU, HALT and QUERY_HALTED on the KVM transport;
+// The PV-lock table: KICK_CPU, HALT, QUERY_HALTED and YIELD_TO on the KVM transport;
 // Base PROBE_EXTENSION and PVLOCK KICK_CPU (each of its EIDs) on SBI.
 // `backend` and `apic_to_index` must outlive the table.
 std::unique_ptr<HypercallTable> make_pv_hypercall_table(PvBackend& backend, HypercallConfig config,

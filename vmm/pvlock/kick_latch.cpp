@@ -54,7 +54,8 @@ bool KickLatch::try_consume(std::uint32_t& seen) {
   return false;
 }
 
-HaltOutcome KickLatch::halt(std::uint64_t poll_ns) {
+HaltOutcome KickLatch::halt(std::uint64_t poll_ns, std::uint64_t* polled_ns) {
+  if (polled_ns) *polled_ns = 0;
   epoch_->fetch_add(1);
   std::uint32_t seen = word_.load();
   for (;;) {
@@ -67,12 +68,16 @@ HaltOutcome KickLatch::halt(std::uint64_t poll_ns) {
   seen |= kHalted;
 
   if (poll_ns > 0) {
-    const std::uint64_t deadline = now_ns() + poll_ns;
+    const std::uint64_t start = now_ns();
+    const std::uint64_t deadline = start + poll_ns;
+    std::uint64_t now = start;
     do {
       seen = word_.load();
       if (seen & (kPending | kStop)) break;
       __builtin_ia32_pause();
-    } while (now_ns() < deadline);
+      now = now_ns();
+    } while (now < deadline);
+    if (polled_ns) *polled_ns = now - start;
     if (try_consume(seen)) {
       epoch_->fetch_add(1);
       return HaltOutcome::kPolled;

@@ -44,8 +44,9 @@ class KickLatch {
 
   KickDelivery kick(KickMode mode);
   // Blocks until a kick (or stop). poll_ns > 0 spins on the word that long
-  // before sleeping (userspace halt polling).
-  HaltOutcome halt(std::uint64_t poll_ns);
+  // before sleeping (userspace halt polling); `polled_ns`, when given, gets
+  // how long this halt actually spent polling (0 when it did not poll).
+  HaltOutcome halt(std::uint64_t poll_ns, std::uint64_t* polled_ns = nullptr);
   void stop();
 
   std::uint32_t state() const { return word_.load(std::memory_order_seq_cst); }
@@ -55,6 +56,36 @@ class KickLatch {
   bool try_consume(std::uint32_t& seen);
   std::atomic<std::uint32_t> word_{0};
   std::atomic<std::uint64_t>* epoch_;
+};
+
+// When the kick that a halt consumes was sent, for the VMM's kick-to-wake
+// latency. Several kicks can target one halt: the first sets the latch, later
+// ones coalesce (or, lossy, are dropped). The latency belongs to the kick that
+// made the latch pending, so the stamp is "first kick since the halter last
+// consumed one": a kicker stamps only an empty stamp (and takes a dropped
+// kick's stamp back), the halter empties it when it consumes the kick. A later
+// coalesced or dropped kick can therefore never overwrite the time of the one
+// that woke the halt (a single last-kick time did, issue 8).
+//
+// The stamp is taken just before the kick is delivered, so two kicks racing
+// for one empty latch may leave the earlier sender's time on the later
+// sender's delivery: the error is the gap between the two kicks.
+class KickStamp {
+ public:
+  // Before delivering a kick sent at `now_ns` (> 0): true if this kick owns the stamp.
+  bool on_send(std::uint64_t now_ns) {
+    std::uint64_t empty = 0;
+    return stamp_.compare_exchange_strong(empty, now_ns);
+  }
+  // The kick was dropped: the stamp it set (if it set one) is taken back.
+  void on_drop(std::uint64_t now_ns, bool owned) {
+    if (owned) stamp_.compare_exchange_strong(now_ns, 0);
+  }
+  // The halter consumed a kick: when it was sent (0: unknown).
+  std::uint64_t take() { return stamp_.exchange(0); }
+
+ private:
+  std::atomic<std::uint64_t> stamp_{0};
 };
 
 // A one-way "the run is stopping" flag that a thread can sleep on with a

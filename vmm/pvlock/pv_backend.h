@@ -19,36 +19,48 @@
 #include <string_view>
 #include <vector>
 
+#include "vmm/pvlock/halt_poll.h"
+#include "vmm/pvlock/pv_counters.h"
 #include "vmm/pvlock/pv_types.h"
 #include "vmm/util/unique_fd.h"
+#include "vmm/pvlock/vcpu_boost.h"
 
 namespace lockvisor::pvlock {
 
 enum class KickResult { kDelivered, kCoalesced, kDropped, kNoSuchTarget, kDisabled };
 
-// Per-vCPU counters. Written by the vCPU's own thread (sent, halts) or by a
-// kicker (received); all relaxed atomics, read once at the end of a run.
+// Per-vCPU counters (the list: pv_counters.h). Written by the vCPU's own
+// thread (sent, halts), by a kicker (received) or by the boost reverter; all
+// relaxed atomics, read once at the end of a run with snapshot().
 struct VcpuPvCounters {
-  std::atomic<std::uint64_t> halts{0};            // halt requests (hlt or HALT hypercall)
-  std::atomic<std::uint64_t> halts_immediate{0};  // returned at once: a kick was pending
-  std::atomic<std::uint64_t> halts_polled{0};     // kick arrived while polling
-  std::atomic<std::uint64_t> halts_woken{0};      // slept, then woken by a kick
-  std::atomic<std::uint64_t> kicks_sent{0};       // KICK_CPU calls made by this vCPU
-  std::atomic<std::uint64_t> kicks_invalid{0};    // ... naming a target that does not exist
-  std::atomic<std::uint64_t> kicks_received{0};   // kicks that set this vCPU's latch
-  std::atomic<std::uint64_t> kicks_coalesced{0};  // kicks that found a kick already pending here
-  std::atomic<std::uint64_t> kicks_dropped{0};    // kicks lost here (lossy mode, not halted)
-  std::atomic<std::uint64_t> last_kick_ns{0};     // when the latest kick was delivered (steady clock)
+#define LOCKVISOR_X_FIELD_(name, desc) std::atomic<std::uint64_t> name{0};
+  LOCKVISOR_PV_COUNTERS(LOCKVISOR_X_FIELD_)
+#undef LOCKVISOR_X_FIELD_
+
+  PvCounts snapshot() const {
+    PvCounts counts;
+#define LOCKVISOR_X_LOAD_(name, desc) counts.name = name.load(std::memory_order_relaxed);
+    LOCKVISOR_PV_COUNTERS(LOCKVISOR_X_LOAD_)
+#undef LOCKVISOR_X_LOAD_
+    return counts;
+  }
 };
 
 // --backend.
 enum class BackendKind { kUserspace, kKvm };
 const char* backend_kind_name(BackendKind kind);
 
+// The userspace backend's host knobs (--kick, --kick-delay-us, --halt-poll,
+// --kick-yield, --kick-boost, --boost). One place turns them into the
+// report's "settings": report/settings_json.cpp settings_json().
 struct BackendOptions {
   KickMode mode = KickMode::kSticky;
   std::uint32_t kick_delay_us = 0;  // kicker waits this long before delivering
-  std::uint32_t halt_poll_us = 0;   // halter spins this long before sleeping
+  HaltPollSetting halt_poll;        // how long a halter polls its latch before sleeping (halt_poll.h)
+  bool kick_yield = false;          // kicker sched_yield()s after waking a vCPU that shares its host CPU
+  bool kick_boost = false;          // a kick boosts the woken vCPU (vcpu_boost.h)
+  BoostMechanism boost = BoostMechanism::kAuto;  // how YIELD_TO and --kick-boost boost
+  std::uint32_t boost_bound_us = 4000;           // a boost ends after this long at the latest
   // With PV_UNHALT hidden (--no-pv): true (KVM_CAP_ENFORCE_PV_FEATURE_CPUID
   // on) refuses KICK_CPU with -KVM_ENOSYS; false performs the kick anyway,
   // as KVM does without enforcement (--enforce-pv-cpuid).
@@ -95,6 +107,10 @@ class PvBackend {
   virtual KickResult kick_if_halted(unsigned from, int target) = 0;
   // Halt vCPU `self` until kicked.
   virtual HaltOutcome halt(unsigned self) = 0;
+  // YIELD_TO (hypercall 11): vCPU `from` asks that vCPU `target` (an index,
+  // or -1 when the guest named no vCPU) run next on its host CPU. A backend
+  // that cannot do that ignores it (KVM answers the call with 0 either way).
+  virtual void yield_to(unsigned /*from*/, int /*target*/) {}
   // Wake every halted vCPU for good: the run is ending.
   virtual void stop() = 0;
   // For the deadlock detector and reports.

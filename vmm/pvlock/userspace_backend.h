@@ -6,8 +6,15 @@
 // kStop bit stop() sets (and wakes); the --kick-delay-us wait in kick() sleeps
 // on a StopFlag that stop() sets. The Machine calls stop() whenever the run
 // ends (its stop hook), so the watchdog and SIGINT/SIGTERM/SIGHUP bound both.
+//
+// Host knobs (BackendOptions): per-vCPU halt polling with a fixed or KVM-style
+// adaptive window (halt_poll.h); directed yield on kick (the kicker gives its
+// host CPU away after waking a vCPU that last ran there); boosts (YIELD_TO and
+// --kick-boost, vcpu_boost.h), released by the boosted vCPU's next halt, kick
+// or YIELD_TO.
 #pragma once
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "vmm/pvlock/kick_latch.h"
@@ -24,6 +31,7 @@ class UserspaceBackend final : public PvBackend {
   KickResult kick(unsigned from, int target) override { return deliver(from, target, options_.mode); }
   KickResult kick_if_halted(unsigned from, int target) override { return deliver(from, target, KickMode::kLossy); }
   HaltOutcome halt(unsigned self) override;
+  void yield_to(unsigned from, int target) override;
   void stop() override;
   VcpuPvState vcpu_state(unsigned vcpu) const override {
     const std::uint32_t word = latch_state(vcpu);
@@ -40,15 +48,23 @@ class UserspaceBackend final : public PvBackend {
   KickResult deliver(unsigned from, int target, KickMode mode);
   static constexpr std::size_t kMaxLatencySamples = 1u << 20;
   struct Slot {
-    explicit Slot(std::atomic<std::uint64_t>& epoch) : latch(epoch) {}
+    Slot(std::atomic<std::uint64_t>& epoch, HaltPollSetting poll) : latch(epoch), poll(poll) {}
     alignas(64) KickLatch latch;
+    KickStamp kick_stamp;                 // when the kick the next consume takes was sent
+    std::atomic<int> last_cpu{-1};        // host CPU this vCPU's thread last entered the backend on
     VcpuPvCounters counters;
+    HaltPollWindow poll;                          // this vCPU's thread only
     std::vector<std::uint64_t> wake_latency_ns;  // written by this vCPU's thread only
   };
+  // Called on vCPU `vcpu`'s own thread whenever it enters the backend.
+  void on_entry(unsigned vcpu);
+  // Whether the calling thread runs on the host CPU vCPU `vcpu` last ran on.
+  bool shares_cpu_with(unsigned vcpu) const;
   BackendOptions options_;
   std::atomic<std::uint64_t> epoch_{0};
   StopFlag stopping_;  // set by stop(): ends every --kick-delay-us wait at once
   std::vector<std::unique_ptr<Slot>> slots_;
+  std::unique_ptr<VcpuBooster> booster_;  // after slots_: its observer writes their counters
 };
 
 }  // namespace lockvisor::pvlock

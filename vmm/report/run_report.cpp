@@ -37,6 +37,34 @@ std::vector<std::string> utf8(const std::vector<std::string>& lines, bool* repla
   return out;
 }
 
+nlohmann::json pv_counts_json(const pvlock::PvCounts& counts) {
+  nlohmann::json j = nlohmann::json::object();
+  const auto values = counts.values();
+  for (std::size_t i = 0; i < pvlock::kPvCounterCount; ++i) j[pvlock::kPvCounterNames[i]] = values[i];
+  return j;
+}
+
+// Halt polling, yields, boosts and steal time, when any of them happened.
+void print_knob_lines(const machine::RunResult& result, std::FILE* out) {
+  pvlock::PvCounts sum;
+  for (const auto& v : result.vcpus) sum += v.pv;
+  if (sum.halts_polled + sum.halt_polls_failed > 0)
+    fmt::print(out, "halt polling: {} polls caught the kick, {} slept after polling, {:.3f} CPU-s spent polling\n",
+               sum.halts_polled, sum.halt_polls_failed, static_cast<double>(sum.halt_poll_ns) / 1e9);
+  if (sum.kick_yields + sum.yield_to_calls + sum.boosts > 0)
+    fmt::print(out, "yields: {} after kicks; YIELD_TO: {} calls; boosts: {} ({} ended by the time bound)\n",
+               sum.kick_yields, sum.yield_to_calls, sum.boosts, sum.boosts_expired);
+  bool any_steal = false;
+  for (const auto& v : result.vcpus) any_steal = any_steal || v.steal_time_ns.has_value();
+  if (any_steal) {
+    fmt::print(out, "steal time (guest record / host runqueue wait, ms):");
+    for (const auto& v : result.vcpus)
+      fmt::print(out, " {}:{}/{}", v.index, v.steal_time_ns ? fmt::format("{:.1f}", *v.steal_time_ns / 1e6) : "-",
+                 v.runqueue_wait_ns ? fmt::format("{:.1f}", *v.runqueue_wait_ns / 1e6) : "-");
+    fmt::print(out, "\n");
+  }
+}
+
 }  // namespace
 
 nlohmann::json wake_latency_json(const machine::RunResult& result) {
@@ -56,8 +84,8 @@ void print_run_table(const machine::RunResult& result, std::FILE* out) {
     const std::string pcpus = host::format_cpu_list(v.affinity);
     fmt::print(out, "{:>4} {:>8} {:>6} {:>9} {:>9} {:>6} {:>6} {:>7} {:>7} {:>8} {:>9} {:>7} {:>7.3f} {:>8} {:>8}\n",
                v.index, machine::vcpu_state_name(v.final_state), pcpus.size() > 6 ? pcpus.substr(0, 5) + "+" : pcpus,
-               v.pv.at("halts"), v.pv.at("halts_immediate"), v.pv.at("halts_woken") + v.pv.at("halts_polled"),
-               v.pv.at("kicks_sent"), v.pv.at("kicks_received"), v.pv.at("kicks_dropped"), total_exits(v),
+               v.pv.halts, v.pv.halts_immediate, v.pv.halts_woken + v.pv.halts_polled, v.pv.kicks_sent,
+               v.pv.kicks_received, v.pv.kicks_dropped, total_exits(v),
                stat(v.kvm, "insn_emulation"), stat(v.kvm, "preemption_reported") + stat(v.kvm, "preemption_other"),
                v.cpu_seconds, v.involuntary_switches,
                wake.count ? fmt::format("{:.1f}us", wake.p50 / 1000.0) : std::string("-"));
@@ -73,6 +101,7 @@ void print_run_table(const machine::RunResult& result, std::FILE* out) {
   } else {
     fmt::print(out, "run-state page: unknown ({})\n", result.runstate_detail);
   }
+  print_knob_lines(result, out);
   const auto wake = wake_latency_json(result);
   if (wake["count"].get<std::uint64_t>() > 0)
     fmt::print(out, "kick->wake latency (VMM-measured, all vCPUs): median {:.1f} us, p99 {:.1f} us over {} wakes\n",
@@ -104,7 +133,7 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
                  {"sbi_pvlock", config.sbi_pvlock},
                  {"kick", kick_mode_name(config.backend.mode)},
                  {"kick_delay_us", config.backend.kick_delay_us},
-                 {"halt_poll_us", config.backend.halt_poll_us},
+                 {"halt_poll_us", config.backend.halt_poll.mode == pvlock::HaltPollMode::kFixed ? config.backend.halt_poll.us : 0},
                  {"backend", result.backend},
                  {"runstate", config.runstate == machine::RunStateMode::kOn    ? "on"
                               : config.runstate == machine::RunStateMode::kOff ? "off"
@@ -133,13 +162,16 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
     jv["rip"] = v.exited ? nlohmann::json(v.rip) : nlohmann::json(nullptr);  // null: never exited
     jv["affinity"] = host::format_cpu_list(v.affinity);
     if (v.guest_exit_code) jv["guest_exit_code"] = *v.guest_exit_code;
-    jv["pv"] = v.pv;
+    jv["pv"] = pv_counts_json(v.pv);
     const auto wake = metrics::summarize_latency(v.wake_latency_ns);
     jv["wake_latency_ns"] = {{"count", wake.count}, {"p50", wake.p50}, {"p99", wake.p99}, {"max", wake.max}};
     jv["exits"] = v.exits;
     jv["kvm_stats"] = v.kvm;
     jv["cpu_seconds"] = v.cpu_seconds;
     jv["runqueue_wait_ns"] = v.runqueue_wait_ns ? nlohmann::json(*v.runqueue_wait_ns) : nlohmann::json(nullptr);
+    // The guest's steal-time record (null: not enabled), next to the host's own figure above.
+    jv["steal_time_ns"] = v.steal_time_ns ? nlohmann::json(*v.steal_time_ns) : nlohmann::json(nullptr);
+    jv["steal_preempted"] = v.steal_preempted;
     jv["voluntary_context_switches"] = v.voluntary_switches;
     jv["involuntary_context_switches"] = v.involuntary_switches;
     if (v.runstate)

@@ -1,6 +1,8 @@
 #include "vmm/report/settings_json.h"
 
 #include "vmm/host/kvm_module_params.h"
+#include "vmm/pvlock/halt_poll.h"
+#include "vmm/pvlock/vcpu_boost.h"
 
 namespace lockvisor::report {
 
@@ -11,10 +13,13 @@ nlohmann::json settings_json(const machine::MachineConfig& config) {
   for (const auto& [name, value] : pause.values) ple[name] = value;
   const auto halt_poll_ns = host::read_halt_poll_ns();
   nlohmann::json halt_poll;
-  if (kvm_backend)  // KVM's adaptive polling, bounded by the module parameter
-    halt_poll = {{"by", "kvm"}, {"halt_poll_ns", halt_poll_ns ? nlohmann::json(*halt_poll_ns) : nullptr}};
+  const pvlock::BackendOptions& b = config.backend;
+  if (kvm_backend)  // KVM's adaptive polling, bounded by KVM_CAP_HALT_POLL or the module parameter
+    halt_poll = {{"by", "kvm"},
+                 {"setting", pvlock::format_halt_poll(b.halt_poll)},
+                 {"module_halt_poll_ns", halt_poll_ns ? nlohmann::json(*halt_poll_ns) : nullptr}};
   else
-    halt_poll = {{"by", "vmm"}, {"halt_poll_us", config.backend.halt_poll_us}};
+    halt_poll = {{"by", "vmm"}, {"setting", pvlock::format_halt_poll(b.halt_poll)}};
   return {{"backend", pvlock::backend_kind_name(config.backend_kind)},
           {"guest_ring", config.guest_ring},
           {"ple", ple},
@@ -23,7 +28,12 @@ nlohmann::json settings_json(const machine::MachineConfig& config) {
           {"pv_unhalt", config.pv_unhalt},
           {"enforce_pv_cpuid", config.backend.enforce_pv_feature_cpuid},
           {"halt_poll", halt_poll},
-          {"kick_delay_us", config.backend.kick_delay_us}};
+          {"kick_delay_us", b.kick_delay_us},
+          {"kick_yield", b.kick_yield},
+          {"kick_boost", b.kick_boost},
+          {"boost", pvlock::boost_mechanism_name(b.boost)},
+          {"boost_bound_us", b.boost_bound_us},
+          {"steal_time", config.steal_time}};
 }
 
 }  // namespace lockvisor::report

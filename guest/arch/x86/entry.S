@@ -71,6 +71,14 @@
 #define CPUID_OFF_FEATURES   16      /* 0x40000001 */
 #define CPUID_OFF_BASIC      32      /* 1: APIC ID in EBX[31:24] */
 
+/* Steal time (lockvisor/abi/kvm_hypercall.h, guest_layout.h). */
+#define KVM_SIGNATURE_EBX       0x4b4d564b   /* "KVMK" */
+#define KVM_FEATURE_STEAL_TIME  (1 << 5)
+#define MSR_KVM_STEAL_TIME      0x4b564d03
+#define STEAL_TIME_BASE         0x30000      /* kStealTimeAddr */
+#define STEAL_TIME_SHIFT        6            /* kStealTimeStride = 64 */
+#define STEAL_TIME_ENABLE       1
+
 .macro CPUID_TO leaf, offset
     mov $\leaf, %eax
     xor %ecx, %ecx
@@ -123,6 +131,27 @@ _start:
     CPUID_TO 0x40000000, CPUID_OFF_SIGNATURE
     CPUID_TO 0x40000001, CPUID_OFF_FEATURES
     CPUID_TO 1, CPUID_OFF_BASIC
+
+    /*
+     * Steal time: when the VMM's CPUID (0x40000001 EAX, just snapshot)
+     * advertises KVM_FEATURE_STEAL_TIME, enable this vCPU's record at
+     * STEAL_TIME_BASE + index * 64 (lockvisor/abi/guest_layout.h) with
+     * MSR_KVM_STEAL_TIME = address | 1. KVM (and PVM) then keep `steal` and
+     * `preempted` in it; the VMM reads `steal` at the end of the run.
+     * wrmsr is CPL0-only, hence here. Uses only rax, rcx, rdx.
+     */
+    cmpl $KVM_SIGNATURE_EBX, CPUID_OFF_SIGNATURE+4(%r15)
+    jne 7f
+    testl $KVM_FEATURE_STEAL_TIME, CPUID_OFF_FEATURES(%r15)
+    jz 7f
+    mov %r13, %rax
+    shl $STEAL_TIME_SHIFT, %rax
+    add $STEAL_TIME_BASE, %rax
+    or $STEAL_TIME_ENABLE, %rax
+    xor %edx, %edx              /* the records lie below 4 GiB */
+    mov $MSR_KVM_STEAL_TIME, %ecx
+    wrmsr
+7:
 
     /* The hypercall instruction KVM expects on this CPU (every vCPU writes the same). */
     xor %eax, %eax

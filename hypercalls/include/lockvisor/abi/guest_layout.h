@@ -9,6 +9,8 @@
 //                and PT that map the run-state page (kRunStatePdAddr/PtAddr)
 //   0x0002_0000  TSS array, kTssStride bytes per vCPU: the 104-byte TSS (RSP0 =
 //                kernel stack) followed by its I/O permission bitmap
+//   0x0003_0000  steal-time records (MSR_KVM_STEAL_TIME), kStealTimeStride bytes
+//                per vCPU, written by the host once the guest enables them
 //   0x0010_0000  the guest ELF image (PT_LOAD segments must stay in
 //                [kImageBase, kImageLimit))
 //   ...          free memory for the guest (BootInfo::free_start..free_end)
@@ -45,6 +47,10 @@ inline constexpr u64 kIoBitmapPorts = 0x400;  // COM1 (0x3F8) is the highest por
 inline constexpr u64 kTssLimit = kTssIoMapOffset + kIoBitmapPorts / 8;  // the 0xFF byte
 inline constexpr u64 kTssStride = 256;
 static_assert(kTssLimit < kTssStride, "TSS and bitmap outgrew their stride");
+// Steal-time records: vCPU i's at kStealTimeAddr + i * kStealTimeStride
+// (64-byte aligned, as KVM requires), enabled by the guest's CPL0 entry.
+inline constexpr u64 kStealTimeAddr = 0x30000;
+inline constexpr u64 kStealTimeStride = 64;
 inline constexpr u64 kImageBase = 0x100000;
 inline constexpr u64 kImageLimit = 0x1000000;  // 16 MiB
 inline constexpr u64 kMaxMemoryBytes = 4ull << 30;
@@ -76,7 +82,8 @@ inline constexpr u16 kSelUserCode = 0x20 | 3;
 inline constexpr u16 kSelFirstTss = 0x28;  // vCPU i: kSelFirstTss + 16 * i
 static_assert(kSelFirstTss + 16 * kMaxVcpus <= kBootInfoAddr - kGdtAddr, "GDT overlaps BootInfo");
 static_assert(kPageTableAddr + kPageTableBytes <= kTssAddr, "page tables overlap the TSS array");
-static_assert(kTssAddr + kTssStride * kMaxVcpus <= kImageBase, "TSS array overlaps the image");
+static_assert(kTssAddr + kTssStride * kMaxVcpus <= kStealTimeAddr, "TSS array overlaps the steal-time records");
+static_assert(kStealTimeAddr + kStealTimeStride * kMaxVcpus <= kImageBase, "steal-time records overlap the image");
 
 // Entry state of every vCPU: 64-bit mode, CPL0, interrupts off, RIP = ELF
 // entry, RSP = this vCPU's kernel stack top, RDI = kBootInfoAddr, RSI = vCPU

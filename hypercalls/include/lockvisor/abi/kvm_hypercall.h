@@ -8,6 +8,13 @@ namespace lockvisor::abi {
 
 // Hypercall numbers (include/uapi/linux/kvm_para.h).
 inline constexpr u64 kHcKickCpu = 5;  // a0 = flags (ignored, as KVM does), a1 = APIC ID to wake
+// YIELD_TO: KVM's KVM_HC_SCHED_YIELD number, a0 = APIC ID of the vCPU that
+// should run next (a lock holder or waiter to hand the CPU to). Returns 0,
+// also when no vCPU has that APIC ID (as KVM does). lockvisor's userspace
+// backend boosts the target on its host CPU until it next halts, kicks or
+// calls YIELD_TO, or for one host slice at most (docs/boost.md); in KVM the
+// call is a one-off kvm_vcpu_yield_to().
+inline constexpr u64 kHcSchedYield = 11;
 
 // lockvisor extensions in the same numbering space ("LV" << 16 | n).
 // HALT: what `hlt` does at CPL0, for CPL3 code that cannot execute `hlt`.
@@ -31,7 +38,26 @@ inline constexpr u32 kCpuidSignatureEbx = 0x4b4d564b;
 inline constexpr u32 kCpuidSignatureEcx = 0x564b4d56;
 inline constexpr u32 kCpuidSignatureEdx = 0x0000004d;
 inline constexpr u32 kCpuidFeaturesLeaf = 0x40000001;   // EAX = feature bits, EDX = hints
+inline constexpr u32 kFeatureStealTime = 1u << 5;       // KVM_FEATURE_STEAL_TIME
 inline constexpr u32 kFeaturePvUnhalt = 1u << 7;        // KVM_FEATURE_PV_UNHALT
 inline constexpr u32 kHintsRealtime = 1u << 0;          // EDX: vCPUs are dedicated
+
+// Steal time (KVM_FEATURE_STEAL_TIME): the guest writes the guest-physical
+// address of its 64-byte-aligned record | kStealTimeEnable to this MSR, at
+// CPL0; the host then keeps `steal` (ns this vCPU was runnable but not
+// running) up to date and sets `preempted` while the vCPU is descheduled
+// (never on PVM). Layout: KVM's struct kvm_steal_time.
+inline constexpr u32 kMsrKvmStealTime = 0x4b564d03;
+inline constexpr u64 kStealTimeEnable = 1;
+struct KvmStealTime {
+  u64 steal;
+  u32 version;  // odd while the host updates the record
+  u32 flags;
+  u8 preempted;  // bit 0: KVM_VCPU_PREEMPTED
+  u8 pad8[3];
+  u32 pad32[11];
+};
+static_assert(sizeof(KvmStealTime) == 64, "KVM's steal-time record is 64 bytes");
+inline constexpr u8 kStealPreempted = 1;
 
 }  // namespace lockvisor::abi
