@@ -231,7 +231,10 @@ Outcome interrupt_after(const std::string& args, std::chrono::milliseconds delay
   const std::string command = std::string("exec ") + LOCKVISOR_BINARY + " " + args + " > " + out_path + " 2>&1";
   const char* argv[] = {"/bin/sh", "-c", command.c_str(), nullptr};
   pid_t pid = 0;
-  EXPECT_EQ(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ), 0);
+  if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr, const_cast<char**>(argv), environ) != 0 || pid <= 0) {
+    ADD_FAILURE() << "posix_spawn /bin/sh failed";
+    return {};  // never kill(pid <= 0): that signals a whole process group, or everything
+  }
   // Signal only once the VM runs (its header line is out): start-up can be
   // slow under sanitizers and emulation, and an early SIGINT tests nothing.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);

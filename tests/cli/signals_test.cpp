@@ -130,6 +130,13 @@ class Lockvisor {
   // Waits for the end, at most `limit` (then SIGKILL: a hang is a failure).
   Ended finish(std::chrono::seconds limit = 120s) {
     Ended e;
+    // Never kill(pid_) with pid_ <= 0: kill(-1, SIGKILL) would kill every
+    // process this user may signal (it did, once, when the spawn failed).
+    if (pid_ <= 0) {
+      ADD_FAILURE() << "lockvisor was never started";
+      e.exit_code = -1;
+      return e;
+    }
     const auto give_up = Clock::now() + limit;
     while (!exited() && Clock::now() < give_up) std::this_thread::sleep_for(2ms);
     if (!reaped_) {

@@ -144,21 +144,22 @@ TEST(LockStats, WindowCostsNeedEveryCpusMarks) {
   EXPECT_EQ(j["steal_ns_total"].get<std::uint64_t>(), 200u);
 }
 
-TEST(LockStats, MissingVmmCounterIsAnErrorNotZero) {
+// The PV counters are a typed list (vmm/pvlock/pv_counters.h): a renamed
+// counter no longer compiles, so what is left to check is the summing.
+TEST(LockStats, VmmCountersSumEveryVcpu) {
   machine::RunResult run;
-  run.vcpus.resize(1);
-  run.vcpus[0].pv = {{"halts", 1}, {"halts_immediate", 0}, {"halts_polled", 0}, {"halts_woken", 1},
-                     {"kicks_sent", 2}, {"kicks_received", 2}, {"kicks_coalesced", 0}, {"kicks_dropped", 0}};
+  run.vcpus.resize(2);
+  run.vcpus[0].pv.halts = 1;
+  run.vcpus[0].pv.halts_woken = 1;
+  run.vcpus[0].pv.kicks_sent = 2;
+  run.vcpus[1].pv.halts = 3;
+  run.vcpus[1].pv.halts_polled = 2;
+  run.vcpus[1].pv.kicks_dropped = 1;
   const VmmCounters c = vmm_counters(run);
-  EXPECT_EQ(c.halts, 1u);
+  EXPECT_EQ(c.halts, 4u);
+  EXPECT_EQ(c.halts_woken, 3u);  // woken after sleeping, or while polling
   EXPECT_EQ(c.kicks, 2u);
-  run.vcpus[0].pv.erase("kicks_sent");
-  try {
-    vmm_counters(run);
-    ADD_FAILURE() << "a missing counter was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kHost);
-  }
+  EXPECT_EQ(c.kicks_dropped, 1u);
 }
 
 TEST(LockStats, GuestAndVmmHaltsAndKicksAreCompared) {
