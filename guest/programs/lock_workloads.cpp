@@ -90,7 +90,8 @@ void run(WorkloadKind kind) {
   g_wait_halt_delay_ns = params.wait_halt_delay_ns;  // every vCPU writes the same value
   apply_lock_tuning(/*report=*/this_cpu() == 0 && str_equal(name, "pvbounded") && kind != WorkloadKind::kUncontended);
   // A PV lock without PV_UNHALT would halt with nobody able to wake it.
-  if ((str_equal(name, "pvqspinlock") || str_equal(name, "pvticket")) && !g_lock_features.pv_unhalt)
+  const lockvisor::locks::LockInfo* info = lockvisor::locks::find_lock(name);
+  if (info != nullptr && info->needs_pv && !g_lock_features.pv_unhalt)
     assert_fail(__FILE__, __LINE__, Text().str(name).str(" needs KVM_FEATURE_PV_UNHALT, which this VM hides").c_str());
   const u32 cpu = this_cpu();
   auto run_with = [&]<class Lock>() {

@@ -88,7 +88,7 @@ TEST(HaltPollMachine, PollCountersAddUp) {
       EXPECT_GE(c.halt_poll_ns, c.halt_polls_failed * 200'000);
     }
     const auto json = report::run_to_json(r, config);
-    EXPECT_EQ(json["settings"]["halt_poll"], pvlock::format_halt_poll(setting));
+    EXPECT_EQ(json["settings"]["halt_poll"]["setting"], pvlock::format_halt_poll(setting));
     EXPECT_TRUE(json["vcpus"][0]["pv"].contains("halt_poll_ns"));
   }
 }

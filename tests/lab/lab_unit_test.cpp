@@ -120,7 +120,7 @@ TEST(LabScenario, BadFilesAreOneLineNamingThePlace) {
 
 TEST(LabScenario, EveryPresetParsesAndHasAtLeastFiveRepeats) {
   ASSERT_GE(presets().size(), 5u);
-  for (const auto* name : {"quick", "overcommit", "pv-onoff", "fairness", "kick-semantics"}) {
+  for (const auto* name : {"quick", "overcommit", "pv-onoff", "fairness", "kick-semantics", "pvbounded"}) {
     const auto* p = find_preset(name);
     ASSERT_NE(p, nullptr) << name;
     const auto s = parse_scenario(p->text, name);
@@ -249,6 +249,8 @@ expect = "some"
                              {"fairness", {{"jain", 1.0}, {"cv", 0.0}}},
                              {"latency_ns", {{"p50", 1}, {"p99", 2}, {"p999", 3}, {"max", 4}}},
                              {"cpu_seconds", 1.0},
+                             {"cpu_seconds_window", 0.9},
+                             {"window_fairness", {{"jain_median", 0.9}, {"jain_min", 0.5}, {"starved_windows", 0}}},
                              {"ops_total", 1000},
                              {"steal_ns", nullptr},
                              {"vmm", nullptr}};

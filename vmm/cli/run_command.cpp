@@ -17,6 +17,7 @@
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/machine.h"
+#include "vmm/native/native_env.h"
 #include "vmm/native/native_runner.h"
 #include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
@@ -70,8 +71,8 @@ abi::WorkloadParams lock_params(const RunOptions& o, unsigned cpus) {
 
 void validate_lock_options(const RunOptions& o) {
   experiment::validate(o.lock.w);
-  const bool pv_lock = o.lock.w.lock == "pvqspinlock" || o.lock.w.lock == "pvticket";
-  if (pv_lock && o.machine.no_pv && !o.lock.native)
+  const locks::LockInfo* info = locks::find_lock(o.lock.w.lock.c_str());
+  if (info != nullptr && info->needs_pv && o.machine.no_pv && !o.lock.native)
     fail("--lock {} needs KVM_FEATURE_PV_UNHALT, which --no-pv hides (use --lock auto to follow the KVM guest's policy)",
          o.lock.w.lock);
 }
@@ -105,6 +106,8 @@ int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
   auto& config = o.machine.config;
   const auto params = lock_params(o, config.vcpus);
   native::NativeRunConfig native_config{o.lock.w.lock, params, config.pcpus, config.pin == machine::PinPolicy::kSpread};
+  // Lock parameters (--param pvb_*=...) apply to host threads as in the guest.
+  if (const char* bad = native::apply_lock_tuning(o.params)) fail("--param '{}': not a valid value for that key", bad);
   fmt::print("lockvisor run --native: {} {} on {} host threads, CPUs {} ({})\n", o.lock.w.lock, o.workload, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin);
