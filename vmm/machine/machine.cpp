@@ -111,7 +111,7 @@ void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
     fail("--guest-ring 0: refused on this PVM host (guest CPL0 code is emulated at ~1 us per instruction)");
   if (config.ple == PleMode::kOff && (kvm.check_extension(KVM_CAP_X86_DISABLE_EXITS) & KVM_X86_DISABLE_EXITS_PAUSE) == 0)
     fail("--ple off: this KVM cannot disable pause exits (no KVM_CAP_X86_DISABLE_EXITS with PAUSE)");
-  const pvlock::VmSetup setup = pvlock::make_backend(config.backend_kind, 1, config.backend)->vm_setup();
+  const pvlock::VmSetup setup = pvlock::vm_setup_for(config.backend_kind, config.backend);
   if (setup.in_kernel_irqchip) kvm.require_extension(KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP");
   if (setup.enforce_pv_feature_cpuid)
     kvm.require_extension(KVM_CAP_ENFORCE_PV_FEATURE_CPUID, "KVM_CAP_ENFORCE_PV_FEATURE_CPUID");

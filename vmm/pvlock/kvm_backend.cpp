@@ -13,6 +13,10 @@ std::unique_ptr<PvBackend> make_backend(BackendKind kind, unsigned vcpu_count, B
   return std::make_unique<UserspaceBackend>(vcpu_count, options);
 }
 
+VmSetup vm_setup_for(BackendKind kind, const BackendOptions& options) {
+  return kind == BackendKind::kKvm ? KvmBackend::setup(options) : UserspaceBackend::setup();
+}
+
 KvmBackend::KvmBackend(unsigned vcpu_count, BackendOptions options) : options_(options) {
   slots_.reserve(vcpu_count);
   for (unsigned i = 0; i < vcpu_count; ++i) slots_.push_back(std::make_unique<Slot>());

@@ -34,7 +34,9 @@ class KvmBackend final : public PvBackend {
   KvmBackend(unsigned vcpu_count, BackendOptions options);
 
   std::string_view name() const override { return "kvm"; }
-  VmSetup vm_setup() const override { return {true, options_.enforce_pv_feature_cpuid, true}; }
+  // In-kernel irqchip; PV feature CPUID enforced as --enforce-pv-cpuid says; the guest uses vmcall/hlt.
+  static VmSetup setup(const BackendOptions& options) { return {true, options.enforce_pv_feature_cpuid, true}; }
+  VmSetup vm_setup() const override { return setup(options_); }
   void attach_vcpu(unsigned vcpu, UniqueFd stats_fd) override;
   KickResult kick(unsigned from, int target) override;
   KickResult kick_if_halted(unsigned from, int target) override { return kick(from, target); }

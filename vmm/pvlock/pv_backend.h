@@ -130,5 +130,8 @@ class PvBackend {
 
 // The backend a Machine runs with.
 std::unique_ptr<PvBackend> make_backend(BackendKind kind, unsigned vcpu_count, BackendOptions options);
+// What make_backend(kind, ..., options)->vm_setup() will say, without building
+// a backend (validation before any VM exists: no threads, no privileges used).
+VmSetup vm_setup_for(BackendKind kind, const BackendOptions& options);
 
 }  // namespace lockvisor::pvlock

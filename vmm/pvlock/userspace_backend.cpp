@@ -123,11 +123,10 @@ void UserspaceBackend::yield_to(unsigned from, int target) {
   slots_[from]->counters.yield_to_calls.fetch_add(1, std::memory_order_relaxed);
   if (target < 0 || static_cast<std::size_t>(target) >= slots_.size() || static_cast<unsigned>(target) == from) return;
   const auto index = static_cast<unsigned>(target);
-  const bool boosted = booster_->boost(index);
+  booster_->boost(index);
   // SCHED_FIFO preempts the caller by itself when they share a CPU; the other
   // mechanisms need the caller to step aside.
   if (options_.boost != BoostMechanism::kFifo && shares_cpu_with(index)) ::sched_yield();
-  (void)boosted;
 }
 
 void UserspaceBackend::stop() {

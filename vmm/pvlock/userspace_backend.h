@@ -27,7 +27,8 @@ class UserspaceBackend final : public PvBackend {
   UserspaceBackend(unsigned vcpu_count, BackendOptions options);
 
   std::string_view name() const override { return "userspace"; }
-  VmSetup vm_setup() const override { return {}; }  // doorbells only: no irqchip, nothing enforced
+  static VmSetup setup() { return {}; }  // doorbells only: no irqchip, nothing enforced
+  VmSetup vm_setup() const override { return setup(); }
   KickResult kick(unsigned from, int target) override { return deliver(from, target, options_.mode); }
   KickResult kick_if_halted(unsigned from, int target) override { return deliver(from, target, KickMode::kLossy); }
   HaltOutcome halt(unsigned self) override;
