@@ -159,6 +159,7 @@ struct Machine::State {
   std::string runstate_kind = "unknown";  // "bpf" when the page is live
   std::string runstate_detail;
   std::vector<std::unique_ptr<VcpuRunner>> vcpus;
+  std::vector<std::unique_ptr<RunService>> services;
   std::uint64_t tsc_khz = 0;
   std::string kvm_kind;
 
@@ -260,6 +261,8 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
 
 Machine::~Machine() = default;
 
+void Machine::add_service(std::unique_ptr<RunService> service) { state_->services.push_back(std::move(service)); }
+
 // --runstate (docs/runstate.md, "Handing it to the guest"): the BPF-published
 // page when it loads (and the mode allows), else a zero page; either way one
 // 4 KiB memslot at abi::kRunStateGpa, read-only where KVM can do that.
@@ -346,7 +349,10 @@ RunResult Machine::run() {
 
   s.control.set_stop_hook([&s] {
     s.backend->stop();
-    for (auto& v : s.vcpus) v->interrupt();
+    for (auto& v : s.vcpus) {
+      v->stop_parking();
+      v->interrupt();
+    }
   });
 
   // SIGINT/SIGTERM/SIGHUP end the run through the event loop, like the
@@ -362,6 +368,10 @@ RunResult Machine::run() {
   // A signal that came while the VM was being built: the guest never runs,
   // the report still comes.
   if (const int signal = stop_signal()) stop_by_signal(signal);
+
+  // Services start before the first vCPU thread (run_service.h).
+  RunContext context{io, s.control, *s.backend, s.vcpus, s.origin};
+  for (auto& service : s.services) service->start(context);
 
   // vCPU threads inherit this thread's mask: they must never take
   // SIGINT/SIGTERM/SIGHUP (those belong to StopSignals, already blocked
@@ -436,6 +446,7 @@ RunResult Machine::run() {
   io.run();
   on_signal.reset();
   for (auto& v : s.vcpus) v->join();
+  for (auto& service : s.services) service->stop();
   spdlog::debug("run ended: {}", s.control.decided() ? s.control.reason() : "every vCPU finished");
   s.serial.flush_all();
   if (auto error = s.serial.write_error()) s.control.end(Outcome::kHostError, std::move(*error));
@@ -454,6 +465,7 @@ RunResult Machine::run() {
   result.runstate_detail = s.runstate_detail;
   for (const auto& v : s.vcpus) result.vcpus.push_back(v->report());
   read_steal_time(s.vm.memory(), result.vcpus);
+  for (auto& service : s.services) service->report(result);
   result.guest_prints = s.control.prints();
   result.serial_lines = s.serial.captured();
   if (s.control.decided()) {

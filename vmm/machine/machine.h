@@ -18,6 +18,7 @@
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/machine/machine_config.h"
 #include "vmm/machine/run_result.h"
+#include "vmm/machine/run_service.h"
 #include "vmm/machine/stop_signals.h"
 
 namespace lockvisor::machine {
@@ -37,6 +38,10 @@ class Machine {
   // --timeout, deadlock, SIGINT/SIGTERM/SIGHUP via StopScope) returns here
   // promptly: see "Every wait ends when the run stops" in machine.cpp.
   RunResult run();
+
+  // Something that works alongside the running VM (run_service.h): the
+  // preemption injector, the control socket, the trace. Add before run().
+  void add_service(std::unique_ptr<RunService> service);
 
  private:
   struct State;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "vmm/machine/vcpu_park.h"
 #include "vmm/metrics/thread_usage.h"
 #include "vmm/pvlock/pv_counters.h"
 
@@ -73,6 +74,8 @@ struct VcpuReport {
   std::uint64_t voluntary_switches = 0;
   std::uint64_t involuntary_switches = 0;
   std::optional<VcpuRunStateCounts> runstate;  // only when the page was live
+  // Preemptions the VMM injected and pauses it held (vcpu_park.h).
+  ParkCounts park;
   // The thread's usage when the guest marked its measured window's start and
   // end (abi::UcallType::kWindowMark); absent when it sent no such mark.
   std::optional<metrics::ThreadUsage> window_start;

@@ -163,6 +163,40 @@ void VcpuRunner::interrupt() {
   if (started_.load() && !finished_.load()) pthread_kill(handle_, SIGUSR1);
 }
 
+void VcpuRunner::kick_out() {
+  vcpu_.run_state()->immediate_exit = 1;
+  if (started_.load() && !finished_.load()) pthread_kill(handle_, SIGUSR1);
+}
+
+bool VcpuRunner::inject_preemption(std::chrono::nanoseconds duration) {
+  if (finished_.load() || control_.stopping() || !park_.inject(duration)) return false;
+  kick_out();
+  return true;
+}
+
+bool VcpuRunner::pause() {
+  if (finished_.load() || control_.stopping() || !park_.pause()) return false;
+  kick_out();
+  return true;
+}
+
+void VcpuRunner::resume() { park_.resume(); }
+
+// The park requested by inject_preemption()/pause() (vcpu_park.h). The
+// request set immediate_exit to get us here; it is cleared only after the
+// park and before the stop check, so a stop that comes at any point still
+// keeps this thread out of KVM_RUN (stop sets `stopping` before it sets
+// immediate_exit again).
+bool VcpuRunner::serve_park() {
+  while (park_.pending()) {
+    const auto interval = park_.wait_while_parked();
+    if (!interval) break;
+    if (on_parked) on_parked(index(), *interval);
+  }
+  vcpu_.run_state()->immediate_exit = 0;
+  return !control_.stopping();
+}
+
 void VcpuRunner::thread_main(std::vector<int> affinity) {
   const auto wait_at_start = runqueue_wait_ns();
   // Nothing may leave this thread by an exception: std::terminate would end
@@ -231,6 +265,7 @@ void VcpuRunner::run_loop() {
   state_.store(VcpuState::kRunning);
   control_.note_entry();
   while (!control_.stopping()) {
+    if (park_.pending() && !serve_park()) break;
     const int rc = vcpu_.run();
     if (rc == -EINTR || rc == -EAGAIN) {
       count(ExitKind::kSignal);
@@ -473,6 +508,7 @@ VcpuReport VcpuRunner::report() {
   report.voluntary_switches = voluntary_switches_;
   report.involuntary_switches = involuntary_switches_;
   report.runstate = runstate_;
+  report.park = park_.counts();
   report.window_start = window_start_;
   report.window_end = window_end_;
   report.affinity = affinity_;

@@ -24,6 +24,7 @@
 #include "vmm/machine/report_channel.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/serial_console.h"
+#include "vmm/machine/vcpu_park.h"
 #include "vmm/pvlock/hypercall_table.h"
 #include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
@@ -118,6 +119,20 @@ class VcpuRunner {
   // Kicks the thread out of KVM_RUN (immediate_exit + SIGUSR1).
   void interrupt();
 
+  // Deschedules this vCPU for `duration` as the host scheduler would
+  // (vcpu_park.h): false once the run is stopping or the vCPU has finished.
+  bool inject_preemption(std::chrono::nanoseconds duration);
+  // Holds the vCPU out of the guest until resume(). False once stopping.
+  bool pause();
+  void resume();
+  bool paused() const { return park_.paused(); }
+  ParkCounts park_counts() const { return park_.counts(); }
+  // Ends every park for good (the run is stopping).
+  void stop_parking() { park_.stop(); }
+  // Invoked on the vCPU thread for every interval it spent parked (the
+  // timeline); set before start().
+  std::function<void(unsigned vcpu, const ParkInterval&)> on_parked;
+
   unsigned index() const { return vcpu_.index(); }
   bool finished() const { return finished_.load(); }
   VcpuState state() const { return state_.load(); }
@@ -141,6 +156,10 @@ class VcpuRunner {
   void thread_main(std::vector<int> affinity);
   void run_loop();
   // Each returns false when this vCPU must leave its loop.
+  // Out of KVM_RUN now (immediate_exit + SIGUSR1), for a park.
+  void kick_out();
+  // Sleeps through a pending park; false when the run is stopping.
+  bool serve_park();
   bool handle_exit();
   bool handle_io();
   // Ports 0xE4 and 0xE5: the hypercall table decides, this applies.
@@ -166,6 +185,7 @@ class VcpuRunner {
   std::atomic<std::uint64_t> last_hypercall_{0};
   std::atomic<std::uint64_t> rip_{0};
   std::atomic<bool> exited_{false};
+  VcpuPark park_;
 
   void count(ExitKind kind) { ++exits_[static_cast<std::size_t>(kind)]; }
 

@@ -182,6 +182,11 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
                         {"involuntary_context_switches", v.runstate->involuntary_switches}};
     else
       jv["runstate"] = nullptr;
+    jv["injected_preemptions"] = {{"requested", v.park.requested},
+                                  {"count", v.park.parks},
+                                  {"ns", v.park.parked_ns},
+                                  {"pauses", v.park.pauses},
+                                  {"paused_ns", v.park.paused_ns}};
     nlohmann::json results = nlohmann::json::object();
     bool guest_replaced = false;  // already counted in guest_text_replaced when it arrived
     for (const auto& r : v.results) {

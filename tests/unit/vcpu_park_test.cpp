@@ -1,0 +1,126 @@
+// VcpuPark: the injector's and the control socket's way of holding a vCPU
+// thread out of the guest. Each test runs the "vCPU thread" side on its own
+// std::thread, as VcpuRunner does.
+#include "vmm/machine/vcpu_park.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
+namespace lockvisor::machine {
+namespace {
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+TEST(VcpuPark, NothingPendingReturnsAtOnce) {
+  VcpuPark park;
+  EXPECT_FALSE(park.pending());
+  EXPECT_FALSE(park.wait_while_parked().has_value());
+  EXPECT_EQ(park.counts().parks, 0u);
+}
+
+TEST(VcpuPark, InjectedPreemptionLastsItsDuration) {
+  VcpuPark park;
+  ASSERT_TRUE(park.inject(20ms));
+  EXPECT_TRUE(park.pending());
+  const auto before = Clock::now();
+  const auto interval = park.wait_while_parked();
+  const auto slept = Clock::now() - before;
+  ASSERT_TRUE(interval.has_value());
+  EXPECT_EQ(interval->cause, ParkCause::kInjected);
+  EXPECT_GE(slept, 19ms);
+  EXPECT_FALSE(park.pending());
+  const ParkCounts counts = park.counts();
+  EXPECT_EQ(counts.requested, 1u);
+  EXPECT_EQ(counts.parks, 1u);
+  EXPECT_GE(counts.parked_ns, 19'000'000u);
+}
+
+TEST(VcpuPark, OverlappingRequestsExtendOnePark) {
+  VcpuPark park;
+  ASSERT_TRUE(park.inject(10ms));
+  ASSERT_TRUE(park.inject(30ms));
+  ASSERT_TRUE(park.inject(1ms));  // inside the longer one: no effect on the end
+  const auto before = Clock::now();
+  ASSERT_TRUE(park.wait_while_parked().has_value());
+  EXPECT_GE(Clock::now() - before, 29ms);
+  EXPECT_EQ(park.counts().requested, 3u);
+  EXPECT_EQ(park.counts().parks, 1u);
+}
+
+TEST(VcpuPark, InjectionWhileParkedMovesTheEndLater) {
+  VcpuPark park;
+  ASSERT_TRUE(park.inject(10ms));
+  const auto before = Clock::now();
+  auto parked = std::async(std::launch::async, [&] { return park.wait_while_parked(); });
+  std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(park.inject(40ms));
+  ASSERT_TRUE(parked.get().has_value());
+  EXPECT_GE(Clock::now() - before, 44ms);
+  EXPECT_EQ(park.counts().parks, 1u);
+}
+
+TEST(VcpuPark, PauseHoldsUntilResume) {
+  VcpuPark park;
+  ASSERT_TRUE(park.pause());
+  EXPECT_TRUE(park.paused());
+  std::atomic<bool> left{false};
+  auto parked = std::async(std::launch::async, [&] {
+    auto interval = park.wait_while_parked();
+    left = true;
+    return interval;
+  });
+  std::this_thread::sleep_for(30ms);
+  EXPECT_FALSE(left.load()) << "a pause ended without resume()";
+  park.resume();
+  const auto interval = parked.get();
+  ASSERT_TRUE(interval.has_value());
+  EXPECT_EQ(interval->cause, ParkCause::kPaused);
+  EXPECT_GE(interval->end - interval->begin, 29ms);
+  EXPECT_EQ(park.counts().pauses, 1u);
+  EXPECT_FALSE(park.pending());
+}
+
+TEST(VcpuPark, StopEndsAPauseAndRefusesLaterParks) {
+  VcpuPark park;
+  ASSERT_TRUE(park.pause());
+  auto parked = std::async(std::launch::async, [&] { return park.wait_while_parked(); });
+  std::this_thread::sleep_for(10ms);
+  park.stop();
+  ASSERT_EQ(parked.wait_for(2s), std::future_status::ready) << "stop() did not end the pause";
+  EXPECT_FALSE(park.inject(1s));
+  EXPECT_FALSE(park.pause());
+  EXPECT_FALSE(park.pending());
+  EXPECT_FALSE(park.wait_while_parked().has_value());
+}
+
+TEST(VcpuPark, StopEndsALongInjectedPreemption) {
+  VcpuPark park;
+  ASSERT_TRUE(park.inject(1h));
+  auto parked = std::async(std::launch::async, [&] { return park.wait_while_parked(); });
+  std::this_thread::sleep_for(10ms);
+  park.stop();
+  ASSERT_EQ(parked.wait_for(2s), std::future_status::ready) << "stop() did not end the injected preemption";
+}
+
+TEST(VcpuPark, InjectionThenPauseAreTwoIntervals) {
+  VcpuPark park;
+  ASSERT_TRUE(park.inject(5ms));
+  ASSERT_TRUE(park.pause());
+  const auto first = park.wait_while_parked();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->cause, ParkCause::kInjected);
+  EXPECT_TRUE(park.pending());
+  auto second = std::async(std::launch::async, [&] { return park.wait_while_parked(); });
+  std::this_thread::sleep_for(10ms);
+  park.resume();
+  const auto interval = second.get();
+  ASSERT_TRUE(interval.has_value());
+  EXPECT_EQ(interval->cause, ParkCause::kPaused);
+}
+
+}  // namespace
+}  // namespace lockvisor::machine
