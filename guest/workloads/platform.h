@@ -28,6 +28,22 @@
 //                                         race, reported and fatal).  Leave it
 //                                         false otherwise: plain accesses let
 //                                         TSan check the locks' acquire/release.
+//   static void on_lock_arrive(unsigned lock, u64 t0);
+//   static void on_lock_acquired(unsigned lock, u64 t0, u64 t1);
+//   static void on_lock_release(unsigned lock, u64 t1, u64 t2);
+//                                         lock-operation observers [none]: a CPU
+//                                         is about to call lock() on slot
+//                                         `lock` (t0 = its arrival time), has
+//                                         acquired it (t1), has released it
+//                                         (t2, read only when this hook
+//                                         exists).  The guest publishes holder
+//                                         and queue position for the
+//                                         preemption injector and records
+//                                         acquisitions for the timeline here,
+//                                         without exits.  Outside the lock's
+//                                         own code: a hook sees when a CPU
+//                                         waits and holds, not how the lock
+//                                         queues it.
 #pragma once
 
 #include "lockvisor/abi/types.h"
@@ -74,6 +90,19 @@ template <class P>
   } else {
     locks::cpu_relax();
   }
+}
+
+template <class P>
+[[gnu::always_inline]] inline void on_lock_arrive(unsigned lock, u64 t0) {
+  if constexpr (requires { P::on_lock_arrive(lock, t0); }) P::on_lock_arrive(lock, t0);
+}
+template <class P>
+[[gnu::always_inline]] inline void on_lock_acquired(unsigned lock, u64 t0, u64 t1) {
+  if constexpr (requires { P::on_lock_acquired(lock, t0, t1); }) P::on_lock_acquired(lock, t0, t1);
+}
+template <class P>
+[[gnu::always_inline]] inline void on_lock_release(unsigned lock, u64 t1) {
+  if constexpr (requires { P::on_lock_release(lock, t1, u64{}); }) P::on_lock_release(lock, t1, P::now());
 }
 
 template <class P>

@@ -365,10 +365,13 @@ inline void contended_loop(const WorkloadParams& p, WorkloadShared<Lock>& s, uns
 
     const u64 t0 = P::now();
     if (iterations != 0 ? ops >= iterations : t0 >= deadline) break;
+    on_lock_arrive<P>(li, t0);
     lock.lock();
     const u64 t1 = P::now();
+    on_lock_acquired<P>(li, t0, t1);
     bad += critical_section<P>(sl, lines, tag, hold != 0 ? sat_add(t1, hold) : 0);
     lock.unlock();
+    on_lock_release<P>(li, t1);
 
     const u64 lat = t1 - t0;
     windows.count(t1);
