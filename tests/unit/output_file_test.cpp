@@ -107,6 +107,22 @@ TEST(OutputFile, ReplacesAnExistingRegularFileAtomically) {
   EXPECT_EQ(dir.entries(), std::set<std::string>{"report.json"});
 }
 
+TEST(OutputFile, AReplacedFileKeepsItsPermissions) {
+  TempDir dir;
+  const auto target = dir / "private.json";
+  write_text(target, "old");
+  ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+  OutputFile(target.string(), "--json").write("new");
+  struct stat st {};
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::chmod(target.c_str(), 0644), 0);
+  OutputFile(target.string(), "--json").write("newer");
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  EXPECT_EQ(read_text(target), "newer");
+}
+
 TEST(OutputFile, RefusesASymlinkAndLeavesItsTargetAlone) {
   TempDir dir;
   write_text(dir / "victim", "precious");

@@ -80,7 +80,7 @@ const char* runstate_mode_name(RunStateMode mode) {
 void validate_config(const MachineConfig& config) {
   if (config.vcpus < 1 || config.vcpus > abi::kMaxVcpus)
     fail("--vcpus {}: must be between 1 and {}", config.vcpus, abi::kMaxVcpus);
-  if (config.memory_mib < 2 || config.memory_mib % 2 != 0 || (config.memory_mib << 20) > abi::kMaxMemoryBytes)
+  if (config.memory_mib < 2 || config.memory_mib % 2 != 0 || config.memory_mib > (abi::kMaxMemoryBytes >> 20))
     fail("--memory {}: must be an even number of MiB between 2 and {}", config.memory_mib, abi::kMaxMemoryBytes >> 20);
   if (config.program.size() >= abi::kProgramNameBytes) fail("workload name '{}' is too long", config.program);
   if (config.args.size() >= abi::kProgramArgsBytes)

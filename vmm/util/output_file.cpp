@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -84,15 +85,17 @@ class Target {
 
   // Refuses an existing target that is not a regular file. lstat semantics:
   // a symlink is refused as itself, never followed; nothing is opened, so a
-  // FIFO cannot block us.
-  void check() const {
+  // FIFO cannot block us. Returns the permission bits of the file it would
+  // replace (nullopt: none exists), so the replacement keeps them.
+  std::optional<mode_t> check() const {
     struct stat st {};
     if (::fstatat(directory_.get(), name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
       if (!S_ISREG(st.st_mode))
         fail("{}: is {}, not a regular file: refusing to replace it", prefix_, file_kind(st.st_mode));
-    } else if (errno != ENOENT) {
-      fail_errno(prefix_, "cannot check the target", errno);
+      return st.st_mode & 0777;  // never set-ID or sticky bits on a file we create
     }
+    if (errno != ENOENT) fail_errno(prefix_, "cannot check the target", errno);
+    return std::nullopt;
   }
 
   // A new file next to the target, under a random name that nothing can
@@ -110,8 +113,12 @@ class Target {
   }
 
   void replace_with(std::string_view bytes) const {
-    check();
+    const std::optional<mode_t> mode = check();
     Temporary temporary = create_temporary();
+    // A replaced file keeps its permissions (a --json file made private
+    // stays private); a new one gets 0666 less the umask, as any file does.
+    if (mode && ::fchmod(temporary.fd.get(), *mode) != 0)
+      fail_host("{}: cannot give the new file the old one's mode: {}", prefix_, std::strerror(errno));
     for (std::size_t done = 0; done < bytes.size();) {
       const ssize_t n = ::write(temporary.fd.get(), bytes.data() + done, bytes.size() - done);
       if (n < 0 && errno == EINTR) continue;
@@ -121,7 +128,7 @@ class Target {
     // fsync reports what close() could (delayed write errors), so close's
     // own result is not needed.
     if (::fsync(temporary.fd.get()) != 0) fail_host("{}: fsync failed: {}", prefix_, std::strerror(errno));
-    check();  // the target may have been replaced during the run
+    (void)check();  // the target may have been replaced during the run
     if (::renameat(directory_.get(), temporary.guard.name().c_str(), directory_.get(), name_.c_str()) != 0)
       fail_errno(prefix_, "cannot rename the temporary over it", errno);
     temporary.guard.release();
@@ -146,7 +153,7 @@ OutputFile::OutputFile(std::string path, std::string option) : path_(std::move(p
   if (name_.empty() || name_ == "." || name_ == "..") fail("{}: names a directory, not a file", prefix);
   directory_ = p.has_parent_path() ? p.parent_path().string() : ".";
   const Target target(prefix, directory_, name_);
-  target.check();
+  (void)target.check();
   target.create_temporary();  // proves the directory writable; removed again at once
 }
 
