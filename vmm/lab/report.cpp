@@ -28,12 +28,17 @@ std::string cpuinfo_field(const std::string& name) {
 
 std::string best_lock_lines(const Summary& summary) {
   // Per placement and other settings (all axes but lock), the lock with the
-  // highest median throughput, and how far ahead of the runner-up it is.
+  // highest median throughput, and how far ahead of the runner-up it is. In
+  // a multi-VM scenario the VMs of a point are compared with each other.
+  bool multi_vm = false;
+  for (const auto& p : summary.points)
+    for (const auto& [a, l] : p.labels) multi_vm = multi_vm || a == "vm";
+  const std::string compared = multi_vm ? "vm" : "lock";
   std::map<std::string, std::vector<const PointSummary*>> groups;
   for (const auto& p : summary.points) {
     std::string group;
     for (const auto& [a, l] : p.labels)
-      if (a != "lock") group += (group.empty() ? "" : ",") + a + "=" + l;
+      if (a != compared) group += (group.empty() ? "" : ",") + a + "=" + l;
     groups[group.empty() ? "(all)" : group].push_back(&p);
   }
   std::string out;
@@ -54,9 +59,12 @@ std::string best_lock_lines(const Summary& summary) {
       }
     }
     if (!best) continue;
-    auto lock = [](const PointSummary* p) {
+    auto lock = [&](const PointSummary* p) {
       const auto* l = lookup(p->settings, "lock");
-      return l ? *l : std::string("?");
+      std::string name = l ? *l : std::string("?");
+      for (const auto& [a, v] : p->labels)
+        if (multi_vm && a == "vm") name = "VM " + v + " (" + name + ")";
+      return name;
     };
     if (!second) {
       out += fmt::format("| {} | {} | {:.0f} | | |\n", group, lock(best), tput(best));
