@@ -130,7 +130,19 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
                      m.value("allowed_cpus", "?"));
   out += fmt::format("- Host kernel: {}\n- KVM: {}\n", m.value("kernel", "?"), m.value("kvm", "?"));
   std::string fixed;
-  for (const auto& [name, value] : s.fixed) fixed += fmt::format("{}{}={}", fixed.empty() ? "" : ", ", name, value);
+  for (const auto& [name, value] : s.fixed) {
+    // A VM's label entry only marks the VM (settings.h); its settings read "VM unfair: lock=unfair".
+    if (name.rfind(kVmSettingPrefix, 0) == 0 && name.ends_with(":label")) continue;
+    std::string shown = name;
+    if (name.rfind(kVmSettingPrefix, 0) == 0) {
+      const auto colon = name.find(':', kVmSettingPrefix.size());
+      shown = fmt::format("VM {}: {}", name.substr(kVmSettingPrefix.size(), colon - kVmSettingPrefix.size()),
+                          name.substr(colon + 1));
+    }
+    fixed += fmt::format("{}{}={}", fixed.empty() ? "" : ", ", shown, value);
+  }
+  for (const auto& vm : s.vms)
+    if (vm.settings.empty()) fixed += fmt::format("{}VM {}", fixed.empty() ? "" : ", ", vm.label);
   out += fmt::format("- Settings every point shares: {}; other backend knobs at `lockvisor run`'s defaults\n",
                      fixed.empty() ? "none" : fixed);
   out += fmt::format("- Repeats per point: {}; results: {} runs\n", manifest.value("repeats", 0), summary.records);
