@@ -26,5 +26,7 @@ expect_usage "--vm 2 '': empty" --vm lock=ticket --vm ""
 expect_usage "unknown key 'json'" --vm json=/tmp/x --vm lock=ticket
 expect_usage "--native cannot be combined" --native --vm lock=ticket --vm lock=unfair
 expect_usage "--vm 1 'pcpus=0,x': 'x' is not key=value" --vm pcpus=0,x --vm lock=ticket
+expect_usage "--serial outside --vm" --serial "$work/s" --vm lock=ticket --vm lock=unfair
+expect_usage "--vm 2 'serial=$work/s': serial=$work/s: another VM writes that file" --vm "serial=$work/s" --vm "serial=$work/s"
 expect_usage "--hogs: 999 is out of range 0..256" --hogs 999
 echo "bad specs: ok"

@@ -140,6 +140,10 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
     if (run.get_option(std::string("--") + own)->count() > 0)
       fail("--vm runs VMs; --{} cannot be combined with it", own);
   const auto common = common_options(run);
+  // An output file shared by several VMs would be written by all of them.
+  for (const auto& g : common)
+    if (g.name == "serial") fail("--serial outside --vm: every VM would write that file; give serial=FILE per --vm");
+  std::set<std::string> serial_files;
   std::vector<multivm::VmPlan> plans;
   std::set<std::string> labels;
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -165,6 +169,9 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
       if (it != own.end()) it->values.push_back(value);
       else own.push_back({name, is_switch(*option), {value}});
     }
+    for (const auto& g : own)
+      if (g.name == "serial" && !serial_files.insert(g.values.front()).second)
+        fail("{}: serial={}: another VM writes that file", where, g.values.front());
     if (plan.label.empty()) plan.label = fmt::format("vm{}", i + 1);
     if (!labels.insert(plan.label).second) fail("{}: label '{}' is already another VM's", where, plan.label);
     plan.args = flatten(merge(common, own));
