@@ -6,13 +6,21 @@
 # the 130 of the VM stopped because of it.
 source "$(dirname "$0")/common.sh"
 require_kvm
-"$LOCKVISOR" run --workload lockbench --pcpus 0 --vcpus 2 --duration 20 \
+mkdir "$work/tmp"
+TMPDIR="$work/tmp" "$LOCKVISOR" run --workload lockbench --pcpus 0 --vcpus 2 --duration 20 \
   --vm label=a,lock=ticket --vm label=b,lock=unfair --json "$work/term.json" > "$work/term.log" 2>&1 &
 pid=$!
-# Mid-run: both guests have started (each child prints its table header only
-# at the end, so wait for the gate via the children's processes instead: a
-# fixed 2 s is well past building, ~0.1-0.3 s, and far from the 20 s end).
-sleep 2
+# Mid-run: each child prints its "lockvisor run: workload ..." line once its
+# VM is built, just before the start gate (its log is in the parent's private
+# directory under TMPDIR). Building takes ~0.1 s on PVM, seconds in nested
+# KVM: wait for both lines (at most 60 s), then let the guests run 0.5 s.
+for _ in $(seq 1 600); do
+  built=$(cat "$work"/tmp/lockvisor-vms.*/vm*.log 2>/dev/null | grep -c '^lockvisor run: workload' || true)
+  [ "$built" = 2 ] && break
+  sleep 0.1
+done
+[ "$built" = 2 ] || fail "the VMs were not built within 60 s: $(cat "$work"/tmp/lockvisor-vms.*/vm*.log)"
+sleep 0.5
 kill -TERM "$pid"
 set +e
 wait "$pid"
@@ -27,7 +35,7 @@ assert [v["label"] for v in d["vms"]] == ["a", "b"]
 for v in d["vms"]:
     assert v["outcome"] == "interrupted", v["outcome"]
     assert v["result"]["outcome"] == "interrupted", v["result"]["outcome"]
-    assert v["result"]["wall_seconds"] > 0.5, ("stopped before it ran", v["result"]["wall_seconds"])
+    assert v["result"]["wall_seconds"] > 0.2, ("stopped before it ran", v["result"]["wall_seconds"])
     assert v["result"]["wall_seconds"] < 15, ("not stopped", v["result"]["wall_seconds"])
 '
 set +e

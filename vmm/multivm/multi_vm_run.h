@@ -8,7 +8,7 @@
 //     report names the VM that failed and why;
 //   - a deadline bounds every phase: building (start_gate.h's kGateWait),
 //     running (the longest child watchdog + a margin), and stopping (a child
-//     that outlives SIGTERM by kStopGrace is killed).
+//     that outlives SIGTERM by 2 s is killed).
 // Optional host CPU hogs (host_hogs.h) run from the moment the gate opens
 // until the last VM ends.
 #pragma once
