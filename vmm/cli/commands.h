@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "vmm/multivm/multi_vm_run.h"
+
 namespace lockvisor::cli {
 
 // A registered command: called after parsing when its subcommand was chosen.
@@ -21,6 +23,20 @@ Action add_lab_command(CLI::App& app);
 // Parses a `lockvisor run` argument list (without "run") and checks it as
 // run would, without running anything: throws a usage lockvisor::Error
 // with the one-line reason. The lab checks every point with it up front.
-void check_run_arguments(std::vector<std::string> args);
+// Returns what it found out about the run.
+struct CheckedRun {
+  std::string workload, lock;  // lock: empty for a workload without one
+  unsigned vcpus = 0;
+  double timeout_s = 0;        // the watchdog it will have (0: none)
+  bool native = false;
+};
+CheckedRun check_run_arguments(std::vector<std::string> args);
+
+// Several VMs side by side (multi_vm_command.cpp). `run` is the parsed `run`
+// subcommand: its options outside any --vm apply to every VM.
+// Each --vm SPEC as a VM plan, checked as `run` would check it; throws a
+// usage lockvisor::Error naming the --vm and the key.
+std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std::string>& specs);
+int run_multi_vm(const CLI::App& run, const std::vector<std::string>& specs, unsigned hogs, const std::string& json);
 
 }  // namespace lockvisor::cli

@@ -17,6 +17,8 @@
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/machine.h"
+#include "vmm/multivm/host_hogs.h"
+#include "vmm/multivm/start_gate.h"
 #include "vmm/native/native_env.h"
 #include "vmm/native/native_runner.h"
 #include "vmm/report/run_report.h"
@@ -42,6 +44,12 @@ struct RunOptions {
   std::vector<std::string> params;
   std::string json;
   LockOptions lock;
+  // Several VMs side by side (multi_vm_command.cpp), host CPU hogs, and the
+  // start gate a child VM of a multi-VM run waits at (multivm/start_gate.h).
+  std::vector<std::string> vms;
+  unsigned hogs = 0;
+  int start_gate_fd = -1;
+  const CLI::App* command = nullptr;
 };
 
 const std::vector<std::string> kWorkloads = {"pingpong", "lockbench", "uncontended", "torture", "hello", "empty"};
@@ -77,6 +85,13 @@ void validate_lock_options(const RunOptions& o) {
          o.lock.w.lock);
 }
 
+// The watchdog: --timeout, or for a lock workload room past its --duration.
+double default_timeout(const RunOptions& o) {
+  const double given = o.machine.config.timeout_s;
+  if (given != 0 || !is_lock_workload(o.workload)) return given;
+  return o.lock.w.duration_s * 10 + 60;
+}
+
 // The description both modes share; samples, vmm and host are filled by the caller.
 lockstat::LockRun describe_lock_run(const RunOptions& o, const char* mode) {
   const auto& config = o.machine.config;
@@ -90,8 +105,9 @@ lockstat::LockRun describe_lock_run(const RunOptions& o, const char* mode) {
   return run;
 }
 
-int finish_native_run(lockstat::LockRun& run, const std::optional<OutputFile>& json) {
+int finish_native_run(lockstat::LockRun& run, const std::optional<OutputFile>& json, const nlohmann::json& extras) {
   auto metrics = lockstat::to_json(run);
+  metrics.update(extras);
   lockstat::print_summary(run, metrics, stdout);
   const auto violations = metrics["violations"].get<std::uint64_t>();
   if (json) report::write_json_file(*json, metrics);
@@ -113,13 +129,20 @@ int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
              config.pcpus.empty() ? "unpinned" : o.machine.pin);
   std::fflush(stdout);
   std::vector<native::NativeThreadUsage> usage;
+  std::optional<multivm::HostHogs> hogs;
+  if (o.hogs > 0) hogs.emplace(o.hogs, config.pcpus);
   const auto stats = native::run_native(native_config, &usage);
+  nlohmann::json extras = nlohmann::json::object();
+  if (hogs) {
+    extras["hogs"] = hogs->stop();
+    fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
+  }
   auto run = describe_lock_run(o, "native");
   for (std::size_t i = 0; i < stats.size(); ++i)
     run.samples.push_back({stats[i], usage.at(i).cpu_seconds, usage.at(i).involuntary_switches, std::nullopt, std::nullopt,
                            usage.at(i).window});
   run.host = lockstat::host_info("none (native)");
-  return finish_native_run(run, json);
+  return finish_native_run(run, json, extras);
 }
 
 struct GuestLockReport {
@@ -171,6 +194,7 @@ int exit_code_of(ErrorKind kind) {
 }
 
 int run(RunOptions& o) {
+  if (!o.vms.empty()) return run_multi_vm(*o.command, o.vms, o.hogs, o.json);
   o.lock.w.workload = o.workload;
   o.machine.finish();
   auto& config = o.machine.config;
@@ -181,6 +205,7 @@ int run(RunOptions& o) {
   if (!o.json.empty()) json.emplace(o.json, "--json");
   if (o.lock.native) {
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
+    if (o.start_gate_fd >= 0) fail("--start-gate-fd starts VMs; --native runs none");
     if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
     return run_native(o, json);
   }
@@ -191,8 +216,7 @@ int run(RunOptions& o) {
     // the readable description printed below.
     config.workload = lock_params(o, config.vcpus);
     args = experiment::guest_args(o.lock.w, *config.workload);
-    // A lock workload runs for --duration; give the watchdog room by default.
-    if (config.timeout_s == 0) config.timeout_s = o.lock.w.duration_s * 10 + 60;
+    config.timeout_s = default_timeout(o);
   } else {
     if (o.rounds > 0) args += fmt::format("rounds={} ", o.rounds);
     if (o.spin > 0) args += fmt::format("spin={} ", o.spin);
@@ -227,7 +251,23 @@ int run(RunOptions& o) {
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin, o.machine.kick, kvm_kind);
   std::fflush(stdout);
+  // A VM of a multi-VM run: built; now wait until every sibling is too.
+  nlohmann::json extras = nlohmann::json::object();
+  if (o.start_gate_fd >= 0) {
+    const auto opened = multivm::wait_at_start_gate(o.start_gate_fd);
+    extras["start_gate"] = {{"start_monotonic_ns", opened}};
+  }
+  std::optional<multivm::HostHogs> hogs;
+  if (o.hogs > 0) hogs.emplace(o.hogs, config.pcpus);
   auto result = vm.run();
+  if (hogs) extras["hogs"] = hogs->stop();
+  if (extras.contains("start_gate")) {
+    // steady_clock is CLOCK_MONOTONIC here (libstdc++ on Linux): comparable
+    // with the siblings' and the parent's clocks.
+    const auto origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
+    extras["start_gate"]["first_entry_monotonic_ns"] =
+        static_cast<std::int64_t>(origin_ns + result.seconds_to_first_entry * 1e9);
+  }
   // Everything that decides the exit code happens before the outcome line is
   // printed: lock statistics (missing ones are a guest fault, a violation a
   // failure) and the JSON file (if writing it fails, the line says so).
@@ -242,8 +282,10 @@ int run(RunOptions& o) {
       if (lock_report) {
         lock_report->metrics["settings"] = run_json["settings"];  // report/settings_json.h
         lock_report->metrics["vm"] = std::move(run_json);
+        lock_report->metrics.update(extras);
         report::write_json_file(*json, lock_report->metrics);
       } else {
+        run_json.update(extras);
         report::write_json_file(*json, run_json);
       }
     } catch (const Error& e) {
@@ -257,6 +299,7 @@ int run(RunOptions& o) {
   fmt::print("wall {:.3f} s, first guest entry after {:.1f} ms, first exit after {:.1f} ms\n", result.wall_seconds,
              result.seconds_to_first_entry * 1e3, result.seconds_to_first_exit * 1e3);
   report::print_run_table(result, stdout);
+  if (extras.contains("hogs")) fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
   if (o.workload == "pingpong" && result.outcome == machine::Outcome::kCompleted) {
     if (const auto* elapsed = result.result(0, "elapsed_ns"); elapsed != nullptr && elapsed->values.size() != 1) {
       // Guest-reported: an array, even an empty one, is no elapsed time.
@@ -335,6 +378,16 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& optio
                       "Write the full report as JSON to FILE"
                       " (absent or a regular file, checked first; replaced atomically)");
   options->machine.add_to(*command);
+  command->add_option("--vm", options->vms,
+                      "Run several VMs side by side, started and stopped together: key=value[,key=value...] over "
+                      "run's long options plus label=NAME (repeatable; docs/multi-vm.md)");
+  command->add_option("--hogs", options->hogs,
+                      fmt::format("Host CPU hogs: N busy threads spread over --pcpus for the run, up to {}",
+                                  multivm::kMaxHogs))
+      ->transform(unsigned_in(0, multivm::kMaxHogs));
+  // Hidden: the parent of a multi-VM run passes it (multivm/start_gate.h).
+  command->add_option("--start-gate-fd", options->start_gate_fd)->group("")->check(CLI::Range(0, 1 << 20));
+  options->command = command;
 }
 
 }  // namespace
@@ -345,7 +398,7 @@ Action add_run_command(CLI::App& app) {
   return [options] { return run(*options); };
 }
 
-void check_run_arguments(std::vector<std::string> args) {
+CheckedRun check_run_arguments(std::vector<std::string> args) {
   CLI::App app;
   auto options = std::make_shared<RunOptions>();
   add_run_options(app.add_subcommand("run"), options);
@@ -362,9 +415,12 @@ void check_run_arguments(std::vector<std::string> args) {
   if (is_lock_workload(o.workload)) validate_lock_options(o);
   if (o.lock.native && !is_lock_workload(o.workload)) fail("--native runs lock workloads only");
   if (!o.machine.config.pcpus.empty()) host::validate_cpus(o.machine.config.pcpus);
+  if (!o.vms.empty()) plan_vms(*o.command, o.vms);  // each VM's arguments, checked the same way
   auto config = o.machine.config;  // what run checks before it boots (vCPU count, memory, ...)
   config.program = o.workload;
   machine::validate_config(config);
+  return {o.workload, is_lock_workload(o.workload) ? o.lock.w.lock : std::string(), config.vcpus, default_timeout(o),
+          o.lock.native};
 }
 
 }  // namespace lockvisor::cli

@@ -14,6 +14,7 @@ constexpr Metric kMetrics[] = {
   {"latency_p99_ns",  "/latency_ns/p99",     nullptr,      1,    "ns",                       false},
   {"latency_p999_ns", "/latency_ns/p999",    nullptr,      1,    "ns",                       false},
   {"latency_max_ns",  "/latency_ns/max",     nullptr,      1,    "ns",                       false},
+  {"cpu_s",           "/cpu_seconds",        nullptr,      1,    "host CPU s of the vCPU threads (side by side: each guest's share)", false},
   {"cpu_s_per_mop",   "/cpu_seconds",        "/ops_total", 1e6,  "CPU s per 10^6 acquisitions", false},
   {"cpu_s_per_mop_window", "/cpu_seconds_window", "/ops_total", 1e6, "CPU s per 10^6 acquisitions, measured window only", false},
   {"window_jain_median", "/window_fairness/jain_median", nullptr, 1, "median Jain over short windows", true},

@@ -28,12 +28,17 @@ std::string cpuinfo_field(const std::string& name) {
 
 std::string best_lock_lines(const Summary& summary) {
   // Per placement and other settings (all axes but lock), the lock with the
-  // highest median throughput, and how far ahead of the runner-up it is.
+  // highest median throughput, and how far ahead of the runner-up it is. In
+  // a multi-VM scenario the VMs of a point are compared with each other.
+  bool multi_vm = false;
+  for (const auto& p : summary.points)
+    for (const auto& [a, l] : p.labels) multi_vm = multi_vm || a == "vm";
+  const std::string compared = multi_vm ? "vm" : "lock";
   std::map<std::string, std::vector<const PointSummary*>> groups;
   for (const auto& p : summary.points) {
     std::string group;
     for (const auto& [a, l] : p.labels)
-      if (a != "lock") group += (group.empty() ? "" : ",") + a + "=" + l;
+      if (a != compared) group += (group.empty() ? "" : ",") + a + "=" + l;
     groups[group.empty() ? "(all)" : group].push_back(&p);
   }
   std::string out;
@@ -54,9 +59,12 @@ std::string best_lock_lines(const Summary& summary) {
       }
     }
     if (!best) continue;
-    auto lock = [](const PointSummary* p) {
+    auto lock = [&](const PointSummary* p) {
       const auto* l = lookup(p->settings, "lock");
-      return l ? *l : std::string("?");
+      std::string name = l ? *l : std::string("?");
+      for (const auto& [a, v] : p->labels)
+        if (multi_vm && a == "vm") name = "VM " + v + " (" + name + ")";
+      return name;
     };
     if (!second) {
       out += fmt::format("| {} | {} | {:.0f} | | |\n", group, lock(best), tput(best));
@@ -122,7 +130,19 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
                      m.value("allowed_cpus", "?"));
   out += fmt::format("- Host kernel: {}\n- KVM: {}\n", m.value("kernel", "?"), m.value("kvm", "?"));
   std::string fixed;
-  for (const auto& [name, value] : s.fixed) fixed += fmt::format("{}{}={}", fixed.empty() ? "" : ", ", name, value);
+  for (const auto& [name, value] : s.fixed) {
+    // A VM's label entry only marks the VM (settings.h); its settings read "VM unfair: lock=unfair".
+    if (name.rfind(kVmSettingPrefix, 0) == 0 && name.ends_with(":label")) continue;
+    std::string shown = name;
+    if (name.rfind(kVmSettingPrefix, 0) == 0) {
+      const auto colon = name.find(':', kVmSettingPrefix.size());
+      shown = fmt::format("VM {}: {}", name.substr(kVmSettingPrefix.size(), colon - kVmSettingPrefix.size()),
+                          name.substr(colon + 1));
+    }
+    fixed += fmt::format("{}{}={}", fixed.empty() ? "" : ", ", shown, value);
+  }
+  for (const auto& vm : s.vms)
+    if (vm.settings.empty()) fixed += fmt::format("{}VM {}", fixed.empty() ? "" : ", ", vm.label);
   out += fmt::format("- Settings every point shares: {}; other backend knobs at `lockvisor run`'s defaults\n",
                      fixed.empty() ? "none" : fixed);
   out += fmt::format("- Repeats per point: {}; results: {} runs\n", manifest.value("repeats", 0), summary.records);

@@ -56,7 +56,40 @@ std::string optional_string(const toml::table& t, const char* key, const std::st
   return required_string(t, key, what, origin);
 }
 
-Axis parse_axis(const toml::table& t, const std::string& origin) {
+bool is_vm_label(const std::vector<VmSpec>& vms, const std::string& name) {
+  for (const auto& vm : vms)
+    if (vm.label == name) return true;
+  return false;
+}
+
+std::string vm_setting_name(const std::string& label, const std::string& name) {
+  return std::string(kVmSettingPrefix) + label + ":" + name;
+}
+
+// Settings of one VM: a [[vm]] table or an axis value's `LABEL = { ... }`.
+void parse_vm_settings(const toml::table& t, const std::string& label, SettingValues& out, const std::string& origin) {
+  for (const auto& [key, node] : t) {
+    const std::string name(key.str());
+    if (name == "label") continue;
+    const Setting& setting = known_setting(name, node, origin);
+    if (name == "native") fail("{}: VM '{}': native runs no VM", where_of(node, origin), label);
+    const auto text = scalar_text(node, name, origin);
+    check_setting_value(setting, text, node, origin);
+    assign(out, vm_setting_name(label, setting.name), text);
+  }
+}
+
+VmSpec parse_vm(const toml::table& t, const std::string& origin) {
+  VmSpec vm;
+  vm.label = required_string(t, "label", "[[vm]]", origin);
+  if (vm.label.empty() || vm.label.size() > 32 ||
+      vm.label.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != std::string::npos)
+    fail("{}: [[vm]] label '{}': 1-32 characters of A-Z a-z 0-9 _ . -", where_of(t, origin), vm.label);
+  parse_vm_settings(t, vm.label, vm.settings, origin);
+  return vm;
+}
+
+Axis parse_axis(const toml::table& t, const std::vector<VmSpec>& vms, const std::string& origin) {
   Axis axis;
   axis.name = required_string(t, "name", "[[axis]]", origin);
   const auto* values = t.get_as<toml::array>("values");
@@ -70,6 +103,12 @@ Axis parse_axis(const toml::table& t, const std::string& origin) {
       for (const auto& [key, node] : *table) {
         const std::string name(key.str());
         if (name == "label") continue;
+        if (is_vm_label(vms, name)) {
+          const auto* settings = node.as_table();
+          if (settings == nullptr) fail("{}: {}: expected a table of that VM's settings", where_of(node, origin), name);
+          parse_vm_settings(*settings, name, value.settings, origin);
+          continue;
+        }
         const Setting& s = known_setting(name, node, origin);
         const auto text = scalar_text(node, name, origin);
         check_setting_value(s, text, node, origin);
@@ -130,8 +169,8 @@ Claim parse_claim(const toml::table& t, const std::string& origin) {
   return c;
 }
 
-const Axis* find_axis(const Scenario& s, const std::string& name) {
-  for (const auto& a : s.axes)
+const Axis* find_axis(const std::vector<Axis>& axes, const std::string& name) {
+  for (const auto& a : axes)
     if (a.name == name) return &a;
   return nullptr;
 }
@@ -144,15 +183,18 @@ bool has_label(const Axis& axis, const std::string& label) {
 
 // Claims name axes and labels; a typo would otherwise make a claim match nothing.
 void check_claims(const Scenario& s, const std::string& origin) {
+  // The axes the summary has: the scenario's, and "vm" for a multi-VM one.
+  auto axes = s.axes;
+  if (!s.vms.empty()) axes.push_back(vm_axis(s));
   for (const auto& c : s.claims) {
     for (const auto& [axis, labels] : c.where) {
-      const Axis* a = find_axis(s, axis);
+      const Axis* a = find_axis(axes, axis);
       if (a == nullptr) fail("{}: claim '{}': where names no axis '{}'", origin, c.text, axis);
       for (const auto& label : labels)
         if (!has_label(*a, label)) fail("{}: claim '{}': axis '{}' has no value '{}'", origin, c.text, axis, label);
     }
     if (c.kind == "ratio") {
-      const Axis* a = find_axis(s, c.axis);
+      const Axis* a = find_axis(axes, c.axis);
       if (a == nullptr) fail("{}: claim '{}': no axis '{}'", origin, c.text, c.axis);
       for (const auto* v : {&c.a, &c.b})
         if (!has_label(*a, *v)) fail("{}: claim '{}': axis '{}' has no value '{}'", origin, c.text, c.axis, *v);
@@ -170,12 +212,12 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
     fail("{}:{}: {}", origin, e.source().begin.line, e.description());
   }
   Scenario s;
-  static const std::set<std::string> kKeys = {"name", "title", "description", "platform_note", "repeats",
-                                              "native", "fixed", "axis", "claim"};
+  static const std::set<std::string> kKeys = {"name",  "title", "description", "platform_note", "repeats",
+                                              "native", "fixed", "vm",          "axis",          "claim"};
   for (const auto& [key, node] : root)
     if (!kKeys.count(std::string(key.str())))
-      fail("{}: unknown key '{}' (keys: name, title, description, platform_note, repeats, native, [fixed], [[axis]], "
-           "[[claim]])",
+      fail("{}: unknown key '{}' (keys: name, title, description, platform_note, repeats, native, [fixed], [[vm]], "
+           "[[axis]], [[claim]])",
            where_of(node, origin), key.str());
   s.name = required_string(root, "name", "the scenario", origin);
   s.title = optional_string(root, "title", "the scenario", origin, s.name);
@@ -201,13 +243,29 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
       assign(s.fixed, setting.name, text);
     }
   }
+  if (const auto* node = root.get("vm")) {
+    const auto* array = node->as_array();
+    if (array == nullptr || !array->is_array_of_tables()) fail("{}: vm: expected [[vm]] tables", where_of(*node, origin));
+    for (const auto& v : *array) {
+      auto vm = parse_vm(*v.as_table(), origin);
+      if (is_vm_label(s.vms, vm.label)) fail("{}: [[vm]] label '{}' appears twice", where_of(v, origin), vm.label);
+      // Every VM appears in the point's settings, also one without settings
+      // of its own: the label entry (settings.h, run_arguments).
+      assign(s.fixed, vm_setting_name(vm.label, "label"), vm.label);
+      for (const auto& [name, value] : vm.settings) assign(s.fixed, name, value);
+      s.vms.push_back(std::move(vm));
+    }
+    if (s.vms.size() == 1) fail("{}: one [[vm]] is no multi-VM point: give two or more, or none", origin);
+    if (s.native) fail("{}: native twins run no VMs: native = true and [[vm]] cannot be combined", origin);
+  }
   if (const auto* node = root.get("axis")) {
     const auto* array = node->as_array();
     if (array == nullptr || !array->is_array_of_tables()) fail("{}: axis: expected [[axis]] tables", where_of(*node, origin));
     std::set<std::string> names;
     for (const auto& a : *array) {
-      auto axis = parse_axis(*a.as_table(), origin);
+      auto axis = parse_axis(*a.as_table(), s.vms, origin);
       if (!names.insert(axis.name).second) fail("{}: axis '{}' appears twice", where_of(a, origin), axis.name);
+      if (!s.vms.empty() && axis.name == "vm") fail("{}: axis 'vm' is the [[vm]] tables' own", where_of(a, origin));
       s.axes.push_back(std::move(axis));
     }
   }
@@ -220,6 +278,12 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
   if (s.native) add_native_twins(s);  // before the claims, which may name its axis
   check_claims(s, origin);
   return s;
+}
+
+Axis vm_axis(const Scenario& s) {
+  Axis axis{"vm", {}};
+  for (const auto& vm : s.vms) axis.values.push_back({vm.label, vm.settings});
+  return axis;
 }
 
 void add_native_twins(Scenario& s) {

@@ -42,6 +42,16 @@ struct Claim {
   std::string expect;
 };
 
+// A VM of a multi-VM point (`lockvisor run --vm ...`): its label and its own
+// settings. A scenario with [[vm]] tables runs every point as these VMs side
+// by side; the summary has one row per point and VM (a "vm" column), so
+// claims may compare VMs along the axis "vm".
+struct VmSpec {
+  std::string label;
+  SettingValues settings;
+};
+// Per-VM settings travel in a point's SettingValues as "vm:LABEL:NAME"
+// (settings.h, kVmSettingPrefix); run_arguments turns them into --vm options.
 struct Scenario {
   std::string name;
   std::string title;
@@ -51,8 +61,13 @@ struct Scenario {
   bool native = false;  // native twins of every point
   SettingValues fixed;
   std::vector<Axis> axes;
+  std::vector<VmSpec> vms;  // empty: one VM per point
   std::vector<Claim> claims;
 };
+
+// The axis "vm" the summary adds for a multi-VM scenario (one value per VM,
+// its settings), or an empty axis.
+Axis vm_axis(const Scenario& s);
 
 inline constexpr unsigned kDefaultRepeats = 5;
 

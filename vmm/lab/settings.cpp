@@ -1,9 +1,14 @@
 #include "vmm/lab/settings.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string_view>
 
 namespace lockvisor::lab {
 namespace {
+
+const std::string kVmPrefix(kVmSettingPrefix);
 
 // clang-format off
 constexpr Setting kSettings[] = {
@@ -39,6 +44,7 @@ constexpr Setting kSettings[] = {
   {"seed",            "--seed",            false, "seed of the workload's random choices"},
   {"param",           "--param",           false, "extra workload parameter key=value (e.g. pvb_bound_us=1000)"},
   {"timeout_s",       "--timeout",         false, "watchdog, s"},
+  {"hogs",            "--hogs",            false, "host CPU hogs: N busy threads over pcpus for the run"},
   {"native",          "--native",          true,  "run on host threads, no VM"},
 };
 // clang-format on
@@ -79,6 +85,23 @@ std::vector<std::string> run_arguments(const SettingValues& values) {
       args.emplace_back(s.option);
       args.push_back(*value);
     }
+  }
+  // Multi-VM points: "vm:LABEL:NAME" settings (scenario.h), one --vm per
+  // label in the order the labels first appear, keys in kSettings order
+  // (`run --vm` keys are the option names without the dashes).
+  std::vector<std::string> labels;
+  for (const auto& [name, value] : values) {
+    if (name.rfind(kVmPrefix, 0) != 0) continue;
+    const auto label = name.substr(kVmPrefix.size(), name.find(':', kVmPrefix.size()) - kVmPrefix.size());
+    if (std::find(labels.begin(), labels.end(), label) == labels.end()) labels.push_back(label);
+  }
+  for (const auto& label : labels) {
+    std::string spec = "label=" + label;
+    for (const auto& s : kSettings)
+      if (const std::string* value = lookup(values, kVmPrefix + label + ":" + s.name))
+        spec += fmt::format(",{}={}", std::string_view(s.option).substr(2), *value);
+    args.emplace_back("--vm");
+    args.push_back(spec);
   }
   return args;
 }

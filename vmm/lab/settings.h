@@ -7,6 +7,7 @@
 #pragma once
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct Setting {
 
 std::span<const Setting> settings();
 const Setting* find_setting(const std::string& name);
+
+// Per-VM settings of a multi-VM point are "vm:LABEL:NAME" (scenario.h, VmSpec).
+inline constexpr std::string_view kVmSettingPrefix = "vm:";
 
 // name -> value, in the order given (a later entry for the same name wins).
 using SettingValues = std::vector<std::pair<std::string, std::string>>;

@@ -26,6 +26,42 @@ double overcommit_of(const SettingValues& settings, unsigned host_cpus) {
   return p > 0 ? v / p : v;
 }
 
+// One VM of a multi-VM point: the shared settings, then its own.
+SettingValues vm_settings(const SettingValues& point, const std::string& label) {
+  SettingValues out;
+  const std::string prefix = std::string(kVmSettingPrefix) + label + ":";
+  for (const auto& [n, v] : point)
+    if (n.rfind(kVmSettingPrefix, 0) != 0) assign(out, n, v);
+  for (const auto& [n, v] : point)
+    if (n.rfind(prefix, 0) == 0 && n.substr(prefix.size()) != "label") assign(out, n.substr(prefix.size()), v);
+  return out;
+}
+
+// All VMs' vCPUs over the host CPUs they share: how overcommitted the host is.
+double multi_vm_overcommit(const Scenario& s, const SettingValues& point, unsigned host_cpus) {
+  double vcpus = 0;
+  std::set<int> cpus;
+  for (const auto& vm : s.vms) {
+    const auto settings = vm_settings(point, vm.label);
+    const std::string* v = lookup(settings, "vcpus");
+    vcpus += v ? std::stod(*v) : 1.0;
+    const std::string* p = lookup(settings, "pcpus");
+    for (int cpu : p ? host::parse_cpu_list(*p) : host::allowed_cpus()) cpus.insert(cpu);
+  }
+  const double p = cpus.empty() ? host_cpus : static_cast<double>(cpus.size());
+  return p > 0 ? vcpus / p : vcpus;
+}
+
+// A run of one point (one VM of it in a multi-VM point) into its summary.
+void add_run(PointSummary& ps, const std::string& outcome, const nlohmann::json& report, const std::string& id) {
+  ++ps.runs;
+  ++ps.outcomes[outcome];
+  if (outcome != "completed") return;
+  if (!report.is_object()) fail("result '{}': completed but has no report", id);
+  for (const auto& m : metrics())
+    if (const auto v = read_metric(m, report, id)) ps.values[m.name].push_back(*v);
+}
+
 std::string fmt_num(double v) {
   if (v == 0) return "0";
   const double a = std::abs(v);
@@ -128,39 +164,66 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
     if (sets_placement(a)) placement_axes.insert(a.name);
   Scenario one = s;
   one.repeats = 1;
-  for (const auto& p : expand(one)) {
+  auto add_point = [&](const std::string& key, const std::vector<std::pair<std::string, std::string>>& labels,
+                       const SettingValues& settings, double overcommit) {
     PointSummary ps;
-    ps.key = p.key;
-    ps.labels = p.labels;
-    ps.settings = p.settings;
-    for (const auto& [a, l] : p.labels)
+    ps.key = key;
+    ps.labels = labels;
+    ps.settings = settings;
+    for (const auto& [a, l] : labels)
       if (!placement_axes.count(a)) ps.series += (ps.series.empty() ? "" : ",") + a + "=" + l;
     if (ps.series.empty()) ps.series = "all";
-    ps.overcommit = overcommit_of(p.settings, host_cpus);
+    ps.overcommit = overcommit;
     // 4 vCPUs on one CPU and 8 on two are both 4:1 but not the same
     // experiment: a plot line per host-CPU count.
     if (!placement_axes.empty()) {
-      const std::string* pcpus = lookup(p.settings, "pcpus");
+      const std::string* pcpus = lookup(settings, "pcpus");
       const auto n = pcpus ? host::parse_cpu_list(*pcpus).size() : host_cpus;
       ps.series += fmt::format(" ({} host CPU{})", n, n == 1 ? "" : "s");
     }
-    by_key[p.key] = summary.points.size();
+    by_key[key] = summary.points.size();
     summary.points.push_back(std::move(ps));
+  };
+  for (const auto& p : expand(one)) {
+    if (s.vms.empty()) {
+      add_point(p.key, p.labels, p.settings, overcommit_of(p.settings, host_cpus));
+      continue;
+    }
+    // A multi-VM point: one row per VM, told apart by the "vm" column.
+    const double overcommit = multi_vm_overcommit(s, p.settings, host_cpus);
+    for (const auto& vm : s.vms) {
+      auto labels = p.labels;
+      labels.emplace_back("vm", vm.label);
+      add_point(p.key + ",vm=" + vm.label, labels, vm_settings(p.settings, vm.label), overcommit);
+    }
   }
   for (const auto& r : records) {
     const auto id = r.at("id").get<std::string>();
     const auto key = r.contains("key") ? r["key"].get<std::string>() : id.substr(0, id.rfind('#'));
-    const auto it = by_key.find(key);
-    if (it == by_key.end()) fail("result '{}' is not a point of scenario '{}'", id, s.name);
-    auto& ps = summary.points[it->second];
-    ++ps.runs;
     const auto outcome = r.value("outcome", std::string("unknown"));
-    ++ps.outcomes[outcome];
-    if (outcome != "completed") continue;
     const auto& report = r.at("report");
-    if (!report.is_object()) fail("result '{}': completed but has no report", id);
-    for (const auto& m : metrics())
-      if (const auto v = read_metric(m, report, id)) ps.values[m.name].push_back(*v);
+    if (s.vms.empty()) {
+      const auto it = by_key.find(key);
+      if (it == by_key.end()) fail("result '{}' is not a point of scenario '{}'", id, s.name);
+      add_run(summary.points[it->second], outcome, report, id);
+      continue;
+    }
+    // Each VM's result (multivm/multi_vm_run.h, to_json) is its own run; a
+    // point that left no report counts its outcome for every VM.
+    for (const auto& vm : s.vms) {
+      const auto it = by_key.find(key + ",vm=" + vm.label);
+      if (it == by_key.end()) fail("result '{}' is not a point of scenario '{}'", id, s.name);
+      const nlohmann::json* entry = nullptr;
+      if (report.is_object() && report.contains("vms") && report["vms"].is_array())
+        for (const auto& e : report["vms"])
+          if (e.value("label", std::string()) == vm.label) entry = &e;
+      if (entry == nullptr) {
+        add_run(summary.points[it->second], outcome == "completed" ? "no-report" : outcome, nullptr, id);
+        continue;
+      }
+      add_run(summary.points[it->second], entry->value("outcome", std::string("unknown")), entry->at("result"),
+              id + " vm=" + vm.label);
+    }
   }
   for (auto& ps : summary.points)
     for (const auto& [name, values] : ps.values) ps.estimates[name] = bootstrap_median(values, fnv1a(ps.key + name));

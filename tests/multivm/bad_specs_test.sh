@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Bad --vm specs: one line on stderr naming the --vm (and the key where there
+# is one), exit code 2, nothing started. No KVM needed: all are refused while
+# parsing.
+source "$(dirname "$0")/common.sh"
+expect_usage() {  # EXPECTED-TEXT ARGS...
+  local want=$1
+  shift
+  set +e
+  "$LOCKVISOR" run --workload lockbench "$@" > "$work/out" 2> "$work/err"
+  local code=$?
+  set -e
+  [ "$code" = 2 ] || fail "$*: exit code $code, expected 2"
+  [ "$(wc -l < "$work/err")" = 1 ] || fail "$*: not one line: $(cat "$work/err")"
+  [ ! -s "$work/out" ] || fail "$*: started something: $(cat "$work/out")"
+  grep -qF -- "$want" "$work/err" || fail "$*: '$(cat "$work/err")' does not say '$want'"
+}
+expect_usage "--vm 2 'lock=ticket,bogus=1': unknown key 'bogus'" --vm lock=ticket --vm lock=ticket,bogus=1
+expect_usage "--vm 1 'lock=ticket,vcpus': 'vcpus' is not key=value" --vm lock=ticket,vcpus --vm lock=unfair
+expect_usage "--vm 2 'vcpus=0': vcpus=0:" --vm vcpus=1 --vm vcpus=0
+expect_usage "--vm 2 'label=x': label 'x' is already another VM's" --vm label=x --vm label=x
+expect_usage "--vm 1 'lock=nosuch': lock=nosuch:" --vm lock=nosuch --vm lock=ticket
+expect_usage "--vm 1 'no-pv=yes': no-pv=yes: a switch takes true or false" --vm no-pv=yes --vm lock=ticket
+expect_usage "--vm 1 'label=a b': label 'a b'" --vm "label=a b" --vm lock=ticket
+expect_usage "--vm 2 '': empty" --vm lock=ticket --vm ""
+expect_usage "unknown key 'json'" --vm json=/tmp/x --vm lock=ticket
+expect_usage "--native cannot be combined" --native --vm lock=ticket --vm lock=unfair
+expect_usage "--vm 1 'pcpus=0,x': 'x' is not key=value" --vm pcpus=0,x --vm lock=ticket
+expect_usage "--serial outside --vm" --serial "$work/s" --vm lock=ticket --vm lock=unfair
+expect_usage "--vm 2 'serial=$work/s': serial=$work/s: another VM writes that file" --vm "serial=$work/s" --vm "serial=$work/s"
+expect_usage "--hogs: 999 is out of range 0..256" --hogs 999
+echo "bad specs: ok"
