@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "vmm/host/cpu_set.h"
+#include "vmm/lab/host_slice.h"
 #include "vmm/kvm/kvm_system.h"
 
 namespace lockvisor::lab {
@@ -90,7 +91,14 @@ nlohmann::json machine_description() {
           {"host_cpus", host::host_cpu_count()},
           {"allowed_cpus", host::format_cpu_list(host::allowed_cpus())},
           {"kernel", uts.release},
-          {"kvm", kvm_kind}};
+          {"kvm", kvm_kind},
+          {"host_slice", host_slice_description()}};
+}
+
+std::optional<double> host_slice_ns(const nlohmann::json& manifest) {
+  const nlohmann::json::json_pointer ptr("/machine/host_slice/ns");
+  if (!manifest.contains(ptr) || !manifest.at(ptr).is_number()) return std::nullopt;
+  return manifest.at(ptr).get<double>();
 }
 
 std::string report_markdown(const Scenario& s, const Summary& summary, const nlohmann::json& manifest,
@@ -121,6 +129,19 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
                      m.value("cpu_stepping", "?"), m.value("cpu_model_name", "?"), m.value("host_cpus", 0),
                      m.value("allowed_cpus", "?"));
   out += fmt::format("- Host kernel: {}\n- KVM: {}\n", m.value("kernel", "?"), m.value("kvm", "?"));
+  if (const auto slice = host_slice_ns(manifest)) {
+    const auto& h = m.at("host_slice");
+    const auto ns_or = [&](const char* key) {
+      return h.contains(key) && h.at(key).is_number() ? fmt::format("{:.2f} ms", h.at(key).get<double>() * 1e-6)
+                                                      : std::string("unknown");
+    };
+    out += fmt::format("- Host time slice (waits \"in slices\" are divided by it): {:.2f} ms = {}; {}. Cross-checks: "
+                       "EEVDF slice request (se.slice) {}, debugfs base_slice_ns {}\n",
+                       *slice * 1e-6, h.value("definition", "?"), h.value("source", "?"), ns_or("eevdf_slice_ns"),
+                       ns_or("base_slice_ns"));
+  } else {
+    out += "- Host time slice: unknown (lab.json machine.host_slice): waits in slices are n/a\n";
+  }
   std::string fixed;
   for (const auto& [name, value] : s.fixed) fixed += fmt::format("{}{}={}", fixed.empty() ? "" : ", ", name, value);
   out += fmt::format("- Settings every point shares: {}; other backend knobs at `lockvisor run`'s defaults\n",
