@@ -32,7 +32,8 @@ std::string fmt_num(double v) {
   if (a >= 1e6) return fmt::format("{:.3g}", v);
   if (a >= 100) return fmt::format("{:.0f}", v);
   if (a >= 1) return fmt::format("{:.2f}", v);
-  return fmt::format("{:.3f}", v);
+  if (a >= 0.01) return fmt::format("{:.3f}", v);
+  return fmt::format("{:.2g}", v);  // exits per acquisition, p99.9 in slices: 0.000 would hide them
 }
 
 std::string outcomes_text(const std::map<std::string, unsigned>& outcomes) {
