@@ -72,6 +72,15 @@ std::string best_lock_lines(const Summary& summary) {
   return out;
 }
 
+// The first three fields of /proc/loadavg ("1.00 0.50 0.25"): how busy the
+// host was when the lab started (other jobs skew every absolute number).
+std::string loadavg() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  if (!(in >> one >> five >> fifteen)) return "unknown";
+  return one + " " + five + " " + fifteen;
+}
+
 }  // namespace
 
 nlohmann::json machine_description() {
@@ -92,7 +101,8 @@ nlohmann::json machine_description() {
           {"allowed_cpus", host::format_cpu_list(host::allowed_cpus())},
           {"kernel", uts.release},
           {"kvm", kvm_kind},
-          {"host_slice", host_slice_description()}};
+          {"host_slice", host_slice_description()},
+          {"loadavg_at_start", loadavg()}};
 }
 
 std::optional<double> host_slice_ns(const nlohmann::json& manifest) {
@@ -129,6 +139,7 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
                      m.value("cpu_stepping", "?"), m.value("cpu_model_name", "?"), m.value("host_cpus", 0),
                      m.value("allowed_cpus", "?"));
   out += fmt::format("- Host kernel: {}\n- KVM: {}\n", m.value("kernel", "?"), m.value("kvm", "?"));
+  out += fmt::format("- Host load average (1, 5, 15 min) when the lab started: {}\n", m.value("loadavg_at_start", "not recorded"));
   if (const auto slice = host_slice_ns(manifest)) {
     const auto& h = m.at("host_slice");
     const auto ns_or = [&](const char* key) {
