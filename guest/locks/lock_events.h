@@ -39,7 +39,8 @@ using lockvisor::abi::u64;
   X(lock_use_node4,     "queue entries using nesting node 4")                                \
   X(lock_no_node,       "queue entries with all nodes busy (fell back to trylock spinning)")   \
   X(pv_no_steal,        "pvbounded: a queue head older than the bound reserved the lock (no-steal)") \
-  X(pv_boost,           "pvbounded: unlocks that asked the host to run a preempted reserved head")
+  X(pv_boost,           "pvbounded: unlocks that asked the host to run a preempted reserved head") \
+  X(pv_lend,            "pvbounded (handoff=running): locks taken while reserved for a preempted head")
 // clang-format on
 
 enum class LockEvent : unsigned {

@@ -36,6 +36,24 @@
 //      successor's behalf if the successor is already older than T, so a
 //      halted or descheduled successor need not run first to claim the bound.
 //
+//   4. Lending (pvb_handoff=running; default head: no lending).  A lock
+//      reserved for a head whose vCPU is descheduled sits unused until the
+//      host runs that vCPU again (at 8 vCPUs on 2 CPUs, most of a host time
+//      slice).  In running mode a newcomer in its steal phase may BORROW a
+//      free reserved lock,  (n,N|h,0) -> (n,N|h,1),  keeping N and h, when
+//      both say h cannot take it now: the run-state hint reports h's vCPU
+//      preempted (Env::vcpu_run_state / vcpu_is_preempted), AND h's head
+//      loop, which stamps a per-CPU heartbeat (TSC) every iteration, has
+//      been silent for pvb_stale_us.  So the lock goes to a RUNNING waiter
+//      while the reserved head cannot run, and back to the reservation as
+//      soon as it can: a head that runs again flips the hint at once, and
+//      even if the hint missed that switch, its heartbeat stops all lending
+//      within one loop iteration.  (The waiters that borrow are newcomers
+//      spinning on the word, not queued nodes: an MCS node cannot leave the
+//      queue, so "the oldest running waiter" here is the oldest that is
+//      looking at the lock.)  A borrower's unlock does not boost h (one
+//      exit per borrow would eat the gain); the reserving owner's does.
+//
 //   Halting.  A node halts on its node state (halted); the lock owner that
 //   makes it head marks it hashed and sets locked = 3 with its cpu, so the
 //   unlock kicks it (the deferred kick of pvqspinlock, without the hash table:
@@ -51,11 +69,17 @@
 //     (n,0,1) -head older than T-> (n,N|h,1) -unlock-> (n,N|h,0) -head-> (n,0,1)
 //     (n,N|h,1) -head spun pvb_head_spins-> (n,N|h,3) -unlock: kick h-> (n,N|h,0)
 //     (n,*,1) -owner passes headship to halted h-> (n,[N|]h,3) -unlock: kick h
+//     (n,N|h,0) -borrow, running mode, h preempted and silent-> (n,N|h,1)
 //
 // INVARIANTS
 //   * N set => tail != 0 and `head cpu` is the current queue head; only that
 //     head clears N, and only in the same cmpxchg that takes the lock.  Every
-//     other acquisition path (fast path, steal, try_lock) requires N clear.
+//     other acquisition path (fast path, steal, try_lock) requires N clear,
+//     except a borrow (running mode), which keeps N and h as they are.
+//   * Mutual exclusion depends on nothing but the locked byte: every
+//     acquisition (fast path, steal, borrow, head) is a cmpxchg from
+//     locked == 0.  The run-state hint and the heartbeat only decide WHO
+//     may try; a wrong hint costs time, never exclusion or a wake-up.
 //   * locked == 3 => `head cpu` is the head or the next head and will be
 //     kicked by the unlock; only the owner (kick_node) or the reserved head
 //     itself (1 -> 3) writes 3, and both write the same cpu.
@@ -67,7 +91,12 @@
 //     (critical section + handoff latency), where the handoff latency of a
 //     halted or descheduled head is the host's wake-up / scheduling delay
 //     (which no lock can beat for a descheduled waiter).  With T_head > 0
-//     add T_head per head ahead of W.
+//     add T_head per head ahead of W.  Running mode: lending happens only
+//     while the head cannot run; once it runs again it waits at most for
+//     borrowers already inside the critical section (the hint flips within
+//     ~1 us, the heartbeat within one loop iteration), so the bound gains
+//     one critical section per time the head is descheduled.  A hint stuck
+//     at "preempted" cannot starve a running head: its heartbeat is fresh.
 //   * Convoy: once every waiter queues longer than T, every head is old on
 //     arrival and the lock stays in FIFO-handoff mode (pvticket speed) until
 //     the queue drains.  T must exceed the usual queueing time; measured
@@ -92,7 +121,9 @@
 //   waiters halt so the holder gets the pCPU sooner.  Lock-waiter preemption:
 //   while no waiter is older than T, running CPUs steal (TAS behaviour, no
 //   convoy behind a descheduled head); after that the lock waits for the
-//   head, so a descheduled head costs throughput but never starvation.
+//   head, so a descheduled head costs throughput but never starvation
+//   (handoff=head), or the lock is lent to running waiters until the head
+//   runs again (handoff=running, rule 4).
 //   Boost (pvb_boost): the unlock asks the host to run a reserved head whose
 //   vCPU is reported preempted (yield_to_hint; a hint, never needed for
 //   progress).  Without a PV wait/kick (Env::pv_available() false) nobody
@@ -137,6 +168,13 @@ static_assert(kMaxCpus <= 0x80, "head cpu must fit in 7 bits");
   return false;
 }
 
+// Per CPU, on its own cache line: when this CPU's head loop last ran (TSC),
+// and the lock it borrowed (running mode), so that its unlock skips the boost.
+struct alignas(kCacheLine) HeadLife {
+  u64 alive;
+  const void* borrowed;
+};
+
 // Arrival time of each queue node (same indexing as q::QNodePool), written
 // by the node's CPU in init_node(), read by the owner that passes headship.
 template <class Env>
@@ -151,6 +189,17 @@ struct Arrival {
   static bool older_than_bound(QNode* node) {
     return read_tsc() - load_relaxed(of(node)) >= tuning(&Tuning::bound_cycles);
   }
+
+  static inline HeadLife life[kMaxCpus];
+
+  // Lending rule (running mode): the reserved head `h` can take no lock now.
+  // Both the host's hint and the head's own silence must say so.
+  static bool head_cannot_run(unsigned h) {
+    if (!vcpu_preempted_hint<Env>(h)) return false;
+    const u64 now = read_tsc();
+    const u64 alive = load_relaxed(&life[h].alive);
+    return now > alive && now - alive >= tuning(&Tuning::stale_cycles);  // alive > now: TSC skew, not silence
+  }
 };
 
 template <class Env>
@@ -163,13 +212,28 @@ struct Hooks {
     store_relaxed(Arrival<Env>::of(node), static_cast<u64>(read_tsc()));
   }
 
+  // Running mode: borrow a free lock reserved for a head that cannot run.
+  // (n,N|h,0) -> (n,N|h,1).  Acquire pairs with the unlock's release.
+  static bool try_borrow(QSpinWord* lock, u32 v) {
+    if (locked(v) || !Arrival<Env>::head_cannot_run(head_cpu(v))) return false;
+    if (!try_cmpxchg(&lock->val, &v, v | q::kLockedVal, Order::acquire)) return false;
+    store_relaxed(&Arrival<Env>::life[Env::cpu()].borrowed, static_cast<const void*>(lock));
+    lockevent_inc<Env>(LockEvent::pv_lend);
+    return true;
+  }
+
   // The newcomer's steal phase (before queueing, and the no-node fallback).
   static bool trylock(QSpinWord* lock) {
     u64 spins = tuning(&Tuning::steal_spins);
+    const bool lend = tuning(&Tuning::handoff) == kHandoffRunning;
     for (;;) {
       const u32 v = q::read(lock);
-      if (no_steal(v)) return false;
-      if (try_steal(lock, v)) {
+      if (no_steal(v)) {
+        // Reserved: queue, unless (running mode) the head cannot run, in
+        // which case keep trying to borrow for the rest of the steal phase.
+        if (!lend || !Arrival<Env>::head_cannot_run(head_cpu(v))) return false;
+        if (try_borrow(lock, v)) return true;
+      } else if (try_steal(lock, v)) {
         if (v & q::kTailMask) lockevent_inc<Env>(LockEvent::pv_lock_stealing);
         return true;
       }
@@ -214,8 +278,10 @@ struct Hooks {
     const u32 reserve = kNoSteal | head_cpu_bits(me);
     store_relaxed(&node->state, u8{q::kVcpuRunning});  // for successors' wait_early
     const u64 head_since = read_tsc();
+    u64* const alive = &Arrival<Env>::life[me].alive;
     u64 spins = 0;
     for (;;) {
+      store_relaxed(alive, static_cast<u64>(read_tsc()));  // heartbeat: no lending past a running head
       u32 v = q::read_acquire(lock);
       if (!locked(v)) {
         // Take it, clearing byte 1 (N is cleared only here).
@@ -290,14 +356,18 @@ class PvBoundedLock {
  private:
   static constexpr u32 kSlowOrReserved = (q::kSlowVal & ~q::kLockedVal) | pvb::kNoSteal;
 
-  [[gnu::noinline]] static void unlock_slowpath(u32 old) {
+  [[gnu::noinline]] void unlock_slowpath(u32 old) {
     const unsigned head = pvb::head_cpu(old);
+    // A borrower (running mode) does not boost: see LENDING above.
+    const void** borrowed = &pvb::Arrival<Env>::life[Env::cpu()].borrowed;
+    const bool was_borrowed = load_relaxed(borrowed) == static_cast<const void*>(&w_);
+    if (was_borrowed) store_relaxed(borrowed, static_cast<const void*>(nullptr));
     if ((old & q::kLockedMask) == q::kSlowVal) {
       lockevent_inc<Env>(LockEvent::pv_kick_unlock);
       lockevent_inc<Env>(LockEvent::pv_kick);
       Env::kick(head);
     }
-    if (pvb::no_steal(old) && pvb::tuning(&pvb::Tuning::boost) && vcpu_preempted_hint<Env>(head)) {
+    if (pvb::no_steal(old) && !was_borrowed && pvb::tuning(&pvb::Tuning::boost) && vcpu_preempted_hint<Env>(head)) {
       lockevent_inc<Env>(LockEvent::pv_boost);
       yield_to_hint<Env>(head);
     }

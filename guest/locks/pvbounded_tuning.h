@@ -23,6 +23,17 @@
 //   pvb_boost        1: when the lock is released to a head whose vCPU the
 //                    host reports preempted, ask the host to run it next
 //                    (Env::yield_to, lock_env.h).  0: never.
+//   pvb_handoff      head (0, default): a lock reserved for the queue head
+//                    waits for that head, even while its vCPU is descheduled.
+//                    running (1): while the reserved head's vCPU is preempted
+//                    (run-state hint AND no sign of life from its head loop
+//                    for pvb_stale_us) the lock is lent to running waiters;
+//                    the head gets it back as soon as it runs.  A hint only:
+//                    see "LENDING" in pvbounded.h.
+//   pvb_stale_us     running mode: how long a reserved head's spin loop must
+//                    have been silent before it may be lent past.  Covers
+//                    a host interrupt or exit of a running head (20-45 us on
+//                    PVM).  Microseconds.
 //
 // Defaults: chosen by measurement on the PVM host (docs/pvbounded.md):
 // T = 1 ms; T below the typical queueing time (0.5 ms at 8 vCPUs on 2 CPUs)
@@ -48,10 +59,17 @@ struct Tuning {
   u64 node_spins;
   u64 head_spins;
   u64 boost;
+  u64 handoff;       // kHandoffHead or kHandoffRunning
+  u64 stale_cycles;  // pvb_stale_us in TSC cycles
+  u64 stale_us;
 };
+
+inline constexpr u64 kHandoffHead = 0;
+inline constexpr u64 kHandoffRunning = 1;
 
 inline constexpr u64 kDefaultBoundUs = 1000;
 inline constexpr u64 kDefaultHeadUs = 0;
+inline constexpr u64 kDefaultStaleUs = 100;
 // Used only until set_bound_us() learns the real TSC rate (a 2.5 GHz guess).
 inline constexpr u64 kAssumedTscKhz = 2500000;
 
@@ -64,34 +82,70 @@ inline Tuning g_tuning = {
     .node_spins = 1024,
     .head_spins = 1024,
     .boost = 1,
+    .handoff = kHandoffHead,
+    .stale_cycles = kDefaultStaleUs * kAssumedTscKhz / 1000,
+    .stale_us = kDefaultStaleUs,
 };
 
 // Reads used by the lock (relaxed: set before the CPUs start, read-only after).
 [[gnu::always_inline]] inline u64 tuning(const u64 Tuning::*field) { return load_relaxed(&(g_tuning.*field)); }
 
 // The parameters by name, for parsers (guest args, native runs, reports).
+// `words`, when set, names the values 0, 1, ... (nullptr-terminated); the
+// number itself is accepted too.
 struct TuningKey {
   const char* key;
   u64 Tuning::*field;
   u64 min;
   u64 max;
+  const char* const* words;
 };
+inline constexpr const char* kHandoffWords[] = {"head", "running", nullptr};
 inline constexpr TuningKey kTuningKeys[] = {
-    {"pvb_bound_us", &Tuning::bound_us, 1, 10000000},
-    {"pvb_head_us", &Tuning::head_us, 0, 10000000},
-    {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30},
-    {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30},
-    {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30},
-    {"pvb_boost", &Tuning::boost, 0, 1},
+    {"pvb_bound_us", &Tuning::bound_us, 1, 10000000, nullptr},
+    {"pvb_head_us", &Tuning::head_us, 0, 10000000, nullptr},
+    {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30, nullptr},
+    {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30, nullptr},
+    {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30, nullptr},
+    {"pvb_boost", &Tuning::boost, 0, 1, nullptr},
+    {"pvb_handoff", &Tuning::handoff, kHandoffHead, kHandoffRunning, kHandoffWords},
+    {"pvb_stale_us", &Tuning::stale_us, 1, 1000000, nullptr},
 };
 
+// Parses a parameter's text (freestanding: the guest has no libc): a decimal
+// number, or one of the key's words.  False for anything else (empty, junk,
+// overflow); range is set_tuning()'s business.
+inline bool parse_tuning_value(const TuningKey& k, const char* text, u64* out) {
+  if (k.words != nullptr)
+    for (u64 i = 0; k.words[i] != nullptr; ++i) {
+      const char* a = k.words[i];
+      const char* b = text;
+      while (*a != '\0' && *a == *b) ++a, ++b;
+      if (*a == '\0' && *b == '\0') {
+        *out = i;
+        return true;
+      }
+    }
+  if (*text == '\0') return false;
+  u64 value = 0;
+  for (; *text != '\0'; ++text) {
+    if (*text < '0' || *text > '9') return false;
+    const u64 digit = static_cast<u64>(*text - '0');
+    if (value > (~u64{0} - digit) / 10) return false;
+    value = value * 10 + digit;
+  }
+  *out = value;
+  return true;
+}
+
 // Sets one parameter.  Returns false (and changes nothing) if the value is
-// out of range.  bound_us / head_us also set their cycles from the TSC rate.
+// out of range.  The *_us times also set their cycles from the TSC rate.
 inline bool set_tuning(const TuningKey& k, u64 value, u64 tsc_khz) {
   if (value < k.min || value > k.max) return false;
   store_relaxed(&(g_tuning.*k.field), value);
   if (k.field == &Tuning::bound_us) store_relaxed(&g_tuning.bound_cycles, value * tsc_khz / 1000);
   if (k.field == &Tuning::head_us) store_relaxed(&g_tuning.head_cycles, value * tsc_khz / 1000);
+  if (k.field == &Tuning::stale_us) store_relaxed(&g_tuning.stale_cycles, value * tsc_khz / 1000);
   return true;
 }
 

@@ -1,4 +1,4 @@
-// lock_tuning.cpp: `pvb_*=N` arguments -> locks::pvb::g_tuning.
+// lock_tuning.cpp: `pvb_*=N` (or a named value, pvb_handoff=running) arguments -> locks::pvb::g_tuning.
 #include "runtime/lock_tuning.h"
 
 #include "locks/pvbounded_tuning.h"
@@ -11,8 +11,11 @@ namespace guest {
 void apply_lock_tuning(bool report) {
   using lockvisor::locks::pvb::g_tuning;
   for (const auto& k : lockvisor::locks::pvb::kTuningKeys) {
-    // bound_us is always (re)set: it converts T with this guest's TSC rate.
-    const u64 value = arg_u64(k.key, g_tuning.*k.field);
+    // Every key is always (re)set: the *_us ones convert with this guest's TSC rate.
+    u64 value = g_tuning.*k.field;
+    char text[32];
+    if (arg_str(k.key, text, sizeof text) && !lockvisor::locks::pvb::parse_tuning_value(k, text, &value))
+      assert_fail(__FILE__, __LINE__, Text().str(k.key).str("=").str(text).str(" is not a valid value").c_str());
     if (!lockvisor::locks::pvb::set_tuning(k, value, tsc_khz()))
       assert_fail(__FILE__, __LINE__,
                   Text().str(k.key).str("=").u(value).str(" is out of range ").u(k.min).str("..").u(k.max).c_str());

@@ -13,6 +13,7 @@
 #include "vmm/lab/matrix.h"
 #include "vmm/lab/metrics.h"
 #include "vmm/lab/presets.h"
+#include "vmm/lab/report.h"
 #include "vmm/lab/results_log.h"
 #include "vmm/lab/scenario.h"
 #include "vmm/lab/settings.h"
@@ -120,7 +121,8 @@ TEST(LabScenario, BadFilesAreOneLineNamingThePlace) {
 
 TEST(LabScenario, EveryPresetParsesAndHasAtLeastFiveRepeats) {
   ASSERT_GE(presets().size(), 5u);
-  for (const auto* name : {"quick", "overcommit", "pv-onoff", "fairness", "kick-semantics", "pvbounded"}) {
+  for (const auto* name : {"quick", "overcommit", "pv-onoff", "fairness", "kick-semantics", "pvbounded",
+                            "pvbounded-ablation"}) {
     const auto* p = find_preset(name);
     ASSERT_NE(p, nullptr) << name;
     const auto s = parse_scenario(p->text, name);
@@ -224,6 +226,21 @@ TEST(LabMetrics, AMissingKeyIsAnErrorNamingItNullIsNotApplicable) {
     EXPECT_NE(std::string(e.what()).find("/ops_per_sec"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("lock=tas#r0"), std::string::npos);
   }
+}
+
+TEST(LabMetrics, WaitsInHostSlicesNeedTheSliceExitsArePerAcquisition) {
+  const auto* max_slices = find_metric("latency_max_slices");
+  const auto* exits = find_metric("vmm_exits_per_acq");
+  ASSERT_TRUE(max_slices && exits);
+  const nlohmann::json report = {{"latency_ns", {{"max", 12e6}}}, {"vmm", {{"exits", 300}}}, {"ops_total", 1000}};
+  EXPECT_DOUBLE_EQ(*read_metric(*max_slices, report, "p", 4e6), 3.0);
+  EXPECT_FALSE(read_metric(*max_slices, report, "p").has_value()) << "no slice: n/a, never a number of ns";
+  EXPECT_DOUBLE_EQ(*read_metric(*exits, report, "p"), 0.3);
+  const nlohmann::json native = {{"vmm", nullptr}, {"ops_total", 1000}};
+  EXPECT_FALSE(read_metric(*exits, native, "p").has_value());
+  EXPECT_EQ(host_slice_ns({{"machine", {{"host_slice", {{"ns", 4e6}}}}}}), 4e6);
+  EXPECT_FALSE(host_slice_ns({{"machine", {{"host_slice", {{"ns", nullptr}}}}}}).has_value());
+  EXPECT_FALSE(host_slice_ns({{"machine", nlohmann::json::object()}}).has_value()) << "a lab from before the slice";
 }
 
 TEST(LabSummary, ClaimsAreCheckedAgainstTheMedians) {

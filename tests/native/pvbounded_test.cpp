@@ -2,7 +2,10 @@
 // stealing is refused while the no-steal bit N is set, N is cleared only by
 // the reserved head's acquisition, the unlock kicks a halted reserved head,
 // and no waiter waits much longer than T even when the holder keeps
-// re-acquiring (which starves a waiter of a test-and-set lock).
+// re-acquiring (which starves a waiter of a test-and-set lock); with
+// pvb_handoff=running, a reserved lock is lent only while its head is
+// preempted and silent, exclusion holds with a lying hint, and a hint stuck
+// at "preempted" does not starve the head.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,6 +147,119 @@ TEST(PvBounded, SpinsOnlyWithoutPvAndStillExcludes) {
               static_cast<unsigned long long>(NoPvEnv::event_total(LockEvent::pv_no_steal)));
 }
 
+// ---- handoff=running: lending past a preempted reserved head -----------------
+
+// An Env whose run-state hint the test sets: `preempted[cpu]`.
+template <int kTag>
+struct HintEnv : NativeEnvT<kTag> {
+  static inline std::atomic<bool> preempted[locks::kMaxCpus];
+  static bool vcpu_is_preempted(unsigned cpu) { return preempted[cpu].load(std::memory_order_relaxed); }
+  static void set_all(bool p) {
+    for (auto& f : preempted) f.store(p, std::memory_order_relaxed);
+  }
+};
+
+// Sets handoff (and the staleness bound) for one test, restores after.
+class HandoffScope {
+ public:
+  HandoffScope(const char* handoff, u64 stale_us, u64 bound_us = pvb::g_tuning.bound_us) : saved_(pvb::g_tuning) {
+    const std::vector<std::string> p = {std::string("pvb_handoff=") + handoff,
+                                        "pvb_stale_us=" + std::to_string(stale_us),
+                                        "pvb_bound_us=" + std::to_string(bound_us)};
+    EXPECT_EQ(native::apply_lock_tuning(p), nullptr);
+  }
+  ~HandoffScope() { pvb::g_tuning = saved_; }
+
+ private:
+  pvb::Tuning saved_;
+};
+
+TEST(PvBounded, HandoffParameterTakesWordsAndNumbersAndRejectsJunk) {
+  const pvb::Tuning saved = pvb::g_tuning;
+  EXPECT_EQ(native::apply_lock_tuning({"pvb_handoff=running"}), nullptr);
+  EXPECT_EQ(pvb::g_tuning.handoff, pvb::kHandoffRunning);
+  EXPECT_EQ(native::apply_lock_tuning({"pvb_handoff=0"}), nullptr);
+  EXPECT_EQ(pvb::g_tuning.handoff, pvb::kHandoffHead);
+  EXPECT_STREQ(native::apply_lock_tuning({"pvb_handoff=oldest"}), "pvb_handoff=oldest");
+  EXPECT_STREQ(native::apply_lock_tuning({"pvb_handoff=2"}), "pvb_handoff") << "out of range";
+  EXPECT_STREQ(native::apply_lock_tuning({"pvb_bound_us=running"}), "pvb_bound_us=running") << "no words for T";
+  EXPECT_STREQ(native::apply_lock_tuning({"pvb_stale_us="}), "pvb_stale_us=");
+  EXPECT_STREQ(native::apply_lock_tuning({"pvb_stale_us=99999999999999999999999"}), "pvb_stale_us=99999999999999999999999")
+      << "overflow";
+  pvb::g_tuning = saved;
+}
+
+using LendEnv = HintEnv<44>;
+using Lend = locks::PvBoundedLock<LendEnv>;
+
+TEST(PvBounded, RunningModeLendsOnlyWhileTheReservedHeadIsPreemptedAndSilent) {
+  LendEnv::reset();
+  LendEnv::set_all(false);
+  LendEnv::bind_cpu(0);
+  const u32 reserved = q::encode_tail(2, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1);  // (n,N|1,0)
+  using Hooks = pvb::Hooks<LendEnv>;
+  pvb::Arrival<LendEnv>::life[1].alive = 0;  // head 1's loop has been silent forever
+  {
+    HandoffScope mode("head", 1);
+    LendEnv::preempted[1] = true;
+    Lend l = with_word<Lend>(reserved);
+    EXPECT_FALSE(Hooks::trylock(l.word())) << "head mode never lends";
+    EXPECT_EQ(l.value(), reserved);
+  }
+  HandoffScope mode("running", 1);
+  {
+    LendEnv::preempted[1] = false;
+    Lend l = with_word<Lend>(reserved);
+    EXPECT_FALSE(Hooks::trylock(l.word())) << "lent past a head the hint calls running";
+    EXPECT_EQ(l.value(), reserved);
+  }
+  {
+    LendEnv::preempted[1] = true;
+    pvb::Arrival<LendEnv>::life[1].alive = locks::read_tsc();  // its loop ran just now...
+    HandoffScope slow("running", 1000000);                       // ...and may be silent for 1 s
+    Lend l = with_word<Lend>(reserved);
+    EXPECT_FALSE(Hooks::trylock(l.word())) << "lent past a head whose loop is alive (a stuck hint)";
+    EXPECT_EQ(l.value(), reserved);
+  }
+  LendEnv::preempted[1] = true;
+  pvb::Arrival<LendEnv>::life[1].alive = 0;
+  Lend l = with_word<Lend>(reserved);
+  ASSERT_TRUE(Hooks::trylock(l.word())) << "a reserved lock whose head is preempted and silent is lent";
+  EXPECT_EQ(l.value(), reserved | q::kLockedVal) << "a borrow keeps N and the head";
+  EXPECT_EQ(LendEnv::event_total(LockEvent::pv_lend), 1u);
+  l.unlock();
+  EXPECT_EQ(l.value(), reserved) << "the borrower's unlock keeps the reservation";
+  EXPECT_EQ(LendEnv::event_total(LockEvent::pv_boost), 0u) << "a borrower must not boost (one exit per borrow)";
+  Lend owned = with_word<Lend>(reserved | q::kLockedVal);  // held by an owner that did not borrow
+  owned.unlock();
+  EXPECT_EQ(LendEnv::event_total(LockEvent::pv_boost), 1u) << "the owner's release boosts the preempted head";
+  Lend held = with_word<Lend>(reserved | q::kLockedVal);
+  EXPECT_FALSE(Hooks::try_borrow(held.word(), held.value())) << "a held lock is never lent";
+}
+
+// Exclusion and progress with lending on every chance: the hint says
+// "preempted" for everyone all the time, and heads count as silent after
+// 1 us, so borrows race with head acquisitions, steals and halts.
+using LieEnv = HintEnv<45>;
+
+TEST(PvBounded, RunningModeExcludesWithAHintThatAlwaysSaysPreempted) {
+  LieEnv::reset();
+  LieEnv::set_all(true);
+  HandoffScope mode("running", /*stale_us=*/1, /*bound_us=*/1);  // every head reserves at once
+  // No steal phase: every contended newcomer queues, so there are many heads
+  // (the scope restores the default).
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_steal_spins=0"}), nullptr);
+  locks::PvBoundedLock<LieEnv> lock{};
+  const StressResult r = stress<locks::PvBoundedLock<LieEnv>, LieEnv>(lock, 4, scaled(15000));
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.total, 4 * scaled(15000));
+  EXPECT_EQ(LieEnv::stats().timeouts, 0u);
+  std::printf("[ lend     ] %.3f s, reservations %llu, lends %llu\n", r.seconds,
+              static_cast<unsigned long long>(LieEnv::event_total(LockEvent::pv_no_steal)),
+              static_cast<unsigned long long>(LieEnv::event_total(LockEvent::pv_lend)));
+  EXPECT_GT(LieEnv::event_total(LockEvent::pv_lend), 0u) << "no lend: the test did not test lending";
+}
+
 // ---- the bound --------------------------------------------------------------
 
 struct WaitResult {
@@ -219,6 +335,29 @@ TEST(PvBounded, NoWaiterWaitsMuchLongerThanTWhileTheHolderReacquires) {
   (void)kMarginMs;
 #else
   EXPECT_LE(b.max_wait_ms, kBoundUs / 1000.0 + kMarginMs) << "a pvbounded waiter waited past T + margin";
+#endif
+}
+
+// A stuck hint ("preempted" for a head that runs) must not starve it: its
+// heartbeat stops the lending.  Same harness and margin as above.
+using StuckEnv = HintEnv<46>;
+
+TEST(PvBounded, RunningModeKeepsTheBoundWhenTheHintIsStuckAtPreempted) {
+  constexpr u64 kBoundUs = 2000;
+  constexpr double kMarginMs = 150;
+  constexpr int kRunMs = 1000;
+  StuckEnv::set_all(true);
+  HandoffScope mode("running", /*stale_us=*/100, kBoundUs);
+  const WaitResult b = hog_and_waiter<locks::PvBoundedLock<StuckEnv>, StuckEnv>(kRunMs);
+  std::printf("[ bound    ] running mode, stuck hint: max wait %.2f ms (%llu/%llu waiter/hog), lends %llu\n",
+              b.max_wait_ms, static_cast<unsigned long long>(b.waiter_acquisitions),
+              static_cast<unsigned long long>(b.hog_acquisitions),
+              static_cast<unsigned long long>(StuckEnv::event_total(LockEvent::pv_lend)));
+  EXPECT_GT(b.waiter_acquisitions, static_cast<u64>(kRunMs / kMarginMs) * 4);
+#if !defined(__SANITIZE_THREAD__)
+  EXPECT_LE(b.max_wait_ms, kBoundUs / 1000.0 + kMarginMs) << "a stuck hint let borrowers starve the head";
+#else
+  (void)kMarginMs;
 #endif
 }
 

@@ -128,7 +128,7 @@ void write_outputs(const std::string& dir_text) {
   const auto manifest = read_manifest(dir);
   const auto scenario = effective_scenario(manifest);
   const auto loaded = load_results((dir / kResults).string());
-  const auto summary = summarize(scenario, loaded.records, allowed_cpu_count());
+  const auto summary = summarize(scenario, loaded.records, allowed_cpu_count(), host_slice_ns(manifest));
   write_text(dir / "summary.csv", summary_csv(summary));
   write_text(dir / "summary.md", summary_markdown(scenario, summary));
   // The plots: tools/lab-plot.py with Debian's python3 (matplotlib).

@@ -7,23 +7,26 @@ namespace {
 
 // clang-format off
 constexpr Metric kMetrics[] = {
-  {"ops_per_sec",     "/ops_per_sec",        nullptr,      1,    "acquisitions/s",           true},
-  {"jain",            "/fairness/jain",      nullptr,      1,    "Jain index over per-CPU ops", true},
-  {"cv",              "/fairness/cv",        nullptr,      1,    "cv of per-CPU ops",        false},
-  {"latency_p50_ns",  "/latency_ns/p50",     nullptr,      1,    "ns",                       false},
-  {"latency_p99_ns",  "/latency_ns/p99",     nullptr,      1,    "ns",                       false},
-  {"latency_p999_ns", "/latency_ns/p999",    nullptr,      1,    "ns",                       false},
-  {"latency_max_ns",  "/latency_ns/max",     nullptr,      1,    "ns",                       false},
-  {"cpu_s",           "/cpu_seconds",        nullptr,      1,    "host CPU s of the vCPU threads (side by side: each guest's share)", false},
-  {"cpu_s_per_mop",   "/cpu_seconds",        "/ops_total", 1e6,  "CPU s per 10^6 acquisitions", false},
-  {"cpu_s_per_mop_window", "/cpu_seconds_window", "/ops_total", 1e6, "CPU s per 10^6 acquisitions, measured window only", false},
-  {"window_jain_median", "/window_fairness/jain_median", nullptr, 1, "median Jain over short windows", true},
-  {"window_jain_min", "/window_fairness/jain_min", nullptr, 1,  "worst Jain over short windows", true},
-  {"starved_windows", "/window_fairness/starved_windows", nullptr, 1, "short windows where some CPU made no progress", false},
-  {"steal_ms",        "/steal_ns",           nullptr,      1e-6, "ms runnable but not running", false},
-  {"halts",           "/vmm/halts",          nullptr,      1,    "PV halts (VMM)",           false},
-  {"kicks",           "/vmm/kicks",          nullptr,      1,    "PV kicks (VMM)",           false},
-  {"kicks_dropped",   "/vmm/kicks_dropped",  nullptr,      1,    "lossy kicks dropped (VMM)", false},
+  {"ops_per_sec",     "/ops_per_sec",        nullptr,      1,    "acquisitions/s",           true, false},
+  {"jain",            "/fairness/jain",      nullptr,      1,    "Jain index over per-CPU ops", true, false},
+  {"cv",              "/fairness/cv",        nullptr,      1,    "cv of per-CPU ops",        false, false},
+  {"latency_p50_ns",  "/latency_ns/p50",     nullptr,      1,    "ns",                       false, false},
+  {"latency_p99_ns",  "/latency_ns/p99",     nullptr,      1,    "ns",                       false, false},
+  {"latency_p999_ns", "/latency_ns/p999",    nullptr,      1,    "ns",                       false, false},
+  {"latency_max_ns",  "/latency_ns/max",     nullptr,      1,    "ns",                       false, false},
+  {"latency_p999_slices", "/latency_ns/p999", nullptr,    1,    "host time slices (lab.json machine.host_slice)", false, true},
+  {"latency_max_slices", "/latency_ns/max",  nullptr,      1,    "host time slices (lab.json machine.host_slice)", false, true},
+  {"cpu_s",           "/cpu_seconds",        nullptr,      1,    "host CPU s of the vCPU threads (side by side: each guest's share)", false, false},
+  {"cpu_s_per_mop",   "/cpu_seconds",        "/ops_total", 1e6,  "CPU s per 10^6 acquisitions", false, false},
+  {"vmm_exits_per_acq", "/vmm/exits",       "/ops_total", 1,    "exits to the VMM per acquisition, whole run (no window figure)", false, false},
+  {"cpu_s_per_mop_window", "/cpu_seconds_window", "/ops_total", 1e6, "CPU s per 10^6 acquisitions, measured window only", false, false},
+  {"window_jain_median", "/window_fairness/jain_median", nullptr, 1, "median Jain over short windows", true, false},
+  {"window_jain_min", "/window_fairness/jain_min", nullptr, 1,  "worst Jain over short windows", true, false},
+  {"starved_windows", "/window_fairness/starved_windows", nullptr, 1, "short windows where some CPU made no progress", false, false},
+  {"steal_ms",        "/steal_ns",           nullptr,      1e-6, "ms runnable but not running", false, false},
+  {"halts",           "/vmm/halts",          nullptr,      1,    "PV halts (VMM)",           false, false},
+  {"kicks",           "/vmm/kicks",          nullptr,      1,    "PV kicks (VMM)",           false, false},
+  {"kicks_dropped",   "/vmm/kicks_dropped",  nullptr,      1,    "lossy kicks dropped (VMM)", false, false},
 };
 // clang-format on
 
@@ -55,7 +58,8 @@ const Metric* find_metric(const std::string& name) {
   return nullptr;
 }
 
-std::optional<double> read_metric(const Metric& m, const nlohmann::json& report, const std::string& id) {
+std::optional<double> read_metric(const Metric& m, const nlohmann::json& report, const std::string& id,
+                                  std::optional<double> host_slice_ns) {
   bool null = false;
   double value = number_at(report, m.pointer, id, null);
   if (m.per != nullptr) {
@@ -64,6 +68,10 @@ std::optional<double> read_metric(const Metric& m, const nlohmann::json& report,
     value /= per;
   }
   if (null) return std::nullopt;
+  if (m.in_host_slices) {
+    if (!host_slice_ns || *host_slice_ns <= 0) return std::nullopt;
+    value /= *host_slice_ns;
+  }
   return value * m.scale;
 }
 

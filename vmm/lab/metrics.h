@@ -20,14 +20,19 @@ struct Metric {
   double scale;         // value = scale * report[pointer] (/ report[per])
   const char* unit;
   bool higher_is_better;
+  // Also divided by the lab's host time slice (lab.json machine.host_slice.ns,
+  // host_slice.h): n/a when the slice is unknown.
+  bool in_host_slices;
 };
 
 std::span<const Metric> metrics();
 const Metric* find_metric(const std::string& name);
 
 // The metric's value in one run's report; nullopt when it is null (not
-// applicable) or its divisor is 0. Throws a usage lockvisor::Error naming
-// the key and `id` when the key is missing or not a number.
-std::optional<double> read_metric(const Metric& m, const nlohmann::json& report, const std::string& id);
+// applicable) or its divisor is 0 (or it is in host slices and
+// `host_slice_ns` is unknown). Throws a usage lockvisor::Error naming the key
+// and `id` when the key is missing or not a number.
+std::optional<double> read_metric(const Metric& m, const nlohmann::json& report, const std::string& id,
+                                  std::optional<double> host_slice_ns = std::nullopt);
 
 }  // namespace lockvisor::lab

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "vmm/host/cpu_set.h"
+#include "vmm/lab/host_slice.h"
 #include "vmm/kvm/kvm_system.h"
 
 namespace lockvisor::lab {
@@ -79,6 +80,15 @@ std::string best_lock_lines(const Summary& summary) {
   return out;
 }
 
+// The first three fields of /proc/loadavg ("1.00 0.50 0.25"): how busy the
+// host was when the lab started (other jobs skew every absolute number).
+std::string loadavg() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  if (!(in >> one >> five >> fifteen)) return "unknown";
+  return one + " " + five + " " + fifteen;
+}
+
 }  // namespace
 
 nlohmann::json machine_description() {
@@ -98,7 +108,15 @@ nlohmann::json machine_description() {
           {"host_cpus", host::host_cpu_count()},
           {"allowed_cpus", host::format_cpu_list(host::allowed_cpus())},
           {"kernel", uts.release},
-          {"kvm", kvm_kind}};
+          {"kvm", kvm_kind},
+          {"host_slice", host_slice_description()},
+          {"loadavg_at_start", loadavg()}};
+}
+
+std::optional<double> host_slice_ns(const nlohmann::json& manifest) {
+  const nlohmann::json::json_pointer ptr("/machine/host_slice/ns");
+  if (!manifest.contains(ptr) || !manifest.at(ptr).is_number()) return std::nullopt;
+  return manifest.at(ptr).get<double>();
 }
 
 std::string report_markdown(const Scenario& s, const Summary& summary, const nlohmann::json& manifest,
@@ -129,6 +147,20 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
                      m.value("cpu_stepping", "?"), m.value("cpu_model_name", "?"), m.value("host_cpus", 0),
                      m.value("allowed_cpus", "?"));
   out += fmt::format("- Host kernel: {}\n- KVM: {}\n", m.value("kernel", "?"), m.value("kvm", "?"));
+  out += fmt::format("- Host load average (1, 5, 15 min) when the lab started: {}\n", m.value("loadavg_at_start", "not recorded"));
+  if (const auto slice = host_slice_ns(manifest)) {
+    const auto& h = m.at("host_slice");
+    const auto ns_or = [&](const char* key) {
+      return h.contains(key) && h.at(key).is_number() ? fmt::format("{:.2f} ms", h.at(key).get<double>() * 1e-6)
+                                                      : std::string("unknown");
+    };
+    out += fmt::format("- Host time slice (waits \"in slices\" are divided by it): {:.2f} ms = {}; {}. Cross-checks: "
+                       "EEVDF slice request (se.slice) {}, debugfs base_slice_ns {}\n",
+                       *slice * 1e-6, h.value("definition", "?"), h.value("source", "?"), ns_or("eevdf_slice_ns"),
+                       ns_or("base_slice_ns"));
+  } else {
+    out += "- Host time slice: unknown (lab.json machine.host_slice): waits in slices are n/a\n";
+  }
   std::string fixed;
   for (const auto& [name, value] : s.fixed) {
     // A VM's label entry only marks the VM (settings.h); its settings read "VM unfair: lock=unfair".

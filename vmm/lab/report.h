@@ -4,6 +4,7 @@
 // host kernel, KVM kind), backend settings, lockvisor version and the exact
 // command, so the numbers can be reproduced or discounted.
 #pragma once
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,8 @@ namespace lockvisor::lab {
 // The machine, as the report shows it: vendor, family/model/stepping
 // (model names are masked on these hosts), kernel, KVM kind, CPUs.
 nlohmann::json machine_description();
+// machine.host_slice.ns of a lab's manifest (host_slice.h), if known.
+std::optional<double> host_slice_ns(const nlohmann::json& manifest);
 
 std::string report_markdown(const Scenario& s, const Summary& summary, const nlohmann::json& manifest,
                             const std::string& plots_note);

@@ -53,13 +53,14 @@ double multi_vm_overcommit(const Scenario& s, const SettingValues& point, unsign
 }
 
 // A run of one point (one VM of it in a multi-VM point) into its summary.
-void add_run(PointSummary& ps, const std::string& outcome, const nlohmann::json& report, const std::string& id) {
+void add_run(PointSummary& ps, const std::string& outcome, const nlohmann::json& report, const std::string& id,
+             std::optional<double> host_slice_ns) {
   ++ps.runs;
   ++ps.outcomes[outcome];
   if (outcome != "completed") return;
   if (!report.is_object()) fail("result '{}': completed but has no report", id);
   for (const auto& m : metrics())
-    if (const auto v = read_metric(m, report, id)) ps.values[m.name].push_back(*v);
+    if (const auto v = read_metric(m, report, id, host_slice_ns)) ps.values[m.name].push_back(*v);
 }
 
 std::string fmt_num(double v) {
@@ -68,7 +69,8 @@ std::string fmt_num(double v) {
   if (a >= 1e6) return fmt::format("{:.3g}", v);
   if (a >= 100) return fmt::format("{:.0f}", v);
   if (a >= 1) return fmt::format("{:.2f}", v);
-  return fmt::format("{:.3f}", v);
+  if (a >= 0.01) return fmt::format("{:.3f}", v);
+  return fmt::format("{:.2g}", v);  // exits per acquisition, p99.9 in slices: 0.000 would hide them
 }
 
 std::string outcomes_text(const std::map<std::string, unsigned>& outcomes) {
@@ -155,7 +157,8 @@ ClaimResult check_outcome(const Claim& c, const Summary& s) {
 
 }  // namespace
 
-Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records, unsigned host_cpus) {
+Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records, unsigned host_cpus,
+                  std::optional<double> host_slice_ns) {
   Summary summary;
   summary.records = records.size();
   std::map<std::string, std::size_t> by_key;
@@ -205,7 +208,7 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
     if (s.vms.empty()) {
       const auto it = by_key.find(key);
       if (it == by_key.end()) fail("result '{}' is not a point of scenario '{}'", id, s.name);
-      add_run(summary.points[it->second], outcome, report, id);
+      add_run(summary.points[it->second], outcome, report, id, host_slice_ns);
       continue;
     }
     // Each VM's result (multivm/multi_vm_run.h, to_json) is its own run; a
@@ -218,11 +221,11 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
         for (const auto& e : report["vms"])
           if (e.value("label", std::string()) == vm.label) entry = &e;
       if (entry == nullptr) {
-        add_run(summary.points[it->second], outcome == "completed" ? "no-report" : outcome, nullptr, id);
+        add_run(summary.points[it->second], outcome == "completed" ? "no-report" : outcome, nullptr, id, host_slice_ns);
         continue;
       }
       add_run(summary.points[it->second], entry->value("outcome", std::string("unknown")), entry->at("result"),
-              id + " vm=" + vm.label);
+              id + " vm=" + vm.label, host_slice_ns);
     }
   }
   for (auto& ps : summary.points)
@@ -266,16 +269,27 @@ std::string summary_markdown(const Scenario& s, const Summary& summary) {
                      summary.records, kResamples);
   out += "| point | runs | outcomes | throughput (acq/s) | Jain | p99 latency (ns) | CPU s per 10^6 acq | halts | kicks |\n";
   out += "|---|---|---|---|---|---|---|---|---|\n";
-  auto cell = [](const PointSummary& p, const char* metric) -> std::string {
+  auto cell = [](const PointSummary& p, const char* metric, double scale = 1) -> std::string {
     const auto it = p.estimates.find(metric);
     if (it == p.estimates.end()) return "n/a";
     const auto& e = it->second;
-    return e.n > 1 ? fmt::format("{} [{}, {}]", fmt_num(e.median), fmt_num(e.lo), fmt_num(e.hi)) : fmt_num(e.median);
+    return e.n > 1 ? fmt::format("{} [{}, {}]", fmt_num(scale * e.median), fmt_num(scale * e.lo), fmt_num(scale * e.hi))
+                   : fmt_num(scale * e.median);
   };
   for (const auto& p : summary.points)
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.key, p.runs, outcomes_text(p.outcomes),
                        cell(p, "ops_per_sec"), cell(p, "jain"), cell(p, "latency_p99_ns"), cell(p, "cpu_s_per_mop"),
                        cell(p, "halts"), cell(p, "kicks"));
+  out += "\n## Waits and costs\n\n"
+         "Worst and p99.9 acquisition wait in ms and in host time slices (lab.json `machine.host_slice`: how it was "
+         "measured), CPU and exits to the VMM per acquisition (exits: whole run, the report has no window figure), "
+         "and the worst short-window Jain.\n\n"
+         "| point | worst wait (ms) | worst (slices) | p99.9 (ms) | p99.9 (slices) | CPU s per 10^6 acq | exits per acq | "
+         "window Jain min |\n|---|---|---|---|---|---|---|---|\n";
+  for (const auto& p : summary.points)
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", p.key, cell(p, "latency_max_ns", 1e-6),
+                       cell(p, "latency_max_slices"), cell(p, "latency_p999_ns", 1e-6), cell(p, "latency_p999_slices"),
+                       cell(p, "cpu_s_per_mop"), cell(p, "vmm_exits_per_acq"), cell(p, "window_jain_min"));
   if (!summary.claims.empty()) {
     out += "\n## Comparisons\n\n";
     for (const auto& c : summary.claims) {

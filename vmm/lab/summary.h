@@ -5,6 +5,7 @@
 // tools/lab-plot.py) and summary.md (for people).
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,11 @@ struct Summary {
   std::size_t records = 0;
 };
 
-// `host_cpus` counts the CPUs a point without a pcpus setting may use.
-Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records, unsigned host_cpus);
+// `host_cpus` counts the CPUs a point without a pcpus setting may use;
+// `host_slice_ns` (lab.json machine.host_slice.ns) converts waits to host
+// time slices, which are n/a without it.
+Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records, unsigned host_cpus,
+                  std::optional<double> host_slice_ns = std::nullopt);
 
 std::string summary_csv(const Summary& summary);
 std::string summary_markdown(const Scenario& s, const Summary& summary);

@@ -215,7 +215,8 @@ inline u64 tsc_khz() {
 // locks::pvb::g_tuning, converting T with the host's TSC rate; keys it does
 // not know are left alone (they belong to someone else).  Always re-derives
 // T's cycles from the current bound_us.  Returns nullptr, or the first
-// "key=value" whose value is not a number in range.
+// "key=value" whose value is not a number (or one of the key's words, e.g.
+// pvb_handoff=running), or the key whose value is out of range.
 inline const char* apply_lock_tuning(const std::vector<std::string>& params) {
   namespace pvb = locks::pvb;
   for (const pvb::TuningKey& k : pvb::kTuningKeys) {
@@ -223,10 +224,7 @@ inline const char* apply_lock_tuning(const std::vector<std::string>& params) {
     for (const std::string& p : params) {
       const std::size_t eq = p.find('=');
       if (eq == std::string::npos || p.compare(0, eq, k.key) != 0 || eq != std::strlen(k.key)) continue;
-      char* end = nullptr;
-      errno = 0;
-      value = std::strtoull(p.c_str() + eq + 1, &end, 10);
-      if (errno || end == p.c_str() + eq + 1 || *end) return p.c_str();
+      if (!pvb::parse_tuning_value(k, p.c_str() + eq + 1, &value)) return p.c_str();
     }
     if (!pvb::set_tuning(k, value, tsc_khz())) return k.key;
   }
