@@ -45,11 +45,11 @@
 //      both say h cannot take it now: the run-state hint reports h's vCPU
 //      preempted (Env::vcpu_is_preempted; not "sleeping": see
 //      head_cannot_run()), AND h's head loop, which stamps a per-CPU
-//      heartbeat (TSC) every iteration, has been silent for pvb_stale_us.  So the lock goes to a RUNNING waiter
-//      while the reserved head cannot run, and back to the reservation as
-//      soon as it can: a head that runs again flips the hint at once, and
-//      even if the hint missed that switch, its heartbeat stops all lending
-//      within one loop iteration.  (The waiters that borrow are newcomers
+//      heartbeat (TSC) every iteration, has been silent for pvb_stale_us.
+//      So the lock goes to a RUNNING waiter while the reserved head cannot
+//      run, and back to the reservation as soon as it can: a head that runs
+//      again flips the hint at once, and even if the hint missed that
+//      switch, its heartbeat stops all lending within one loop iteration.  (The waiters that borrow are newcomers
 //      spinning on the word, not queued nodes: an MCS node cannot leave the
 //      queue, so "the oldest running waiter" here is the oldest that is
 //      looking at the lock.)  A borrower's unlock does not boost h (one
@@ -75,7 +75,7 @@
 //     (n,0,1) -head older than T-> (n,N|h,1) -unlock-> (n,N|h,0) -head-> (n,0,1)
 //     (n,N|h,1) -head spun pvb_head_spins-> (n,N|h,3) -unlock: kick h-> (n,N|h,0)
 //     (n,*,1) -owner passes headship to halted h-> (n,[N|]h,3) -unlock: kick h
-//     (n,N|h,0) -borrow, running mode, h cannot run and is silent-> (n,N|h,5)
+//     (n,N|h,0) -borrow, running mode, h preempted and silent-> (n,N|h,5)
 //     (n,N|h,5) -borrower's unlock (no kick, no boost)-> (n,N|h,0)
 //
 // INVARIANTS
@@ -162,7 +162,7 @@ inline constexpr u32 kHeadCpuMask = 0x7fu << kHeadCpuOffset;
 inline constexpr u32 kNoSteal = 0x80u << kHeadCpuOffset;
 inline constexpr u32 kByte1Mask = kHeadCpuMask | kNoSteal;
 // Locked byte of a lock lent past its reserved head (rule 4): held, and the
-// holder is a borrower.  Bit 2, unused by kLockedVal (1) and kSlowVal (3).
+// holder is a borrower.  Adds bit 2, unused by kLockedVal (1) and kSlowVal (3).
 inline constexpr u32 kBorrowedVal = 5u << q::kLockedOffset;
 static_assert((kBorrowedVal & q::kLockedMask) == kBorrowedVal && kBorrowedVal != q::kSlowVal);
 static_assert(kByte1Mask == q::kPendingMask, "N and head cpu use byte 1");
@@ -377,7 +377,7 @@ class PvBoundedLock {
  private:
   static constexpr u32 kSlowOrReserved = (q::kSlowVal & ~q::kLockedVal) | pvb::kNoSteal;
 
-  [[gnu::noinline]] void unlock_slowpath(u32 old) {
+  [[gnu::noinline]] static void unlock_slowpath(u32 old) {
     const unsigned head = pvb::head_cpu(old);
     // A borrower (running mode) does not boost: see rule 4 above.
     const bool was_borrowed = (old & q::kLockedMask) == pvb::kBorrowedVal;
