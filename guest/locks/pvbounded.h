@@ -9,7 +9,8 @@
 //   +----------------+---+-----------+------------+
 //   |      tail      | N | head cpu  |   locked   |
 //   +----------------+---+-----------+------------+
-//     locked  0 free, 1 held, 3 held AND the unlocker must kick `head cpu`
+//     locked  0 free, 1 held, 3 held AND the unlocker must kick `head cpu`,
+//             5 held by a borrower (rule 4: lent past the reserved head)
 //     N       NO-STEAL: the lock is reserved for the queue head `head cpu`
 //     tail    the MCS queue, as in qspinlock
 //
@@ -40,19 +41,24 @@
 //      reserved for a head whose vCPU is descheduled sits unused until the
 //      host runs that vCPU again (at 8 vCPUs on 2 CPUs, most of a host time
 //      slice).  In running mode a newcomer in its steal phase may BORROW a
-//      free reserved lock,  (n,N|h,0) -> (n,N|h,1),  keeping N and h, when
+//      free reserved lock,  (n,N|h,0) -> (n,N|h,5),  keeping N and h, when
 //      both say h cannot take it now: the run-state hint reports h's vCPU
-//      preempted (Env::vcpu_run_state / vcpu_is_preempted), AND h's head
-//      loop, which stamps a per-CPU heartbeat (TSC) every iteration, has
-//      been silent for pvb_stale_us.  So the lock goes to a RUNNING waiter
-//      while the reserved head cannot run, and back to the reservation as
-//      soon as it can: a head that runs again flips the hint at once, and
-//      even if the hint missed that switch, its heartbeat stops all lending
-//      within one loop iteration.  (The waiters that borrow are newcomers
+//      preempted (Env::vcpu_is_preempted; not "sleeping": see
+//      head_cannot_run()), AND h's head loop, which stamps a per-CPU
+//      heartbeat (TSC) every iteration, has been silent for pvb_stale_us.
+//      So the lock goes to a RUNNING waiter while the reserved head cannot
+//      run, and back to the reservation as soon as it can: a head that runs
+//      again flips the hint at once, and even if the hint missed that
+//      switch, its heartbeat stops all lending within one loop iteration.  (The waiters that borrow are newcomers
 //      spinning on the word, not queued nodes: an MCS node cannot leave the
 //      queue, so "the oldest running waiter" here is the oldest that is
 //      looking at the lock.)  A borrower's unlock does not boost h (one
 //      exit per borrow would eat the gain); the reserving owner's does.
+//      The locked byte says "borrowed" (5) so that the head, once running,
+//      never halts behind a borrower: it spins, its heartbeat stops further
+//      borrows, and it gets the lock after that one critical section.
+//      (Halting there would hand the lock to borrowers for another wake-up
+//      latency each time.)
 //
 //   Halting.  A node halts on its node state (halted); the lock owner that
 //   makes it head marks it hashed and sets locked = 3 with its cpu, so the
@@ -69,13 +75,17 @@
 //     (n,0,1) -head older than T-> (n,N|h,1) -unlock-> (n,N|h,0) -head-> (n,0,1)
 //     (n,N|h,1) -head spun pvb_head_spins-> (n,N|h,3) -unlock: kick h-> (n,N|h,0)
 //     (n,*,1) -owner passes headship to halted h-> (n,[N|]h,3) -unlock: kick h
-//     (n,N|h,0) -borrow, running mode, h preempted and silent-> (n,N|h,1)
+//     (n,N|h,0) -borrow, running mode, h preempted and silent-> (n,N|h,5)
+//     (n,N|h,5) -borrower's unlock (no kick, no boost)-> (n,N|h,0)
 //
 // INVARIANTS
 //   * N set => tail != 0 and `head cpu` is the current queue head; only that
 //     head clears N, and only in the same cmpxchg that takes the lock.  Every
 //     other acquisition path (fast path, steal, try_lock) requires N clear,
 //     except a borrow (running mode), which keeps N and h as they are.
+//   * locked == 5 => a borrower holds the lock (running mode) and N is set
+//     for `head cpu`; nobody turns 5 into 3 (the head does not halt behind a
+//     borrower), so a borrower's unlock never has to kick.
 //   * Mutual exclusion depends on nothing but the locked byte: every
 //     acquisition (fast path, steal, borrow, head) is a cmpxchg from
 //     locked == 0.  The run-state hint and the heartbeat only decide WHO
@@ -151,6 +161,10 @@ inline constexpr u32 kHeadCpuOffset = q::kPendingOffset;
 inline constexpr u32 kHeadCpuMask = 0x7fu << kHeadCpuOffset;
 inline constexpr u32 kNoSteal = 0x80u << kHeadCpuOffset;
 inline constexpr u32 kByte1Mask = kHeadCpuMask | kNoSteal;
+// Locked byte of a lock lent past its reserved head (rule 4): held, and the
+// holder is a borrower.  Adds bit 2, unused by kLockedVal (1) and kSlowVal (3).
+inline constexpr u32 kBorrowedVal = 5u << q::kLockedOffset;
+static_assert((kBorrowedVal & q::kLockedMask) == kBorrowedVal && kBorrowedVal != q::kSlowVal);
 static_assert(kByte1Mask == q::kPendingMask, "N and head cpu use byte 1");
 static_assert(kMaxCpus <= 0x80, "head cpu must fit in 7 bits");
 
@@ -168,11 +182,9 @@ static_assert(kMaxCpus <= 0x80, "head cpu must fit in 7 bits");
   return false;
 }
 
-// Per CPU, on its own cache line: when this CPU's head loop last ran (TSC),
-// and the lock it borrowed (running mode), so that its unlock skips the boost.
+// Per CPU, on its own cache line: when this CPU's head loop last ran (TSC).
 struct alignas(kCacheLine) HeadLife {
   u64 alive;
-  const void* borrowed;
 };
 
 // Arrival time of each queue node (same indexing as q::QNodePool), written
@@ -193,7 +205,11 @@ struct Arrival {
   static inline HeadLife life[kMaxCpus];
 
   // Lending rule (running mode): the reserved head `h` can take no lock now.
-  // Both the host's hint and the head's own silence must say so.
+  // Both the host's hint (preempted) and the head's own silence must say so.
+  // Not "sleeping" (halted, or kicked and not yet switched in): lending then
+  // keeps the borrowers' vCPUs busy, so the woken head waits for a CPU for
+  // whole host slices (measured at 8 on 2: 0.56-0.77 M acq/s against 1.55-1.73
+  // M without lending, worst waits 212-228 ms against 17-30 ms).
   static bool head_cannot_run(unsigned h) {
     if (!vcpu_preempted_hint<Env>(h)) return false;
     const u64 now = read_tsc();
@@ -213,11 +229,10 @@ struct Hooks {
   }
 
   // Running mode: borrow a free lock reserved for a head that cannot run.
-  // (n,N|h,0) -> (n,N|h,1).  Acquire pairs with the unlock's release.
+  // (n,N|h,0) -> (n,N|h,5).  Acquire pairs with the unlock's release.
   static bool try_borrow(QSpinWord* lock, u32 v) {
     if (locked(v) || !Arrival<Env>::head_cannot_run(head_cpu(v))) return false;
-    if (!try_cmpxchg(&lock->val, &v, v | q::kLockedVal, Order::acquire)) return false;
-    store_relaxed(&Arrival<Env>::life[Env::cpu()].borrowed, static_cast<const void*>(lock));
+    if (!try_cmpxchg(&lock->val, &v, v | kBorrowedVal, Order::acquire)) return false;
     lockevent_inc<Env>(LockEvent::pv_lend);
     return true;
   }
@@ -302,6 +317,12 @@ struct Hooks {
         }
       } else if (Env::pv_available() && ++spins >= tuning(&Tuning::head_spins)) {
         spins = 0;
+        // Lent to a borrower: never halt behind one (rule 4); our heartbeat
+        // stops new borrows, so we get it after this critical section.
+        if ((v & q::kLockedMask) == kBorrowedVal) {
+          spin_relax<Env>();
+          continue;
+        }
         // Reserved for us and still held: ask the unlocker to kick us,
         // (n,N|me,1) -> (n,N|me,3), then sleep while locked == 3.
         if ((v & q::kLockedMask) == q::kLockedVal &&
@@ -356,12 +377,10 @@ class PvBoundedLock {
  private:
   static constexpr u32 kSlowOrReserved = (q::kSlowVal & ~q::kLockedVal) | pvb::kNoSteal;
 
-  [[gnu::noinline]] void unlock_slowpath(u32 old) {
+  [[gnu::noinline]] static void unlock_slowpath(u32 old) {
     const unsigned head = pvb::head_cpu(old);
-    // A borrower (running mode) does not boost: see LENDING above.
-    const void** borrowed = &pvb::Arrival<Env>::life[Env::cpu()].borrowed;
-    const bool was_borrowed = load_relaxed(borrowed) == static_cast<const void*>(&w_);
-    if (was_borrowed) store_relaxed(borrowed, static_cast<const void*>(nullptr));
+    // A borrower (running mode) does not boost: see rule 4 above.
+    const bool was_borrowed = (old & q::kLockedMask) == pvb::kBorrowedVal;
     if ((old & q::kLockedMask) == q::kSlowVal) {
       lockevent_inc<Env>(LockEvent::pv_kick_unlock);
       lockevent_inc<Env>(LockEvent::pv_kick);

@@ -149,13 +149,19 @@ TEST(PvBounded, SpinsOnlyWithoutPvAndStillExcludes) {
 
 // ---- handoff=running: lending past a preempted reserved head -----------------
 
-// An Env whose run-state hint the test sets: `preempted[cpu]`.
+// An Env whose run-state hint the test sets: `preempted[cpu]`, `sleeping[cpu]`.
 template <int kTag>
 struct HintEnv : NativeEnvT<kTag> {
   static inline std::atomic<bool> preempted[locks::kMaxCpus];
+  static inline std::atomic<bool> sleeping[locks::kMaxCpus];
   static bool vcpu_is_preempted(unsigned cpu) { return preempted[cpu].load(std::memory_order_relaxed); }
+  static abi::RunState vcpu_run_state(unsigned cpu) {
+    if (preempted[cpu].load(std::memory_order_relaxed)) return abi::RunState::kPreempted;
+    return sleeping[cpu].load(std::memory_order_relaxed) ? abi::RunState::kSleeping : abi::RunState::kRunning;
+  }
   static void set_all(bool p) {
     for (auto& f : preempted) f.store(p, std::memory_order_relaxed);
+    for (auto& f : sleeping) f.store(false, std::memory_order_relaxed);
   }
 };
 
@@ -221,11 +227,20 @@ TEST(PvBounded, RunningModeLendsOnlyWhileTheReservedHeadIsPreemptedAndSilent) {
     EXPECT_FALSE(Hooks::trylock(l.word())) << "lent past a head whose loop is alive (a stuck hint)";
     EXPECT_EQ(l.value(), reserved);
   }
+  {
+    LendEnv::preempted[1] = false;
+    LendEnv::sleeping[1] = true;  // halted, or kicked and not yet switched in
+    pvb::Arrival<LendEnv>::life[1].alive = 0;
+    Lend l = with_word<Lend>(reserved);
+    EXPECT_FALSE(Hooks::trylock(l.word())) << "lent past a sleeping head: it is about to be woken";
+    EXPECT_EQ(l.value(), reserved);
+    LendEnv::sleeping[1] = false;
+  }
   LendEnv::preempted[1] = true;
   pvb::Arrival<LendEnv>::life[1].alive = 0;
   Lend l = with_word<Lend>(reserved);
   ASSERT_TRUE(Hooks::trylock(l.word())) << "a reserved lock whose head is preempted and silent is lent";
-  EXPECT_EQ(l.value(), reserved | q::kLockedVal) << "a borrow keeps N and the head";
+  EXPECT_EQ(l.value(), reserved | pvb::kBorrowedVal) << "a borrow keeps N and the head, and says borrowed";
   EXPECT_EQ(LendEnv::event_total(LockEvent::pv_lend), 1u);
   l.unlock();
   EXPECT_EQ(l.value(), reserved) << "the borrower's unlock keeps the reservation";
