@@ -11,6 +11,7 @@
 #include "vmm/cli/commands.h"
 #include "vmm/cli/machine_options.h"
 #include "vmm/cli/option_checks.h"
+#include "vmm/control/control_service.h"
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
@@ -41,6 +42,7 @@ struct RunOptions {
   std::string halt = "hypercall";
   std::vector<std::string> params;
   std::string json;
+  std::string api;  // --api SOCK: the control socket (vmm/control/)
   LockOptions lock;
 };
 
@@ -181,6 +183,7 @@ int run(RunOptions& o) {
   if (!o.json.empty()) json.emplace(o.json, "--json");
   if (o.lock.native) {
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
+    if (!o.api.empty()) fail("--api drives a VM; --native runs no VM");
     if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
     return run_native(o, json);
   }
@@ -218,9 +221,14 @@ int run(RunOptions& o) {
   std::vector<std::byte> storage;
   const auto image = select_guest_image(o.machine.image, storage);
   machine::validate_image(config, image);
+  // Like --json, a bad --api path fails before anything boots; the socket
+  // is listening (0600) from here on and served once the VM runs.
+  std::unique_ptr<control::ControlService> api;
+  if (!o.api.empty()) api = std::make_unique<control::ControlService>(o.api);
   const auto origin = std::chrono::steady_clock::now();
   const auto kvm = kvm::KvmSystem::open();
   machine::Machine vm(kvm, config, image, origin);
+  if (api) vm.add_service(std::move(api));
   const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
   fmt::print("lockvisor run: workload {} ({}), {} vCPUs on host CPUs {} ({}), kick {}, KVM {}\n", o.workload,
              args.empty() ? "defaults" : args, config.vcpus,
@@ -334,6 +342,9 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& optio
   command->add_option("--json", options->json,
                       "Write the full report as JSON to FILE"
                       " (absent or a regular file, checked first; replaced atomically)");
+  command->add_option("--api", options->api,
+                      "Serve the control socket at SOCK while the VM runs (owner-only; see 'lockvisor ctl' and "
+                      "docs/control-socket.md)");
   options->machine.add_to(*command);
 }
 
