@@ -8,6 +8,8 @@
 
 #include "vmm/control/control_client.h"
 #include "vmm/control/control_protocol.h"
+#include "vmm/pvlock/kvm_backend.h"
+#include "vmm/pvlock/userspace_backend.h"
 
 namespace lockvisor::control {
 namespace {
@@ -128,6 +130,29 @@ TEST_F(Dispatcher, TargetRefusalsBecomeErrorReplies) {
   const json kick = handle(R"({"cmd":"kick-mode","mode":"lossy"})");
   EXPECT_FALSE(kick.value("ok", true));
   EXPECT_NE(kick.value("error", std::string()).find("cannot switch"), std::string::npos);
+}
+
+// The backends' live --kick setter: the userspace backend switches (and
+// kick() then follows the new mode: a kick to a running vCPU is dropped
+// when lossy, latched when sticky); the kvm backend refuses lossy.
+TEST(KickModeSetter, UserspaceSwitchesKvmRefuses) {
+  pvlock::BackendOptions options;
+  options.boost = pvlock::BoostMechanism::kOff;
+  pvlock::UserspaceBackend userspace(2, options);
+  EXPECT_EQ(userspace.kick_mode(), pvlock::KickMode::kSticky);
+  EXPECT_EQ(userspace.set_kick_mode(pvlock::KickMode::kLossy), std::nullopt);
+  EXPECT_EQ(userspace.kick_mode(), pvlock::KickMode::kLossy);
+  EXPECT_EQ(userspace.kick(0, 1), pvlock::KickResult::kDropped);  // vCPU 1 is not halted
+  EXPECT_EQ(userspace.set_kick_mode(pvlock::KickMode::kSticky), std::nullopt);
+  EXPECT_EQ(userspace.kick(0, 1), pvlock::KickResult::kDelivered);
+  userspace.stop();
+
+  pvlock::KvmBackend kvm(2, pvlock::BackendOptions{});
+  const auto refused = kvm.set_kick_mode(pvlock::KickMode::kLossy);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_NE(refused->find("cannot switch --kick"), std::string::npos);
+  EXPECT_EQ(kvm.set_kick_mode(pvlock::KickMode::kSticky), std::nullopt);
+  EXPECT_EQ(kvm.kick_mode(), pvlock::KickMode::kSticky);
 }
 
 TEST(ReplyLine, IsOneLineEvenWithInvalidUtf8) {
