@@ -205,8 +205,15 @@ TEST(CtlKvm, DrivesARunningVm) {
     EXPECT_LT(sent, mib.size()) << "the server read 1 MiB without a newline and did not close";
   }
   EXPECT_TRUE(ctl_json(sock, {"stats"}).value("ok", false));
+  // A client still connected when the run ends reads EOF (and never keeps it alive).
+  lockvisor::UniqueFd idle = connect_to(sock);
+  ASSERT_TRUE(idle.valid());
 
   const int code = vm.wait();
+  pollfd ready{idle.get(), POLLIN, 0};
+  char byte = 0;
+  EXPECT_EQ(::poll(&ready, 1, 5000), 1);
+  EXPECT_EQ(::recv(idle.get(), &byte, 1, 0), 0) << "EOF for a client connected at the end";
   const std::string run_output = vm.output();
   EXPECT_EQ(code, 0) << run_output;
   EXPECT_FALSE(fs::exists(fs::symlink_status(sock))) << "the socket outlived the run";
