@@ -134,7 +134,7 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
 };
 
 ControlServer::ControlServer(asio::io_context& io, UniqueFd listener, ControlDispatcher& dispatcher)
-    : io_(io), dispatcher_(dispatcher) {
+    : io_(io), dispatcher_(dispatcher), retry_(io) {
   acceptor_.emplace(io_, asio::local::stream_protocol(), listener.get());
   (void)listener.release();  // the acceptor owns it now
   accept_next();
@@ -158,8 +158,14 @@ void ControlServer::accept_next() {
     if (ec) {
       // Out of descriptors and the like: that client is refused, the run
       // goes on, and the next connection is accepted.
+      // Retried after a pause: an error such as EMFILE persists, and an
+      // immediate retry would spin the monitor loop.
       spdlog::debug("control socket: accept: {}", ec.message());
-      if (ec != asio::error::operation_aborted) accept_next();
+      if (ec == asio::error::operation_aborted) return;
+      retry_.expires_after(std::chrono::milliseconds(100));
+      retry_.async_wait([this](const boost::system::error_code& wait_error) {
+        if (!wait_error) accept_next();
+      });
       return;
     }
     const bool trusted = trusted_peer(socket.native_handle());
@@ -187,6 +193,7 @@ void ControlServer::stop() {
   if (stopped_) return;
   stopped_ = true;
   boost::system::error_code ignored;
+  retry_.cancel();
   if (acceptor_) acceptor_->close(ignored);
   acceptor_.reset();
   auto sessions = std::move(sessions_);

@@ -19,6 +19,7 @@
 #pragma once
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -50,6 +51,7 @@ class ControlServer {
 
   boost::asio::io_context& io_;
   ControlDispatcher& dispatcher_;
+  boost::asio::steady_timer retry_;  // a failed accept is retried after a pause
   std::optional<boost::asio::local::stream_protocol::acceptor> acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;  // every open connection
   bool stopped_ = false;

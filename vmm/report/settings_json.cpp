@@ -22,19 +22,19 @@ nlohmann::json settings_json(const machine::MachineConfig& config,
   else
     halt_poll = {{"by", "vmm"}, {"setting", pvlock::format_halt_poll(b.halt_poll)}};
   nlohmann::json settings = {{"backend", pvlock::backend_kind_name(config.backend_kind)},
-          {"guest_ring", config.guest_ring},
-          {"ple", ple},
-          {"kick", pvlock::kick_mode_name(config.backend.mode)},
-          {"sbi_kick", config.sbi_kick_proposed ? "proposed" : "sticky"},
-          {"pv_unhalt", config.pv_unhalt},
-          {"enforce_pv_cpuid", config.backend.enforce_pv_feature_cpuid},
-          {"halt_poll", halt_poll},
-          {"kick_delay_us", b.kick_delay_us},
-          {"kick_yield", b.kick_yield},
-          {"kick_boost", b.kick_boost},
-          {"boost", pvlock::boost_mechanism_name(b.boost)},
-          {"boost_bound_us", b.boost_bound_us},
-          {"steal_time", config.steal_time}};
+                             {"guest_ring", config.guest_ring},
+                             {"ple", ple},
+                             {"kick", pvlock::kick_mode_name(config.backend.mode)},
+                             {"sbi_kick", config.sbi_kick_proposed ? "proposed" : "sticky"},
+                             {"pv_unhalt", config.pv_unhalt},
+                             {"enforce_pv_cpuid", config.backend.enforce_pv_feature_cpuid},
+                             {"halt_poll", halt_poll},
+                             {"kick_delay_us", b.kick_delay_us},
+                             {"kick_yield", b.kick_yield},
+                             {"kick_boost", b.kick_boost},
+                             {"boost", pvlock::boost_mechanism_name(b.boost)},
+                             {"boost_bound_us", b.boost_bound_us},
+                             {"steal_time", config.steal_time}};
   if (!kick_mode_changes.empty()) {
     auto& changes = settings["kick_mode_changes"] = nlohmann::json::array();
     for (const auto& c : kick_mode_changes) changes.push_back({{"at_s", c.at_seconds}, {"from", c.from}, {"to", c.to}});
