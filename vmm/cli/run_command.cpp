@@ -11,6 +11,7 @@
 #include "vmm/cli/commands.h"
 #include "vmm/cli/machine_options.h"
 #include "vmm/cli/option_checks.h"
+#include "vmm/control/control_service.h"
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
@@ -43,6 +44,7 @@ struct RunOptions {
   std::string halt = "hypercall";
   std::vector<std::string> params;
   std::string json;
+  std::string api;  // --api SOCK: the control socket (vmm/control/)
   LockOptions lock;
   // Several VMs side by side (multi_vm_command.cpp), host CPU hogs, and the
   // start gate a child VM of a multi-VM run waits at (multivm/start_gate.h).
@@ -206,6 +208,7 @@ int run(RunOptions& o) {
   if (o.lock.native) {
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
     if (o.start_gate_fd >= 0) fail("--start-gate-fd starts VMs; --native runs none");
+    if (!o.api.empty()) fail("--api drives a VM; --native runs no VM");
     if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
     return run_native(o, json);
   }
@@ -242,9 +245,14 @@ int run(RunOptions& o) {
   std::vector<std::byte> storage;
   const auto image = select_guest_image(o.machine.image, storage);
   machine::validate_image(config, image);
+  // Like --json, a bad --api path fails before anything boots; the socket
+  // is listening (0600) from here on and served once the VM runs.
+  std::unique_ptr<control::ControlService> api;
+  if (!o.api.empty()) api = std::make_unique<control::ControlService>(o.api);
   const auto origin = std::chrono::steady_clock::now();
   const auto kvm = kvm::KvmSystem::open();
   machine::Machine vm(kvm, config, image, origin);
+  if (api) vm.add_service(std::move(api));
   const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
   fmt::print("lockvisor run: workload {} ({}), {} vCPUs on host CPUs {} ({}), kick {}, KVM {}\n", o.workload,
              args.empty() ? "defaults" : args, config.vcpus,
@@ -377,6 +385,9 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& optio
   command->add_option("--json", options->json,
                       "Write the full report as JSON to FILE"
                       " (absent or a regular file, checked first; replaced atomically)");
+  command->add_option("--api", options->api,
+                      "Serve the control socket at SOCK while the VM runs (owner-only; see 'lockvisor ctl' and "
+                      "docs/control-socket.md)");
   options->machine.add_to(*command);
   command->add_option("--vm", options->vms,
                       "Run several VMs side by side, started and stopped together: key=value[,key=value...] over "

@@ -99,6 +99,15 @@ struct GuestUsage {
   std::uint64_t serial_bytes = 0;
 };
 
+// A --kick switch made while the VM ran (the control socket's kick-mode):
+// the settings of the report list them, so a result never claims one mode
+// for the whole run when it had two.
+struct KickModeChange {
+  double at_seconds = 0;  // since the run's origin
+  std::string from;
+  std::string to;
+};
+
 struct RunResult {
   Outcome outcome = Outcome::kCompleted;
   std::string reason;  // one line: why the run ended the way it did
@@ -119,6 +128,7 @@ struct RunResult {
   // how it attached or why not.
   std::string runstate = "unknown";
   std::string runstate_detail;
+  std::vector<KickModeChange> kick_mode_changes;  // in time order; empty: --kick held for the whole run
 
   // Guest strings with invalid UTF-8 replaced, over all vCPUs.
   std::uint64_t guest_text_replaced() const;

@@ -485,6 +485,20 @@ bool VcpuRunner::handle_ucall(std::uint64_t gpa) {
   return guest_error(std::move(action.text));
 }
 
+std::optional<double> VcpuRunner::cpu_seconds_now() const {
+  if (!started_.load() || finished_.load()) return std::nullopt;
+  clockid_t clock{};
+  timespec used{};
+  if (pthread_getcpuclockid(handle_, &clock) != 0 || clock_gettime(clock, &used) != 0) return std::nullopt;
+  return static_cast<double>(used.tv_sec) + static_cast<double>(used.tv_nsec) * 1e-9;
+}
+
+std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> VcpuRunner::exit_counts() const {
+  std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> counts{};
+  for (std::size_t k = 0; k < counts.size(); ++k) counts[k] = exits_[k].load(std::memory_order_relaxed);
+  return counts;
+}
+
 VcpuReport VcpuRunner::report() {
   VcpuReport report;
   report.index = index();
@@ -501,8 +515,9 @@ VcpuReport VcpuRunner::report() {
   report.pv = control_.backend().counters(index()).snapshot();
   report.wake_latency_ns = control_.backend().wake_latencies(index());
   report.kvm = kvm_stats_;
-  for (std::size_t k = 0; k < exits_.size(); ++k)
-    if (exits_[k] != 0) report.exits[kExitKindNames[k]] = exits_[k];
+  const auto exits = exit_counts();
+  for (std::size_t k = 0; k < exits.size(); ++k)
+    if (exits[k] != 0) report.exits[kExitKindNames[k]] = exits[k];
   report.cpu_seconds = cpu_seconds_;
   report.runqueue_wait_ns = runqueue_wait_ns_;
   report.voluntary_switches = voluntary_switches_;

@@ -126,6 +126,12 @@ class VcpuRunner {
   bool pause();
   void resume();
   bool paused() const { return park_.paused(); }
+  // Host CPU time the vCPU thread has used so far (guest and VMM), seconds;
+  // nullopt before it starts or once it has left its loop. Callable from the
+  // monitor thread while the run lasts (the thread is joined only after).
+  std::optional<double> cpu_seconds_now() const;
+  // Exits so far, by kind (kExitKindNames order); callable from any thread.
+  std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> exit_counts() const;
   ParkCounts park_counts() const { return park_.counts(); }
   // Ends every park for good (the run is stopping).
   void stop_parking() { park_.stop(); }
@@ -187,10 +193,16 @@ class VcpuRunner {
   std::atomic<bool> exited_{false};
   VcpuPark park_;
 
-  void count(ExitKind kind) { ++exits_[static_cast<std::size_t>(kind)]; }
+  // A load and a store, not a read-modify-write: this thread is the only
+  // writer, so the increment costs what a plain one does and a reader on
+  // another thread (the control socket's stats) still sees whole values.
+  void count(ExitKind kind) {
+    auto& counter = exits_[static_cast<std::size_t>(kind)];
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
-  // Written by the vCPU thread only; read after join.
-  std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> exits_{};
+  // Written by the vCPU thread only; read live by exit_counts().
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(ExitKind::kCount)> exits_{};
   GuestReport guest_report_;
   std::optional<std::uint64_t> guest_exit_code_;
   double cpu_seconds_ = 0;

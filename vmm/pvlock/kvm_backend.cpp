@@ -37,6 +37,11 @@ KickResult KvmBackend::kick(unsigned from, int target) {
   return KickResult::kDropped;
 }
 
+std::optional<std::string> KvmBackend::set_kick_mode(KickMode mode) {
+  if (mode == KickMode::kSticky) return std::nullopt;  // what it is already
+  return std::string("the kvm backend cannot switch --kick: KVM delivers KICK_CPU in the kernel and its pv_unhalted is always sticky");
+}
+
 HaltOutcome KvmBackend::halt(unsigned self) {
   slots_[self]->unexpected_halts.fetch_add(1, std::memory_order_relaxed);
   return HaltOutcome::kImmediate;

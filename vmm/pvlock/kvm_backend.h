@@ -40,6 +40,8 @@ class KvmBackend final : public PvBackend {
   void attach_vcpu(unsigned vcpu, UniqueFd stats_fd) override;
   KickResult kick(unsigned from, int target) override;
   KickResult kick_if_halted(unsigned from, int target) override { return kick(from, target); }
+  KickMode kick_mode() const override { return KickMode::kSticky; }
+  std::optional<std::string> set_kick_mode(KickMode mode) override;
   HaltOutcome halt(unsigned self) override;
   void stop() override {}  // the Machine's signal takes vCPUs out of KVM's halt (KVM_RUN returns EINTR)
   VcpuPvState vcpu_state(unsigned vcpu) const override;

@@ -16,6 +16,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -100,8 +102,16 @@ class PvBackend {
   // KVM's own statistics. Default: not needed.
   virtual void attach_vcpu(unsigned /*vcpu*/, UniqueFd /*stats_fd*/) {}
   // Kick vCPU `target` (an index, or -1 when the guest named no vCPU), in
-  // the configured --kick mode.
+  // the current --kick mode.
   virtual KickResult kick(unsigned from, int target) = 0;
+  // The --kick mode kick() uses now.
+  virtual KickMode kick_mode() const { return KickMode::kSticky; }
+  // Switches the --kick mode while the VM runs (the control socket); safe
+  // from any thread. nullopt: switched (kicks from now on use `mode`); else
+  // the one-line reason this backend cannot switch. Default: cannot.
+  virtual std::optional<std::string> set_kick_mode(KickMode /*mode*/) {
+    return std::string("this PV backend cannot switch --kick while the VM runs");
+  }
   // Kick that is lost unless `target` is halted right now, whatever --kick
   // says: SBI PVLOCK "as proposed" (kvm_vcpu_kick + yield, nothing latched).
   virtual KickResult kick_if_halted(unsigned from, int target) = 0;

@@ -17,7 +17,8 @@ std::uint64_t now_ns() {
 
 }  // namespace
 
-UserspaceBackend::UserspaceBackend(unsigned vcpu_count, BackendOptions options) : options_(options) {
+UserspaceBackend::UserspaceBackend(unsigned vcpu_count, BackendOptions options)
+    : options_(options), mode_(options.mode) {
   slots_.reserve(vcpu_count);
   for (unsigned i = 0; i < vcpu_count; ++i) slots_.push_back(std::make_unique<Slot>(epoch_, options_.halt_poll));
   std::string why;

@@ -29,7 +29,15 @@ class UserspaceBackend final : public PvBackend {
   std::string_view name() const override { return "userspace"; }
   static VmSetup setup() { return {}; }  // doorbells only: no irqchip, nothing enforced
   VmSetup vm_setup() const override { return setup(); }
-  KickResult kick(unsigned from, int target) override { return deliver(from, target, options_.mode); }
+  // One relaxed load per kick: the mode may change while the VM runs.
+  KickResult kick(unsigned from, int target) override {
+    return deliver(from, target, mode_.load(std::memory_order_relaxed));
+  }
+  KickMode kick_mode() const override { return mode_.load(std::memory_order_relaxed); }
+  std::optional<std::string> set_kick_mode(KickMode mode) override {
+    mode_.store(mode, std::memory_order_relaxed);
+    return std::nullopt;
+  }
   KickResult kick_if_halted(unsigned from, int target) override { return deliver(from, target, KickMode::kLossy); }
   HaltOutcome halt(unsigned self) override;
   void yield_to(unsigned from, int target) override;
@@ -61,7 +69,8 @@ class UserspaceBackend final : public PvBackend {
   void on_entry(unsigned vcpu);
   // Whether the calling thread runs on the host CPU vCPU `vcpu` last ran on.
   bool shares_cpu_with(unsigned vcpu) const;
-  BackendOptions options_;
+  BackendOptions options_;  // options_.mode: the mode at start; mode_ is the live one
+  std::atomic<KickMode> mode_;
   std::atomic<std::uint64_t> epoch_{0};
   StopFlag stopping_;  // set by stop(): ends every --kick-delay-us wait at once
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -22,7 +22,7 @@ std::uint64_t total_exits(const machine::VcpuReport& v) {
   return sum;
 }
 
-const char* kick_mode_name(pvlock::KickMode mode) { return mode == pvlock::KickMode::kSticky ? "sticky" : "lossy"; }
+using pvlock::kick_mode_name;
 
 // nlohmann::json's dump() throws on invalid UTF-8 (type_error.316): every
 // string that did not originate in the VMM goes through this. Guest strings
@@ -120,7 +120,7 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
   j["seconds_to_first_entry"] = result.seconds_to_first_entry;
   j["seconds_to_first_exit"] = result.seconds_to_first_exit;
   j["host"] = {{"kvm", result.kvm_kind}, {"tsc_khz", result.tsc_khz}};
-  j["settings"] = settings_json(config);
+  j["settings"] = settings_json(config, result.kick_mode_changes);
   // Doorbell calls the hypercall table had no handler for (answered as KVM/SBI do).
   j["unknown_hypercalls"] = {{"kvm", result.unknown_kvm_hypercalls}, {"sbi", result.unknown_sbi_calls}};
   j["config"] = {{"program", utf8(config.program, &host_text_replaced)},

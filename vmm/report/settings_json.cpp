@@ -6,7 +6,8 @@
 
 namespace lockvisor::report {
 
-nlohmann::json settings_json(const machine::MachineConfig& config) {
+nlohmann::json settings_json(const machine::MachineConfig& config,
+                             const std::vector<machine::KickModeChange>& kick_mode_changes) {
   const bool kvm_backend = config.backend_kind == pvlock::BackendKind::kKvm;
   const auto pause = host::read_pause_exit_params();
   nlohmann::json ple = {{"mode", config.ple == machine::PleMode::kOff ? "off" : "on"}, {"module", pause.module}};
@@ -20,20 +21,25 @@ nlohmann::json settings_json(const machine::MachineConfig& config) {
                  {"module_halt_poll_ns", halt_poll_ns ? nlohmann::json(*halt_poll_ns) : nullptr}};
   else
     halt_poll = {{"by", "vmm"}, {"setting", pvlock::format_halt_poll(b.halt_poll)}};
-  return {{"backend", pvlock::backend_kind_name(config.backend_kind)},
-          {"guest_ring", config.guest_ring},
-          {"ple", ple},
-          {"kick", config.backend.mode == pvlock::KickMode::kLossy ? "lossy" : "sticky"},
-          {"sbi_kick", config.sbi_kick_proposed ? "proposed" : "sticky"},
-          {"pv_unhalt", config.pv_unhalt},
-          {"enforce_pv_cpuid", config.backend.enforce_pv_feature_cpuid},
-          {"halt_poll", halt_poll},
-          {"kick_delay_us", b.kick_delay_us},
-          {"kick_yield", b.kick_yield},
-          {"kick_boost", b.kick_boost},
-          {"boost", pvlock::boost_mechanism_name(b.boost)},
-          {"boost_bound_us", b.boost_bound_us},
-          {"steal_time", config.steal_time}};
+  nlohmann::json settings = {{"backend", pvlock::backend_kind_name(config.backend_kind)},
+                             {"guest_ring", config.guest_ring},
+                             {"ple", ple},
+                             {"kick", pvlock::kick_mode_name(config.backend.mode)},
+                             {"sbi_kick", config.sbi_kick_proposed ? "proposed" : "sticky"},
+                             {"pv_unhalt", config.pv_unhalt},
+                             {"enforce_pv_cpuid", config.backend.enforce_pv_feature_cpuid},
+                             {"halt_poll", halt_poll},
+                             {"kick_delay_us", b.kick_delay_us},
+                             {"kick_yield", b.kick_yield},
+                             {"kick_boost", b.kick_boost},
+                             {"boost", pvlock::boost_mechanism_name(b.boost)},
+                             {"boost_bound_us", b.boost_bound_us},
+                             {"steal_time", config.steal_time}};
+  if (!kick_mode_changes.empty()) {
+    auto& changes = settings["kick_mode_changes"] = nlohmann::json::array();
+    for (const auto& c : kick_mode_changes) changes.push_back({{"at_s", c.at_seconds}, {"from", c.from}, {"to", c.to}});
+  }
+  return settings;
 }
 
 }  // namespace lockvisor::report

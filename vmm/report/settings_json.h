@@ -5,11 +5,18 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <vector>
+
 #include "vmm/machine/machine_config.h"
+#include "vmm/machine/run_result.h"
 
 namespace lockvisor::report {
 
 // Reads the KVM module parameters (PLE, halt polling) from sysfs.
-nlohmann::json settings_json(const machine::MachineConfig& config);
+// `kick_mode_changes`: --kick switches made while the VM ran (control
+// socket); listed as "kick_mode_changes" when there were any ("kick" stays
+// the mode the run started with).
+nlohmann::json settings_json(const machine::MachineConfig& config,
+                             const std::vector<machine::KickModeChange>& kick_mode_changes = {});
 
 }  // namespace lockvisor::report
