@@ -75,8 +75,11 @@ void Injector::start(machine::RunContext& context) {
   }
 }
 
+// The timers go now, not with the service: they belong to the run's
+// io_context, which is destroyed before the Machine (run_service.h).
 void Injector::stop() {
   for (auto& t : timed_) t->timer.cancel();
+  timed_.clear();
 }
 
 machine::VcpuRunner::PreemptVerdict Injector::preemption_point(unsigned vcpu, std::span<const std::byte> memory,
