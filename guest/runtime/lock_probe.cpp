@@ -65,7 +65,7 @@ void lock_probe_init() {
 void lock_probe_arrive(unsigned lock) {
   LockProbeCpu& rec = g_area->cpus[this_cpu()];
   rec.lock = lock;
-  rec.spun = 0;
+  rec.decided = 0;
   rec.ahead = 0;
   if (lock < lockvisor::abi::kLockProbeSlots && targets_lock(PreemptKind::kWaiter, lock))
     rec.ahead = lockvisor::locks::fetch_add(&g_area->locks[lock].inside, u64{1}, lockvisor::locks::Order::acq_rel);
@@ -75,24 +75,38 @@ void lock_probe_arrive(unsigned lock) {
 void lock_probe_spin() {
   const u32 cpu = this_cpu();
   LockProbeCpu& rec = g_area->cpus[cpu];
-  if (rec.state != static_cast<u32>(ProbeState::kWaiting) || rec.spun != 0) return;
-  rec.spun = 1;
-  // Enqueued as the first waiter: only the holder was ahead at arrival.
-  if (rec.ahead == 1 && targets_lock(PreemptKind::kWaiter, rec.lock)) event(rec, cpu, PreemptKind::kWaiter, rec.lock);
+  if (rec.state != static_cast<u32>(ProbeState::kWaiting) || rec.decided != 0) return;
+  // Only one CPU was ahead at arrival, or never the first waiter this time.
+  if (rec.ahead != 1 || rec.lock >= lockvisor::abi::kLockProbeSlots || !targets_lock(PreemptKind::kWaiter, rec.lock)) {
+    rec.decided = 1;
+    return;
+  }
+  // ... and it is spinning behind a CPU that holds the lock now: queued next
+  // in line. Until then (the lock is being handed over) keep looking.
+  const u64 holder = lockvisor::locks::load_relaxed(&g_area->locks[rec.lock].holder);
+  if (holder == 0 || holder == u64{cpu} + 1) return;
+  rec.decided = 1;
+  event(rec, cpu, PreemptKind::kWaiter, rec.lock);
 }
 
 void lock_probe_acquired(unsigned lock) {
   const u32 cpu = this_cpu();
   LockProbeCpu& rec = g_area->cpus[cpu];
   rec.state = static_cast<u32>(ProbeState::kHolding);
+  if (lock < lockvisor::abi::kLockProbeSlots && targets_lock(PreemptKind::kWaiter, lock))
+    lockvisor::locks::store_relaxed(&g_area->locks[lock].holder, u64{cpu} + 1);
   if (targets_lock(PreemptKind::kHolder, lock)) event(rec, cpu, PreemptKind::kHolder, lock);
 }
 
 void lock_probe_release(unsigned lock) {
-  LockProbeCpu& rec = g_area->cpus[this_cpu()];
+  const u32 cpu = this_cpu();
+  LockProbeCpu& rec = g_area->cpus[cpu];
   rec.state = static_cast<u32>(ProbeState::kIdle);
-  if (lock < lockvisor::abi::kLockProbeSlots && targets_lock(PreemptKind::kWaiter, lock))
+  if (lock < lockvisor::abi::kLockProbeSlots && targets_lock(PreemptKind::kWaiter, lock)) {
+    // Only if still ours: the next holder may have written itself already.
+    lockvisor::locks::cmpxchg(&g_area->locks[lock].holder, u64{cpu} + 1, u64{0}, lockvisor::locks::Order::relaxed);
     lockvisor::locks::fetch_add(&g_area->locks[lock].inside, ~u64{0}, lockvisor::locks::Order::acq_rel);
+  }
 }
 
 void lock_probe_report() {

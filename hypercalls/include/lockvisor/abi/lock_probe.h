@@ -10,10 +10,14 @@
 //
 // Events (per vCPU, counted only for the targeted lock, kProbeAnyLock: all):
 //   holder  the vCPU has just acquired the lock (state kHolding);
-//   waiter  the vCPU arrived while the lock was held and nobody else was
-//           waiting (`ahead` == 1: the holder only; with a FIFO lock it is
-//           next in line), and now spins or halts inside lock() for the
-//           first time in this acquisition: it is enqueued.
+//   waiter  the vCPU arrived while one CPU was ahead of it (`ahead` == 1)
+//           and now spins or halts inside lock() while another CPU holds the
+//           lock (the slot's `holder`): it is queued right behind the holder,
+//           next in line for a FIFO lock. The first such spin of an
+//           acquisition is the event. Requiring a holder (not just an
+//           arrival) matters for qspinlock: a CPU that arrives during the
+//           pending->locked hand-over spins before it has claimed any place,
+//           and parking it would stall nobody.
 // Each event gets the next index of its kind's per-vCPU counter. The event
 // is a preemption point when preempt_point_chosen(seed, vcpu, kind, index,
 // target) says so; the guest then sends one kPreemptPoint ucall (ucall.h)
@@ -44,7 +48,7 @@ struct LockProbeCpu {
   u32 state;         // ProbeState
   u32 lock;          // slot of the current operation
   u64 ahead;         // CPUs inside this lock's arrive..release span when it arrived (holder included)
-  u32 spun;          // 1 once this acquisition has spun or halted (its waiter event is decided)
+  u32 decided;       // 1 once this acquisition's waiter event is decided (taken, or not eligible)
   u32 reserved;
   u64 events[kPreemptKinds];  // eligible events seen, by PreemptKind
   u64 points[kPreemptKinds];  // preemption points taken (ucalls sent), by PreemptKind
@@ -52,9 +56,11 @@ struct LockProbeCpu {
 };
 static_assert(sizeof(LockProbeCpu) == 64);
 
+// Per lock slot, maintained only for the lock a waiter schedule targets.
 struct LockProbeSlot {
-  u64 inside;  // CPUs between arrival and release on this lock (waiter targeting only)
-  u64 pad[7];
+  u64 inside;  // CPUs between arrival and release on this lock
+  u64 holder;  // CPU index + 1 of the CPU that holds it (acquire to release), 0: none
+  u64 pad[6];
 };
 
 struct LockProbeArea {
