@@ -20,7 +20,6 @@ struct Injector::Timed {
   unsigned vcpu;
   SeededStream stream;
   machine::VcpuRunner* runner = nullptr;
-  std::chrono::steady_clock::time_point start;
   std::chrono::steady_clock::time_point due;
   std::uint64_t fired = 0;
 };
@@ -63,7 +62,7 @@ void Injector::start(machine::RunContext& context) {
       if (s.vcpu && *s.vcpu != runner->index()) continue;
       auto t = std::make_unique<Timed>(context.io, s, runner->index(), s.seed.value_or(run_seed_));
       t->runner = runner.get();
-      t->start = t->due = now;
+      t->due = now;
       arm(*t);
       timed_.push_back(std::move(t));
     }
