@@ -9,6 +9,7 @@
 #include "tests/support/kvm_required.h"
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
+#include "vmm/host/cpu_set.h"
 #include "vmm/inject/injector.h"
 #include "vmm/machine/machine.h"
 #include "vmm/report/run_report.h"
@@ -101,12 +102,18 @@ TEST(InjectMachine, WaiterPointsHitFirstWaitersAndCountsAgree) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   // A duration, not a count: with a few thousand acquisitions one vCPU may
   // finish within one host time slice before the other runs, and never wait.
-  const RunResult r = run(*kvm, lockbench(2, "ticket", 0, 0.2), "waiter:lock=0,p=0.2,for=50us");
+  // One host CPU each, so that on a loaded host they still overlap often.
+  auto config = lockbench(2, "ticket", 0, 0.4);
+  if (const auto cpus = host::allowed_cpus(); cpus.size() >= 2) config.pcpus = {cpus[0], cpus[1]};
+  const RunResult r = run(*kvm, config, "waiter:lock=0,p=0.2,for=50us");
   ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
   expect_counts_agree(r, "waiter");
-  std::uint64_t points = 0;
-  for (const auto& v : r.vcpus) points += v.injected.at("waiter").count;
-  EXPECT_GT(points, 0u) << "two vCPUs on one lock never queued a first waiter";
+  std::uint64_t points = 0, events = 0;
+  for (const auto& v : r.vcpus) {
+    points += v.injected.at("waiter").count;
+    events += v.injected.at("waiter").guest_events.value_or(0);
+  }
+  EXPECT_GT(points, 0u) << "two vCPUs on one lock: " << events << " first-waiter events, no point chosen";
 }
 
 TEST(InjectMachine, SameSeedSamePointsOtherSeedOtherPoints) {
