@@ -14,6 +14,7 @@
 #include "runtime/cpu.h"
 #include "runtime/doorbell.h"
 #include "runtime/lock_env.h"
+#include "runtime/lock_probe.h"
 #include "runtime/lock_tuning.h"
 #include "runtime/report.h"
 #include "runtime/string.h"
@@ -39,8 +40,20 @@ namespace {
 // and the halt (a test knob for the lost wake-up under --kick lossy).
 u64 g_halts[kMaxVcpus];
 u64 g_wait_halt_delay_ns;
+//
+// relax() and wait() are also where a waiter is seen enqueued for the lock
+// probe (runtime/lock_probe.h): every lock spins through spin_relax<Env>()
+// or halts through Env::wait() while it waits. With the probe off each adds
+// one predictable branch.
 struct WorkloadEnv : GuestLockEnv {
+  static void relax() {
+    if (g_lock_probe_on) [[unlikely]]
+      lock_probe_spin();
+    lockvisor::locks::cpu_relax();
+  }
   static void wait(volatile u8* ptr, u8 val) {
+    if (g_lock_probe_on) [[unlikely]]
+      lock_probe_spin();
     if (*ptr == val) {
       if (g_wait_halt_delay_ns != 0) spin_ns(g_wait_halt_delay_ns);
       g_halts[this_cpu()]++;
@@ -62,6 +75,19 @@ struct GuestPlatform {
     u.type = UcallType::kWindowMark;
     u.args[0] = edge;
     ucall_doorbell(&u);
+  }
+  // The lock probe's hooks (targeted preemption, docs/preemption.md).
+  static void on_lock_arrive(unsigned lock, u64 /*t0*/) {
+    if (g_lock_probe_on) [[unlikely]]
+      lock_probe_arrive(lock);
+  }
+  static void on_lock_acquired(unsigned lock, u64 /*t0*/, u64 /*t1*/) {
+    if (g_lock_probe_on) [[unlikely]]
+      lock_probe_acquired(lock);
+  }
+  static void on_lock_release(unsigned lock, u64 /*t1*/, u64 /*t2*/) {
+    if (g_lock_probe_on) [[unlikely]]
+      lock_probe_release(lock);
   }
 };
 
@@ -85,6 +111,7 @@ const WorkloadParams& checked_params(WorkloadKind kind) {
 
 void run(WorkloadKind kind) {
   init_lock_features();
+  lock_probe_init();
   const WorkloadParams& params = checked_params(kind);
   const char* name = params.lock;
   g_wait_halt_delay_ns = params.wait_halt_delay_ns;  // every vCPU writes the same value
@@ -106,6 +133,7 @@ void run(WorkloadKind kind) {
   }
   if (!known) assert_fail(__FILE__, __LINE__, Text().str("unknown lock '").str(name).str("'").c_str());
   g_stats[cpu].pv_halts = g_halts[cpu];
+  if (g_lock_probe_on) lock_probe_report();
   report_array(kWorkloadStatsKey, reinterpret_cast<const u64*>(&g_stats[cpu]), kWorkloadStatsWords,
                ResultKind::kUnsigned);
 }

@@ -772,4 +772,20 @@ TEST(CliKvm, JsonWriteFailureAfterTheRunShowsInTheOutcomeLine) {
   EXPECT_TRUE(dir.entries().empty());
 }
 
+// --inject (docs/preemption.md): a bad schedule is refused before anything boots.
+TEST(CliInject, BadSchedulesAreOneLineUsageErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"run -w lockbench --inject periodic:vcpu=0,every=1ms,for=1ms", "must be shorter than every"},
+      {"run -w lockbench --inject 'holder:lock=0,for=1ms'", "exactly one of every=N or p=P"},
+      {"run -w lockbench --vcpus 2 --inject periodic:vcpu=2,every=1ms,for=10us", "the VM has 2 vCPUs"},
+      {"run -w pingpong --inject waiter:lock=0,every=1,for=10us", "need a lock workload"},
+      {"run -w lockbench --native --inject periodic:vcpu=0,every=1ms,for=10us", "not with --native"},
+      {"run -w lockbench --inject 'holder:lock=0,every=1,for=1ms;holder:lock=any,p=0.5,for=1ms'", "more than one holder"},
+  };
+  for (const auto& [args, mention] : cases) {
+    SCOPED_TRACE(args);
+    expect_one_line_error(lockvisor(args), 2, mention);
+  }
+}
+
 }  // namespace

@@ -81,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::uint64_t gpa = (raw & 0x8000'0000u) ? ~std::uint64_t{0} - (raw & 0x7FFF'FFFFu) : raw % (size + 64);
     if (gpa < size && size - gpa >= 8) {
       if (stamp_magic) std::memcpy(guest.data() + gpa, &abi::kUcallMagic, sizeof abi::kUcallMagic);
-      if (fold_type) guest[gpa + 4] = static_cast<std::byte>(static_cast<unsigned>(guest[gpa + 4]) % 9);  // every UcallType, kWindowMark (8) too
+      if (fold_type) guest[gpa + 4] = static_cast<std::byte>(static_cast<unsigned>(guest[gpa + 4]) % 10);  // every UcallType, kPreemptPoint (9) too
       if (fold_type) std::memset(guest.data() + gpa + 5, 0, 3);
     }
     const UcallAction action = report.handle(memory, gpa);
@@ -102,6 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case UcallAction::Kind::kWindowMark:  // only the two edges get through
         check(action.exit_code == abi::kWindowStart || action.exit_code == abi::kWindowEnd);
         break;
+      case UcallAction::Kind::kPreemptPoint:  // checked by the injector (vmm/inject/), not here
       case UcallAction::Kind::kContinue:
       case UcallAction::Kind::kDone:
         break;

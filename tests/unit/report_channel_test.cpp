@@ -65,7 +65,7 @@ TEST_F(ReportChannel, BadMagicAndUnknownTypes) {
   GuestReport report(budget);
   slot(abi::UcallType::kPrint, "x").magic = 0x1234;
   EXPECT_NE(report.handle(memory(), kSlot).text.find("bad magic"), std::string::npos);
-  for (std::uint32_t type : {0u, 9u, 99u, 0xFFFFFFFFu}) {
+  for (std::uint32_t type : {0u, 10u, 99u, 0xFFFFFFFFu}) {
     slot(static_cast<abi::UcallType>(type));
     const auto action = report.handle(memory(), kSlot);
     EXPECT_EQ(action.kind, Kind::kGuestError);

@@ -15,6 +15,8 @@
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/inject/inject_spec.h"
+#include "vmm/inject/injector.h"
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/machine.h"
@@ -45,6 +47,7 @@ struct RunOptions {
   std::vector<std::string> params;
   std::string json;
   std::string api;  // --api SOCK: the control socket (vmm/control/)
+  std::vector<std::string> inject;  // --inject values (docs/preemption.md)
   LockOptions lock;
   // Several VMs side by side (multi_vm_command.cpp), host CPU hogs, and the
   // start gate a child VM of a multi-VM run waits at (multivm/start_gate.h).
@@ -74,6 +77,25 @@ const char* option_for_param(const std::string& key) {
 }
 
 using experiment::is_lock_workload;
+
+// --inject: parsed, checked against the VM, and recorded in the config (the
+// report's settings and the guest's BootInfo::lock_probe).
+std::vector<inject::InjectSpec> inject_specs(const RunOptions& o, machine::MachineConfig& config) {
+  std::vector<inject::InjectSpec> specs;
+  for (const auto& value : o.inject)
+    for (auto& s : inject::parse_inject_specs(value)) specs.push_back(std::move(s));
+  if (specs.empty()) return specs;
+  if (o.lock.native) fail("--inject works on VMs only (not with --native)");
+  inject::validate_inject_specs(specs, config.vcpus);
+  for (const auto& s : specs) {
+    if (s.targeted() && !is_lock_workload(o.workload))
+      fail("--inject '{}': targeted schedules need a lock workload (lockbench, uncontended, torture)",
+           inject::format_inject_spec(s));
+    config.inject.push_back(inject::format_inject_spec(s));
+  }
+  config.lock_probe = inject::lock_probe_config(specs, config.seed);
+  return specs;
+}
 
 abi::WorkloadParams lock_params(const RunOptions& o, unsigned cpus) {
   return experiment::workload_params(o.lock.w, o.machine.config.seed, cpus);
@@ -205,6 +227,7 @@ int run(RunOptions& o) {
   // cannot be written is a bad command line (exit 2) before anything boots.
   std::optional<OutputFile> json;
   if (!o.json.empty()) json.emplace(o.json, "--json");
+  auto specs = inject_specs(o, config);
   if (o.lock.native) {
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
     if (o.start_gate_fd >= 0) fail("--start-gate-fd starts VMs; --native runs none");
@@ -253,6 +276,7 @@ int run(RunOptions& o) {
   const auto kvm = kvm::KvmSystem::open();
   machine::Machine vm(kvm, config, image, origin);
   if (api) vm.add_service(std::move(api));
+  if (!specs.empty()) vm.add_service(std::make_unique<inject::Injector>(std::move(specs), config.seed, config.vcpus));
   const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
   fmt::print("lockvisor run: workload {} ({}), {} vCPUs on host CPUs {} ({}), kick {}, KVM {}\n", o.workload,
              args.empty() ? "defaults" : args, config.vcpus,
@@ -380,6 +404,10 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& optio
                       "Test knob: busy-wait between a PV wait's re-check and its halt, widening the lost-wake-up "
                       "window (guest only, at most 10 ms)")
       ->transform(unsigned_in(0, 10000000));
+  command->add_option("--inject", options->inject,
+                      "Inject preemptions (repeatable; docs/preemption.md): periodic:vcpu=N|all,every=DUR,for=DUR"
+                      "[,phase=DUR][,count=N] | random:vcpu=N|all,rate=HZ,for=DUR[,seed=N][,count=N] | "
+                      "holder|waiter:lock=N|any,every=N|p=P,for=DUR[,seed=N]");
   command->add_flag("--native", l.native, "Run the lock workload on host threads (no VM), pinned the same way");
   command->add_option("--param", options->params, "Extra workload parameter key=value (repeatable)");
   command->add_option("--json", options->json,
@@ -428,6 +456,7 @@ CheckedRun check_run_arguments(std::vector<std::string> args) {
   if (!o.machine.config.pcpus.empty()) host::validate_cpus(o.machine.config.pcpus);
   if (!o.vms.empty()) plan_vms(*o.command, o.vms);  // each VM's arguments, checked the same way
   auto config = o.machine.config;  // what run checks before it boots (vCPU count, memory, ...)
+  inject_specs(o, config);
   config.program = o.workload;
   machine::validate_config(config);
   return {o.workload, is_lock_workload(o.workload) ? o.lock.w.lock : std::string(), config.vcpus, default_timeout(o),

@@ -42,6 +42,7 @@ constexpr Setting kSettings[] = {
   {"dedicated",       "--dedicated",       true,  "advertise KVM_HINTS_REALTIME"},
   {"memory_mib",      "--memory",          false, "guest memory, MiB"},
   {"seed",            "--seed",            false, "seed of the workload's random choices"},
+  {"inject",          "--inject",          false, "preemption injection, ';'-separated specs (docs/preemption.md)"},
   {"param",           "--param",           false, "extra workload parameter key=value (e.g. pvb_bound_us=1000)"},
   {"timeout_s",       "--timeout",         false, "watchdog, s"},
   {"hogs",            "--hogs",            false, "host CPU hogs: N busy threads over pcpus for the run"},

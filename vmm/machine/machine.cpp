@@ -219,6 +219,11 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
   if (s.runstate_page) boot->flags |= abi::kBootFlagRunStateLive;
   std::memcpy(boot->program, cfg.program.c_str(), cfg.program.size() + 1);
   std::memcpy(boot->args, cfg.args.c_str(), cfg.args.size() + 1);
+  boot->lock_probe_gpa = abi::kLockProbeAddr;
+  if (cfg.lock_probe) {
+    boot->lock_probe = *cfg.lock_probe;
+    boot->flags |= abi::kBootFlagLockProbe;
+  }
   if (cfg.workload) {
     boot->workload = *cfg.workload;
     abi::stamp_header(boot->workload);

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "lockvisor/abi/lock_probe.h"
 #include "lockvisor/abi/sbi_pvlock.h"
 #include "lockvisor/abi/workload.h"
 #include "vmm/machine/guest_limits.h"
@@ -43,6 +44,11 @@ struct MachineConfig {
   // this). The Machine stamps the header (abi::stamp_header).
   std::optional<abi::WorkloadParams> workload;
   std::uint64_t seed = 1;
+  // --inject: the schedules as given (canonical text, for the report), and
+  // the targeted ones as the guest sees them (BootInfo::lock_probe; nullopt:
+  // the lock probe is off). The injector service (vmm/inject/) carries them out.
+  std::vector<std::string> inject;
+  std::optional<abi::LockProbeConfig> lock_probe;
 
   bool pv_unhalt = true;  // KICK_CPU works and CPUID says so
   bool sbi_pvlock = true;

@@ -29,7 +29,7 @@ std::string fixed_string(const char* chars, std::size_t capacity, unsigned* repl
 
 bool known_type(std::uint32_t type) {
   return type >= static_cast<std::uint32_t>(abi::UcallType::kPrint) &&
-         type <= static_cast<std::uint32_t>(abi::UcallType::kWindowMark);
+         type <= static_cast<std::uint32_t>(abi::UcallType::kPreemptPoint);
 }
 
 std::uint64_t kept_bytes(std::uint64_t payload) { return payload + GuestLimits::kKeptItemOverhead; }
@@ -140,6 +140,10 @@ UcallAction GuestReport::apply(const UcallMessage& m, std::span<const std::byte>
       if (m.args[0] != abi::kWindowStart && m.args[0] != abi::kWindowEnd)
         return error(fmt::format("report channel: window mark edge {} (expected 0 start or 1 end)", m.args[0]));
       return {UcallAction::Kind::kWindowMark, {}, m.args[0]};
+
+    case abi::UcallType::kPreemptPoint:
+      // Checked by the injector, which knows the schedule (vmm/inject/).
+      return {UcallAction::Kind::kPreemptPoint, {}, 0, {m.args[0], m.args[1], m.args[2]}};
   }
   return error(fmt::format("report channel: unknown type {}", static_cast<std::uint32_t>(m.type)));
 }

@@ -47,10 +47,12 @@ struct UcallAction {
     kDone,          // the program ended with `exit_code`
     kGuestError,    // the guest broke the ABI or a limit: `text` is the reason line (escaped)
     kWindowMark,    // sample the vCPU thread's usage: `exit_code` is the edge (abi::kWindowStart/End)
+    kPreemptPoint,  // a targeted preemption point: `args` as the guest sent them (unchecked here)
   };
   Kind kind = Kind::kContinue;
   std::string text;
   std::uint64_t exit_code = 0;
+  std::uint64_t args[3] = {};
 };
 
 // What one vCPU's report-channel messages add up to.

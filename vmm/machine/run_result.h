@@ -54,6 +54,18 @@ struct VcpuRunStateCounts {
   std::uint64_t involuntary_switches = 0;  // getrusage over the same span
 };
 
+// Injected preemptions of one kind (periodic, random, holder, waiter) on one
+// vCPU, from the injector (vmm/inject/). Targeted kinds add the guest's own
+// counts (its lock-probe record, reported as results) and the indices of the
+// events that became preemption points.
+struct InjectedKindCounts {
+  std::uint64_t count = 0;  // injections the VMM delivered (park requests accepted)
+  std::uint64_t ns = 0;     // their requested length
+  std::optional<std::uint64_t> guest_count;   // targeted: preemption points the guest says it sent
+  std::optional<std::uint64_t> guest_events;  // targeted: eligible events the guest saw
+  std::vector<std::uint64_t> event_indices;   // targeted: chosen events' indices (the first 1024)
+};
+
 struct VcpuReport {
   unsigned index = 0;
   unsigned apic_id = 0;
@@ -76,6 +88,7 @@ struct VcpuReport {
   std::optional<VcpuRunStateCounts> runstate;  // only when the page was live
   // Preemptions the VMM injected and pauses it held (vcpu_park.h).
   ParkCounts park;
+  std::map<std::string, InjectedKindCounts> injected;  // by kind name; only kinds with a schedule
   // The thread's usage when the guest marked its measured window's start and
   // end (abi::UcallType::kWindowMark); absent when it sent no such mark.
   std::optional<metrics::ThreadUsage> window_start;

@@ -479,6 +479,16 @@ bool VcpuRunner::handle_ucall(std::uint64_t gpa) {
     case UcallAction::Kind::kWindowMark:
       (action.exit_code == abi::kWindowStart ? window_start_ : window_end_) = metrics::sample_thread_usage();
       return true;
+    case UcallAction::Kind::kPreemptPoint: {
+      if (!on_preempt_point)
+        return guest_error("preemption point (ucall 9) but no targeted --inject schedule is armed");
+      auto verdict = on_preempt_point(index(), memory_.all(), action.args);
+      if (!verdict.refused.empty()) return guest_error(std::move(verdict.refused));
+      // On this thread: the park is served before the next KVM_RUN, so the
+      // vCPU stops exactly at its preemption point.
+      park_.inject(verdict.park);
+      return true;
+    }
     case UcallAction::Kind::kGuestError:
       break;
   }

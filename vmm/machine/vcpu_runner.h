@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -138,6 +139,17 @@ class VcpuRunner {
   // Invoked on the vCPU thread for every interval it spent parked (the
   // timeline); set before start().
   std::function<void(unsigned vcpu, const ParkInterval&)> on_parked;
+  // A targeted preemption point (abi::UcallType::kPreemptPoint), called on
+  // this vCPU's thread while the guest waits in the ucall (its probe record
+  // is stable): how long to park the vCPU, or a one-line reason to refuse the
+  // point (a guest error). Unset, every preemption point is a guest error: a
+  // guest cannot park itself without an armed --inject schedule. Set before start().
+  struct PreemptVerdict {
+    std::chrono::nanoseconds park{0};
+    std::string refused;
+  };
+  std::function<PreemptVerdict(unsigned vcpu, std::span<const std::byte> memory, const std::uint64_t (&args)[3])>
+      on_preempt_point;
 
   unsigned index() const { return vcpu_.index(); }
   bool finished() const { return finished_.load(); }

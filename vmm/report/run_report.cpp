@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "vmm/host/cpu_set.h"
 #include "vmm/machine/guest_text.h"
 #include "vmm/metrics/summary.h"
@@ -65,6 +67,39 @@ void print_knob_lines(const machine::RunResult& result, std::FILE* out) {
   }
 }
 
+// VcpuReport::injected as JSON: {"holder": {"count", "ns", "guest_count",
+// "guest_events", "events"}, ...}; guest fields only for targeted kinds.
+nlohmann::json injected_json(const std::map<std::string, machine::InjectedKindCounts>& injected) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [kind, c] : injected) {
+    nlohmann::json k = {{"count", c.count}, {"ns", c.ns}};
+    if (c.guest_count || c.guest_events || !c.event_indices.empty()) {
+      k["guest_count"] = c.guest_count ? nlohmann::json(*c.guest_count) : nlohmann::json(nullptr);
+      k["guest_events"] = c.guest_events ? nlohmann::json(*c.guest_events) : nlohmann::json(nullptr);
+      k["events"] = c.event_indices;
+    }
+    j[kind] = std::move(k);
+  }
+  return j;
+}
+
+// One line per vCPU that had injections: "vCPU 1: holder 12 (guest 12 of 48 events), periodic 10, 10.0 ms parked".
+void print_injected_lines(const machine::RunResult& result, std::FILE* out) {
+  bool header = false;
+  for (const auto& v : result.vcpus) {
+    if (v.injected.empty()) continue;
+    if (!std::exchange(header, true)) fmt::print(out, "injected preemptions (--inject), per vCPU and kind:\n");
+    std::string line;
+    for (const auto& [kind, c] : v.injected) {
+      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", kind, c.count);
+      if (c.guest_count)
+        line += fmt::format(" (guest {} of {} events)", *c.guest_count, c.guest_events ? *c.guest_events : 0);
+    }
+    fmt::print(out, "  vCPU {}: {}; parked {} times, {:.1f} ms\n", v.index, line, v.park.parks,
+               static_cast<double>(v.park.parked_ns) / 1e6);
+  }
+}
+
 }  // namespace
 
 nlohmann::json wake_latency_json(const machine::RunResult& result) {
@@ -102,6 +137,7 @@ void print_run_table(const machine::RunResult& result, std::FILE* out) {
     fmt::print(out, "run-state page: unknown ({})\n", result.runstate_detail);
   }
   print_knob_lines(result, out);
+  print_injected_lines(result, out);
   const auto wake = wake_latency_json(result);
   if (wake["count"].get<std::uint64_t>() > 0)
     fmt::print(out, "kick->wake latency (VMM-measured, all vCPUs): median {:.1f} us, p99 {:.1f} us over {} wakes\n",
@@ -186,7 +222,8 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
                                   {"count", v.park.parks},
                                   {"ns", v.park.parked_ns},
                                   {"pauses", v.park.pauses},
-                                  {"paused_ns", v.park.paused_ns}};
+                                  {"paused_ns", v.park.paused_ns},
+                                  {"by_kind", injected_json(v.injected)}};
     nlohmann::json results = nlohmann::json::object();
     bool guest_replaced = false;  // already counted in guest_text_replaced when it arrived
     for (const auto& r : v.results) {

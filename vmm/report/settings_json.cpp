@@ -34,7 +34,11 @@ nlohmann::json settings_json(const machine::MachineConfig& config,
                              {"kick_boost", b.kick_boost},
                              {"boost", pvlock::boost_mechanism_name(b.boost)},
                              {"boost_bound_us", b.boost_bound_us},
-                             {"steal_time", config.steal_time}};
+                             {"steal_time", config.steal_time},
+                             // --inject schedules (docs/preemption.md) and the seed they draw from
+                             // unless a schedule names its own.
+                             {"inject", config.inject},
+                             {"inject_seed", config.seed}};
   if (!kick_mode_changes.empty()) {
     auto& changes = settings["kick_mode_changes"] = nlohmann::json::array();
     for (const auto& c : kick_mode_changes) changes.push_back({{"at_s", c.at_seconds}, {"from", c.from}, {"to", c.to}});

@@ -2,6 +2,7 @@
 // A guest checks magic and version before trusting anything else in it.
 #pragma once
 #include "lockvisor/abi/guest_layout.h"
+#include "lockvisor/abi/lock_probe.h"
 #include "lockvisor/abi/types.h"
 #include "lockvisor/abi/workload.h"
 
@@ -10,7 +11,8 @@ namespace lockvisor::abi {
 inline constexpr u64 kBootInfoMagic = 0x31304f4f42564c;  // "LVBOO01"
 // 2: adds runstate_gpa and kBootFlagRunStateLive (the vCPU run-state page).
 // 3: adds workload and kBootFlagWorkload (lock-workload parameters in binary).
-inline constexpr u32 kBootInfoVersion = 3;
+// 4: adds lock_probe_gpa, lock_probe and kBootFlagLockProbe (targeted preemption).
+inline constexpr u32 kBootInfoVersion = 4;
 
 inline constexpr u32 kBootFlagPvUnhalt = 1u << 0;   // KICK_CPU works (CPUID says the same)
 inline constexpr u32 kBootFlagSbiPvlock = 1u << 1;  // SBI PVLOCK is on
@@ -28,6 +30,10 @@ inline constexpr u32 kBootFlagKvmHypercalls = 1u << 5;
 // --guest-ring 0: the program (guest_main and everything after it) runs at
 // CPL0; the entry code does not drop to CPL3.
 inline constexpr u32 kBootFlagGuestRing0 = 1u << 6;
+// BootInfo::lock_probe arms targeted preemption points (lock_probe.h): the
+// lock workloads publish their lock operations at lock_probe_gpa. Clear: the
+// probe is off and costs one predictable branch per hook.
+inline constexpr u32 kBootFlagLockProbe = 1u << 7;
 
 inline constexpr u32 kProgramNameBytes = 32;
 inline constexpr u32 kProgramArgsBytes = 768;
@@ -65,6 +71,10 @@ struct BootInfo {
   // Version 3. Valid when kBootFlagWorkload is set; the guest still checks
   // its own header (abi::check_header).
   WorkloadParams workload;
+  // Version 4. The lock probe (lock_probe.h): its area's address (always
+  // kLockProbeAddr) and, with kBootFlagLockProbe, the targeted schedules.
+  u64 lock_probe_gpa;
+  LockProbeConfig lock_probe;
 };
 static_assert(sizeof(BootInfo) <= kBootInfoBytes, "BootInfo outgrew its pages");
 

@@ -33,6 +33,11 @@ enum class UcallType : u32 {
   // vCPU thread samples its CPU time, run-queue wait and context switches
   // (one exit at each edge, outside the window).
   kWindowMark = 8,
+  // A targeted preemption point (lock_probe.h): args[0] = PreemptKind,
+  // args[1] = lock slot, args[2] = the event's index. The VMM checks it
+  // against the armed schedule and the vCPU's probe record, then parks the
+  // vCPU for the schedule's duration. Without an armed schedule: a guest error.
+  kPreemptPoint = 9,
 };
 inline constexpr u64 kWindowStart = 0;
 inline constexpr u64 kWindowEnd = 1;

@@ -1,0 +1,149 @@
+// --inject on real runs: the timed schedules deliver what they promise, the
+// targeted ones hit holders and first waiters, the guest's and the VMM's
+// counts agree, a seed repeats the same preemption points, and a guest cannot
+// park itself without a schedule.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "tests/support/kvm_required.h"
+#include "vmm/experiment/workload_settings.h"
+#include "vmm/guest_image.h"
+#include "vmm/host/cpu_set.h"
+#include "vmm/inject/injector.h"
+#include "vmm/machine/machine.h"
+#include "vmm/report/run_report.h"
+
+namespace lockvisor::inject {
+namespace {
+
+using machine::MachineConfig;
+using machine::Outcome;
+using machine::RunResult;
+
+MachineConfig lockbench(unsigned vcpus, const std::string& lock, std::uint64_t iterations, double duration_s = 0.3) {
+  experiment::WorkloadSettings w;
+  w.lock = lock;
+  w.workload = "lockbench";
+  w.iterations = iterations;
+  w.duration_s = duration_s;
+  MachineConfig config;
+  config.vcpus = vcpus;
+  config.program = "lockbench";
+  config.workload = experiment::workload_params(w, config.seed, vcpus);
+  config.echo_guest_prints = false;
+  config.capture_serial = true;
+  config.timeout_s = 120;
+  return config;
+}
+
+RunResult run(const kvm::KvmSystem& kvm, MachineConfig config, const std::string& inject, bool with_injector = true) {
+  auto specs = parse_inject_specs(inject);
+  validate_inject_specs(specs, config.vcpus);
+  config.lock_probe = lock_probe_config(specs, config.seed);
+  for (const auto& s : specs) config.inject.push_back(format_inject_spec(s));
+  machine::Machine vm(kvm, config, embedded_guest_image());
+  if (with_injector) vm.add_service(std::make_unique<Injector>(std::move(specs), config.seed, config.vcpus));
+  return vm.run();
+}
+
+// The targeted kind's counts agree on both sides, and the VMM requested one
+// park for each point (nothing else was injected).
+void expect_counts_agree(const RunResult& r, const char* kind) {
+  for (const auto& v : r.vcpus) {
+    SCOPED_TRACE(fmt::format("vCPU {} {}", v.index, kind));
+    const auto& c = v.injected.at(kind);
+    ASSERT_TRUE(c.guest_count.has_value());
+    EXPECT_EQ(c.count, *c.guest_count);
+    EXPECT_EQ(c.event_indices.size(), std::min<std::size_t>(c.count, Injector::kMaxRecordedEvents));
+    EXPECT_EQ(v.park.requested, c.count);
+    EXPECT_LE(v.park.parks, c.count);  // one the host delayed past its end is not slept
+  }
+}
+
+TEST(InjectMachine, PeriodicDeliversItsCountAndLength) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  auto config = lockbench(2, "ticket", 0, 0.4);
+  // The first one 50 ms in: after the vCPU threads have entered the guest
+  // (a request before that would merge with the next into one park).
+  const RunResult r = run(*kvm, config, "periodic:vcpu=0,every=20ms,for=2ms,phase=50ms,count=6");
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  const auto& v0 = r.vcpus[0];
+  const auto& c = v0.injected.at("periodic");
+  EXPECT_EQ(c.count, 6u);
+  EXPECT_EQ(c.ns, 6u * 2'000'000);
+  EXPECT_EQ(v0.park.requested, 6u);
+  // What the vCPU thread actually slept depends on the host: a park ends at
+  // request + D (VcpuPark), so a thread the host kept off its CPU for longer
+  // than D (load average ~10 on this 2-CPU host while helpers build) skips
+  // it, and a loaded host oversleeps. Bounds, not equalities.
+  EXPECT_LE(v0.park.parks, c.count);
+  EXPECT_LE(v0.park.parked_ns, v0.park.parks * (2'000'000 + 20'000'000)) << "a park overslept by far";
+  EXPECT_EQ(r.vcpus[1].injected.at("periodic").count, 0u);
+  EXPECT_EQ(r.vcpus[1].park.parks, 0u);
+  const auto json = report::run_to_json(r, config);
+  EXPECT_EQ(json["vcpus"][0]["injected_preemptions"]["by_kind"]["periodic"]["count"], 6u);
+}
+
+TEST(InjectMachine, HolderPointsHitEveryNthAcquisitionAndCountsAgree) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  const RunResult r = run(*kvm, lockbench(2, "pvqspinlock", 2000), "holder:lock=any,every=100,for=100us");
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  expect_counts_agree(r, "holder");
+  for (const auto& v : r.vcpus) {
+    // Every acquisition is a holder event: exactly 1 in 100 of 2000 is chosen.
+    EXPECT_EQ(v.injected.at("holder").guest_events, 2000u);
+    EXPECT_EQ(v.injected.at("holder").count, 20u);
+    EXPECT_GE(v.park.parked_ns, 20u * 100'000);
+  }
+}
+
+TEST(InjectMachine, WaiterPointsHitFirstWaitersAndCountsAgree) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  // A duration, not a count: with a few thousand acquisitions one vCPU may
+  // finish within one host time slice before the other runs, and never wait.
+  // One host CPU each, so that on a loaded host they still overlap often.
+  auto config = lockbench(2, "ticket", 0, 0.4);
+  if (const auto cpus = host::allowed_cpus(); cpus.size() >= 2) config.pcpus = {cpus[0], cpus[1]};
+  const RunResult r = run(*kvm, config, "waiter:lock=0,p=0.2,for=50us");
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  expect_counts_agree(r, "waiter");
+  std::uint64_t points = 0, events = 0;
+  for (const auto& v : r.vcpus) {
+    points += v.injected.at("waiter").count;
+    events += v.injected.at("waiter").guest_events.value_or(0);
+  }
+  EXPECT_GT(points, 0u) << "two vCPUs on one lock: " << events << " first-waiter events, no point chosen";
+}
+
+TEST(InjectMachine, SameSeedSamePointsOtherSeedOtherPoints) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  auto indices = [&](std::uint64_t seed) {
+    auto config = lockbench(2, "pvqspinlock", 1000);
+    config.seed = seed;
+    config.workload->seed = seed;
+    const RunResult r = run(*kvm, config, "holder:lock=0,p=0.03,for=20us");
+    EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+    expect_counts_agree(r, "holder");
+    std::vector<std::vector<std::uint64_t>> out;
+    for (const auto& v : r.vcpus) out.push_back(v.injected.at("holder").event_indices);
+    return out;
+  };
+  const auto a = indices(7);
+  EXPECT_EQ(a, indices(7));
+  EXPECT_NE(a, indices(8));
+  EXPECT_FALSE(a[0].empty());
+}
+
+TEST(InjectMachine, PreemptionPointWithoutAScheduleIsAGuestError) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  // BootInfo arms the probe but no injector listens: the guest's points are
+  // unsolicited, and the first one ends the run.
+  const RunResult r = run(*kvm, lockbench(2, "ticket", 500), "holder:lock=any,every=1,for=10us", false);
+  EXPECT_EQ(r.outcome, Outcome::kGuestFault);
+  EXPECT_NE(r.reason.find("preemption point"), std::string::npos) << r.reason;
+  for (const auto& v : r.vcpus) EXPECT_EQ(v.park.parks, 0u);
+}
+
+}  // namespace
+}  // namespace lockvisor::inject
