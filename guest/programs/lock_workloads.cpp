@@ -14,6 +14,7 @@
 #include "runtime/cpu.h"
 #include "runtime/doorbell.h"
 #include "runtime/lock_env.h"
+#include "runtime/lock_trace.h"
 #include "runtime/lock_tuning.h"
 #include "runtime/report.h"
 #include "runtime/string.h"
@@ -52,6 +53,15 @@ struct WorkloadEnv : GuestLockEnv {
 // Each vCPU's window-mark message (a vCPU is stopped while the VMM reads it).
 Ucall g_marks[kMaxVcpus];
 
+// --trace: each vCPU's lock-trace log block (null: not tracing) and the
+// arrival time of its acquisition in progress (runtime/lock_trace.h). One
+// cache line per vCPU: the hot loop must not share lines between vCPUs.
+struct alignas(64) TraceSlot {
+  LockTraceHeader* log;
+  u64 arrive;
+};
+TraceSlot g_trace[kMaxVcpus];
+
 struct GuestPlatform {
   static u64 now() { return rdtsc(); }
   static u64 ns_to_cycles(u64 ns) { return guest::ns_to_tsc(ns); }
@@ -62,6 +72,15 @@ struct GuestPlatform {
     u.type = UcallType::kWindowMark;
     u.args[0] = edge;
     ucall_doorbell(&u);
+  }
+  // The timeline's acquisitions, without exits: written only when tracing.
+  static void on_lock_acquired(unsigned, u64 t0, u64) {
+    TraceSlot& slot = g_trace[this_cpu()];
+    if (slot.log != nullptr) slot.arrive = t0;
+  }
+  static void on_lock_release(unsigned lock, u64 t1, u64 t2) {
+    const TraceSlot& slot = g_trace[this_cpu()];
+    if (slot.log != nullptr) lock_trace_record(slot.log, lock, slot.arrive, t1, t2);
   }
 };
 
@@ -94,6 +113,8 @@ void run(WorkloadKind kind) {
   if (info != nullptr && info->needs_pv && !g_lock_features.pv_unhalt)
     assert_fail(__FILE__, __LINE__, Text().str(name).str(" needs KVM_FEATURE_PV_UNHALT, which this VM hides").c_str());
   const u32 cpu = this_cpu();
+  lock_trace_init();
+  g_trace[cpu].log = lock_trace_block(cpu);
   auto run_with = [&]<class Lock>() {
     lockvisor::workloads::run_workload<WorkloadEnv, Lock, GuestPlatform>(params, g_shared<Lock>, cpu, g_stats[cpu]);
   };

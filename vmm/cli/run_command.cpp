@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <memory>
+#include <new>
 #include <optional>
 
 #include "locks/registry.h"
@@ -20,6 +21,8 @@
 #include "vmm/native/native_env.h"
 #include "vmm/native/native_runner.h"
 #include "vmm/report/run_report.h"
+#include "vmm/trace/trace.h"
+#include "vmm/trace/trace_writer.h"
 #include "vmm/util/error.h"
 #include "vmm/util/output_file.h"
 
@@ -41,6 +44,8 @@ struct RunOptions {
   std::string halt = "hypercall";
   std::vector<std::string> params;
   std::string json;
+  std::string trace;
+  std::uint64_t trace_max_events = trace::TraceOptions{}.max_events;
   LockOptions lock;
 };
 
@@ -179,7 +184,10 @@ int run(RunOptions& o) {
   // cannot be written is a bad command line (exit 2) before anything boots.
   std::optional<OutputFile> json;
   if (!o.json.empty()) json.emplace(o.json, "--json");
+  std::optional<OutputFile> trace_file;
+  if (!o.trace.empty()) trace_file.emplace(o.trace, "--trace");
   if (o.lock.native) {
+    if (trace_file) fail("--trace: not with --native (the timeline is the VM's)");
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
     if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
     return run_native(o, json);
@@ -221,6 +229,11 @@ int run(RunOptions& o) {
   const auto origin = std::chrono::steady_clock::now();
   const auto kvm = kvm::KvmSystem::open();
   machine::Machine vm(kvm, config, image, origin);
+  std::optional<trace::Trace> timeline;
+  if (trace_file) {
+    timeline.emplace(trace::TraceOptions{o.trace_max_events});
+    vm.attach_trace(*timeline);
+  }
   const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
   fmt::print("lockvisor run: workload {} ({}), {} vCPUs on host CPUs {} ({}), kick {}, KVM {}\n", o.workload,
              args.empty() ? "defaults" : args, config.vcpus,
@@ -251,8 +264,29 @@ int run(RunOptions& o) {
       code = exit_code_of(e.kind());
     }
   }
-  fmt::print("outcome: {}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
-             json_error ? ", --json not written" : "", code, result.reason);
+  // The trace comes after the results: a trace that cannot be written costs
+  // the run nothing but its own file (one line, and the exit code of the
+  // failure: 6 for a host write error, 2 for an unusable path).
+  std::optional<std::string> trace_error;
+  std::string trace_line;
+  if (timeline) {
+    try {
+      timeline->metadata()["outcome"] = machine::outcome_name(result.outcome);
+      const std::string text = trace::to_trace_json(*timeline);
+      trace_file->write(text);
+      trace_line = fmt::format("trace: {} ({} MiB, {} events dropped; docs/trace.md)", trace_file->path(),
+                               (text.size() + (1u << 19)) >> 20,
+                               timeline->metadata().value("dropped_events", std::uint64_t{0}));
+    } catch (const Error& e) {
+      trace_error = e.what();
+      if (code == 0) code = exit_code_of(e.kind());
+    } catch (const std::bad_alloc&) {
+      trace_error = "out of memory while building the trace";
+      if (code == 0) code = exit_code_of(ErrorKind::kHost);
+    }
+  }
+  fmt::print("outcome: {}{}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
+             json_error ? ", --json not written" : "", trace_error ? ", --trace not written" : "", code, result.reason);
   for (const auto& line : result.details) fmt::print("  {}\n", line);
   fmt::print("wall {:.3f} s, first guest entry after {:.1f} ms, first exit after {:.1f} ms\n", result.wall_seconds,
              result.seconds_to_first_entry * 1e3, result.seconds_to_first_exit * 1e3);
@@ -270,6 +304,8 @@ int run(RunOptions& o) {
     }
   }
   if (lock_report) lockstat::print_summary(lock_report->run, lock_report->metrics, stdout);
+  if (!trace_line.empty()) fmt::print("{}\n", trace_line);
+  if (trace_error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *trace_error);
   if (json_error) std::rethrow_exception(json_error);  // main() prints it: one line, the same exit code
   return code;
 }
@@ -334,6 +370,13 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& optio
   command->add_option("--json", options->json,
                       "Write the full report as JSON to FILE"
                       " (absent or a regular file, checked first; replaced atomically)");
+  command->add_option("--trace", options->trace,
+                      "Write the run's timeline as Chrome trace-event JSON to FILE (Perfetto, chrome://tracing;"
+                      " docs/trace.md; absent or a regular file, replaced atomically)");
+  command->add_option("--trace-max-events", options->trace_max_events,
+                      "--trace: at most this many events (1000..10^9; later ones are counted as dropped)")
+      ->transform(unsigned_in(1000, 1000000000))
+      ->default_str(std::to_string(trace::TraceOptions{}.max_events));
   options->machine.add_to(*command);
 }
 

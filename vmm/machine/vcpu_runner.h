@@ -28,6 +28,7 @@
 #include "vmm/pvlock/hypercall_table.h"
 #include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
+#include "vmm/trace/trace_buffer.h"
 
 namespace lockvisor::machine {
 
@@ -133,6 +134,12 @@ class VcpuRunner {
   // timeline); set before start().
   std::function<void(unsigned vcpu, const ParkInterval&)> on_parked;
 
+  // --trace: this vCPU's timeline lane (guest, exits, halts, parks), written
+  // by its thread only; set before start(). Null: no tracing, no cost.
+  void set_trace_lane(trace::TraceBuffer* lane) { trace_ = lane; }
+  // The vCPU's KVM fd, for reads while it is not in KVM_RUN (KVM_GET_MSRS).
+  int vcpu_fd() const { return vcpu_.fd(); }
+
   unsigned index() const { return vcpu_.index(); }
   bool finished() const { return finished_.load(); }
   VcpuState state() const { return state_.load(); }
@@ -187,7 +194,14 @@ class VcpuRunner {
   std::atomic<bool> exited_{false};
   VcpuPark park_;
 
-  void count(ExitKind kind) { ++exits_[static_cast<std::size_t>(kind)]; }
+  void count(ExitKind kind) {
+    ++exits_[static_cast<std::size_t>(kind)];
+    last_exit_ = kind;
+  }
+  // The exit just handled, from `left` (KVM_RUN returned) to now.
+  void trace_exit(std::uint64_t left);
+  trace::TraceBuffer* trace_ = nullptr;
+  ExitKind last_exit_ = ExitKind::kSignal;
 
   // Written by the vCPU thread only; read after join.
   std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> exits_{};

@@ -10,7 +10,8 @@ namespace lockvisor::abi {
 inline constexpr u64 kBootInfoMagic = 0x31304f4f42564c;  // "LVBOO01"
 // 2: adds runstate_gpa and kBootFlagRunStateLive (the vCPU run-state page).
 // 3: adds workload and kBootFlagWorkload (lock-workload parameters in binary).
-inline constexpr u32 kBootInfoVersion = 3;
+// 4: adds lock_trace_* and kBootFlagLockTrace (the lock-trace log, lock_trace.h).
+inline constexpr u32 kBootInfoVersion = 4;
 
 inline constexpr u32 kBootFlagPvUnhalt = 1u << 0;   // KICK_CPU works (CPUID says the same)
 inline constexpr u32 kBootFlagSbiPvlock = 1u << 1;  // SBI PVLOCK is on
@@ -28,6 +29,9 @@ inline constexpr u32 kBootFlagKvmHypercalls = 1u << 5;
 // --guest-ring 0: the program (guest_main and everything after it) runs at
 // CPL0; the entry code does not drop to CPL3.
 inline constexpr u32 kBootFlagGuestRing0 = 1u << 6;
+// --trace: the lock workloads record each acquisition in the lock-trace log
+// at lock_trace_gpa (lock_trace.h). Clear: they record nothing.
+inline constexpr u32 kBootFlagLockTrace = 1u << 7;
 
 inline constexpr u32 kProgramNameBytes = 32;
 inline constexpr u32 kProgramArgsBytes = 768;
@@ -65,6 +69,11 @@ struct BootInfo {
   // Version 3. Valid when kBootFlagWorkload is set; the guest still checks
   // its own header (abi::check_header).
   WorkloadParams workload;
+  // Version 4. Valid when kBootFlagLockTrace is set: vCPU i's log block
+  // (lock_trace.h) at lock_trace_gpa + i * lock_trace_stride, inside RAM,
+  // outside free_start..free_end.
+  u64 lock_trace_gpa;
+  u64 lock_trace_stride;
 };
 static_assert(sizeof(BootInfo) <= kBootInfoBytes, "BootInfo outgrew its pages");
 
