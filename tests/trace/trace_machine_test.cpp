@@ -54,7 +54,8 @@ void expect_well_nested(const nlohmann::json& doc) {
     std::stable_sort(slices.begin(), slices.end(), [](auto a, auto b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
     std::vector<double> open;  // ends of the enclosing slices
     for (const auto& [begin, end] : slices) {
-      while (!open.empty() && open.back() <= begin) open.pop_back();
+      // ts and dur are printed with nanosecond decimals: allow their rounding.
+      while (!open.empty() && open.back() <= begin + 1e-3) open.pop_back();
       if (!open.empty() && end > open.back() + 1e-3) ++bad;  // overlaps its parent's end
       open.push_back(end);
     }
@@ -168,11 +169,11 @@ TEST(TraceMachine, LockbenchHasOneWaitAndHoldPerAcquisitionInsideGuestTime) {
     }
     if (it != slices.end()) distance = std::min(distance, it->first - t);
     ++total;
-    if (distance <= error_us + 1.0) ++inside;
+    if (distance <= error_us + 0.1) ++inside;
     worst_outside_us = std::max(worst_outside_us, distance);
   }
   std::printf("[ measured ] lockbench pvqspinlock 4 vCPUs on 2 CPUs: %zu of %zu guest lock timestamps inside their "
-              "vCPU's KVM_RUN slices (+- %.3f us error + 1 us); farthest outside %.3f us; guest_tsc %s\n",
+              "vCPU's KVM_RUN slices (+- %.3f us error + 0.1 us); farthest outside %.3f us; guest_tsc %s\n",
               inside, total, error_us, worst_outside_us, doc["metadata"]["guest_tsc"].dump().c_str());
   EXPECT_EQ(inside, total);
 }

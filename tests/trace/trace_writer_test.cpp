@@ -12,6 +12,7 @@
 
 #include "lockvisor/abi/lock_trace.h"
 #include "vmm/trace/lock_log.h"
+#include "vmm/trace/preemption_tracker.h"
 #include "vmm/trace/trace.h"
 #include "vmm/trace/trace_clock.h"
 #include "vmm/trace/trace_writer.h"
@@ -101,7 +102,7 @@ TEST(TraceWriter, FlowsAreWrittenOnlyInPairs) {
 }
 
 TEST(TraceWriter, CapKeepsFirstEventsAndMarksTheDrops) {
-  Trace trace = make_trace(1, 1000);  // one vCPU: 500 exit-loop events
+  Trace trace = make_trace(1, 1000);  // one vCPU: 437 exit-loop events
   const LaneQuota quota = lane_quota(1000, 1);
   ASSERT_EQ(trace.vcpu_lane(0).capacity(), quota.vcpu_events);
   const std::size_t extra = 37;
@@ -150,6 +151,41 @@ TEST(GuestClock, HostClockPairIsTight) {
   EXPECT_GT(pair.tsc, 0u);
   EXPECT_GT(pair.ns, 0u);
   EXPECT_LT(pair.bracket_cycles, 1'000'000u);  // a clock_gettime, not a context switch
+}
+
+abi::VcpuRunState record(std::uint64_t preemptions, std::uint64_t sleeps, std::uint64_t preempted_ns,
+                         std::uint64_t since) {
+  abi::VcpuRunState r{};
+  r.state = LOCKVISOR_RUNSTATE_RUNNING;
+  r.preemptions = preemptions;
+  r.sleeps = sleeps;
+  r.preempted_ns = preempted_ns;
+  r.state_since_ns = since;
+  return r;
+}
+
+TEST(PreemptionTracker, OnePreemptionIsExactSeveralAreMergedSleepsAreMissed) {
+  TraceBuffer lane(16);
+  PreemptionTracker t;
+  t.observe(record(3, 1, 500, 1000), lane);        // baseline: nothing drawn
+  t.observe(record(3, 1, 500, 1000), lane);        // no change
+  t.observe(record(4, 1, 800, 5000), lane);        // one preemption of 300 ns ending at 5000
+  t.observe(record(7, 1, 1400, 9000), lane);       // three, 600 ns together, the last ending at 9000
+  t.observe(record(8, 2, 1500, 12000), lane);      // one preemption and a sleep: `since` may be the sleep's end
+  ASSERT_EQ(lane.events().size(), 2u);
+  EXPECT_EQ(lane.events()[0].begin_ns, 4700u);
+  EXPECT_EQ(lane.events()[0].end_ns, 5000u);
+  EXPECT_EQ(lane.events()[0].arg, 1u);             // exact
+  EXPECT_EQ(lane.events()[1].begin_ns, 8400u);
+  EXPECT_EQ(lane.events()[1].end_ns, 9000u);
+  EXPECT_EQ(lane.events()[1].id, 3u);              // merged count
+  EXPECT_EQ(t.counts().exact, 1u);
+  EXPECT_EQ(t.counts().merged, 3u);
+  EXPECT_EQ(t.counts().missed, 1u);
+  // A record that goes backwards (never from a real page) restarts the baseline.
+  t.observe(record(1, 0, 0, 13000), lane);
+  t.observe(record(2, 0, 100, 14000), lane);
+  EXPECT_EQ(lane.events().size(), 3u);
 }
 
 // A guest-memory image with the lock log of `vcpus` vCPUs.

@@ -171,6 +171,7 @@ struct Machine::State {
   trace::LockLogPlacement lock_log;
   trace::ClockPair trace_clock_start;
   std::optional<trace::TscOffset> trace_offset_start;
+  std::optional<std::int64_t> trace_offset_attr;
 
   std::vector<std::string> vcpu_state_lines() const;
   bool deadlocked() const;
@@ -306,11 +307,19 @@ void Machine::attach_trace(trace::Trace& trace) {
   } else {
     meta["locks"]["source"] = "none: not a lock workload";
   }
-  for (auto& v : s.vcpus) v->set_trace_lane(&trace.vcpu_lane(v->index()));
+  // With a live run-state page each vCPU thread reads its own record into
+  // its host lane; without one the sampler below fills the host lanes.
+  for (auto& v : s.vcpus) {
+    const unsigned i = v->index();
+    const bool reads_page = s.runstate_page && i < abi::kRunStateMaxVcpus;
+    v->set_trace(&trace.vcpu_lane(i), reads_page ? &trace.host_lane(i) : nullptr,
+                 reads_page ? &trace.preemptions(i) : nullptr);
+  }
   meta["kicks"] = s.backend->observe_kicks(&trace)
                       ? "flows from the kicker's KICK_CPU to the halt it ended (userspace backend)"
                       : "not visible: this backend's kicks never reach the VMM (KVM delivers KICK_CPU in the kernel)";
   s.trace_offset_start = trace::measure_tsc_offset(s.vcpus.front()->vcpu_fd());
+  s.trace_offset_attr = trace::read_tsc_offset_attr(s.vcpus.front()->vcpu_fd());
   s.trace_clock_start = trace::sample_clock_pair();
   add_service(std::make_unique<trace::RunStateSampler>(trace));
 }
@@ -324,26 +333,46 @@ void Machine::finish_trace() {
   auto& meta = trace.metadata();
   const trace::ClockPair end = trace::sample_clock_pair();
   const auto offset_end = trace::measure_tsc_offset(s.vcpus.front()->vcpu_fd());
-  const std::int64_t offset = s.trace_offset_start ? s.trace_offset_start->offset : 0;
+  // The offset: KVM's own value when it tells it (exact), else the IA32_TSC
+  // read's midpoint. Both are recorded: the read is the independent check.
+  const int fd = s.vcpus.front()->vcpu_fd();
+  const auto attr_end = trace::read_tsc_offset_attr(fd);
+  const std::int64_t offset = s.trace_offset_attr        ? *s.trace_offset_attr
+                              : s.trace_offset_start ? s.trace_offset_start->offset
+                                                     : 0;
   const trace::GuestClock clock(s.trace_clock_start, end, offset, s.tsc_khz);
+  const double ns_per_cycle = clock.ns_per_cycle();
   auto& tsc = meta["guest_tsc"];
-  tsc["relation"] = "guest TSC = host TSC + offset (KVM_GET_MSRS IA32_TSC between two host rdtsc, before and after the run)";
-  tsc["ns_per_cycle"] = clock.ns_per_cycle();
+  tsc["relation"] = "guest TSC = host TSC + offset (no TSC scaling)";
+  tsc["ns_per_cycle"] = ns_per_cycle;
+  tsc["offset_cycles"] = offset;
+  const double pair_ns = static_cast<double>(std::max(s.trace_clock_start.bracket_cycles, end.bracket_cycles)) / 2 *
+                         ns_per_cycle;
+  tsc["host_clock_pair_uncertainty_ns"] = pair_ns;
   if (s.trace_offset_start && offset_end) {
-    tsc["offset_cycles"] = offset;
-    tsc["offset_cycles_after"] = offset_end->offset;
+    auto& read = tsc["ia32_tsc_read"];
+    read["offset_cycles"] = s.trace_offset_start->offset;
+    read["offset_cycles_after"] = offset_end->offset;
+    read["uncertainty_ns"] =
+        static_cast<double>(std::max(s.trace_offset_start->bracket_cycles, offset_end->bracket_cycles)) / 2 *
+        ns_per_cycle;
+    read["differs_from_offset_ns"] = std::abs(static_cast<double>(s.trace_offset_start->offset - offset)) * ns_per_cycle;
+  }
+  if (s.trace_offset_attr && attr_end) {
+    tsc["source"] = "KVM_VCPU_TSC_OFFSET (exact), checked by IA32_TSC reads (KVM_GET_MSRS between two host rdtsc)";
+    tsc["offset_drift_ns"] = std::abs(static_cast<double>(*attr_end - offset)) * ns_per_cycle;
+    // A guest timestamp's error on the trace clock: the host clock pairs'
+    // half-width, plus any change of the offset over the run.
+    tsc["error_ns"] = pair_ns + std::abs(static_cast<double>(*attr_end - offset)) * ns_per_cycle;
+  } else if (s.trace_offset_start && offset_end) {
     const double bracket = static_cast<double>(std::max(s.trace_offset_start->bracket_cycles, offset_end->bracket_cycles));
     const double drift = std::abs(static_cast<double>(offset_end->offset - offset));
-    tsc["offset_uncertainty_ns"] = bracket / 2 * clock.ns_per_cycle();
-    tsc["offset_drift_ns"] = drift * clock.ns_per_cycle();
-    // What a guest timestamp can be off by on the trace clock: the larger
-    // of the read's half-width and the offset's change over the run, plus the
-    // host clock pair's own half-width.
-    tsc["error_ns"] = (std::max(bracket / 2, drift) + static_cast<double>(end.bracket_cycles) / 2) * clock.ns_per_cycle();
+    tsc["source"] = "IA32_TSC reads (KVM_GET_MSRS between two host rdtsc, before and after the run)";
+    tsc["offset_drift_ns"] = drift * ns_per_cycle;
+    tsc["error_ns"] = pair_ns + std::max(bracket / 2, drift) * ns_per_cycle;
   } else {
-    tsc["offset_cycles"] = 0;
+    tsc["source"] = "none: KVM told neither the offset nor IA32_TSC; offset assumed 0";
     tsc["error_ns"] = nullptr;
-    tsc["note"] = "KVM_GET_MSRS(IA32_TSC) failed: offset assumed 0, error unknown";
   }
   if (s.config.workload && s.lock_log.stride != 0) {
     const std::uint32_t locks = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(s.config.workload->nlocks, 1, 16));

@@ -208,6 +208,7 @@ bool VcpuRunner::serve_park() {
 }
 
 void VcpuRunner::thread_main(std::vector<int> affinity) {
+  thread_id_.store(static_cast<pid_t>(::gettid()), std::memory_order_release);
   const auto wait_at_start = runqueue_wait_ns();
   // Nothing may leave this thread by an exception: std::terminate would end
   // the process without a report. An allocation that fails although every
@@ -280,7 +281,10 @@ void VcpuRunner::run_loop() {
     const std::uint64_t entered = trace_ ? trace::now_ns() : 0;
     const int rc = vcpu_.run();
     const std::uint64_t left = trace_ ? trace::now_ns() : 0;
-    if (trace_) trace_->add({entered, left, 0, 0, trace::EventKind::kGuest});
+    if (trace_) {
+      trace_->add({entered, left, 0, 0, trace::EventKind::kGuest});
+      trace_preemptions();
+    }
     if (rc == -EINTR || rc == -EAGAIN) {
       count(ExitKind::kSignal);
       if (trace_) trace_exit(left);
@@ -297,6 +301,12 @@ void VcpuRunner::run_loop() {
     if (trace_) trace_exit(left);
     if (!go_on) break;
   }
+}
+
+void VcpuRunner::trace_preemptions() {
+  if (trace_preemptions_ == nullptr) return;
+  const runstate::RunStatePage* page = control_.runstate_page();
+  trace_preemptions_->observe(runstate::read_record(page->records()[index()]), *trace_host_);
 }
 
 void VcpuRunner::trace_exit(std::uint64_t left) {
@@ -374,9 +384,15 @@ bool VcpuRunner::handle_exit() {
 
 bool VcpuRunner::halt() {
   state_.store(VcpuState::kHalted);
+  // The record is read on both sides of the halt: a sleep in between
+  // (a blocked halt) must not be mistaken for the end of a preemption.
+  if (trace_) trace_preemptions();
   const std::uint64_t halted = trace_ ? trace::now_ns() : 0;
   const auto outcome = control_.backend().halt(index());
-  if (trace_) trace_->add({halted, trace::now_ns(), 0, 0, trace::EventKind::kHalt});
+  if (trace_) {
+    trace_->add({halted, trace::now_ns(), 0, 0, trace::EventKind::kHalt});
+    trace_preemptions();
+  }
   if (outcome == pvlock::HaltOutcome::kStopped) return false;  // stays "halted" in the report
   state_.store(VcpuState::kRunning);
   return true;

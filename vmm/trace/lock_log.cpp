@@ -25,7 +25,8 @@ LockLogPlacement place_lock_log(std::uint64_t free_start, std::uint64_t free_end
   const std::uint64_t budget = (free_end - free_start) / 2 / vcpus;  // bytes per vCPU
   const std::uint64_t per_record = sizeof(abi::LockTraceRecord);
   const std::uint64_t wanted = sizeof(abi::LockTraceHeader) + std::uint64_t{records_wanted} * per_record;
-  const std::uint64_t stride = std::min(wanted, budget) / kPage * kPage;
+  // Whole pages: what was asked for, rounded up, unless the budget is smaller.
+  const std::uint64_t stride = std::min((wanted + kPage - 1) / kPage * kPage, budget / kPage * kPage);
   if (stride < kPage) return place;
   place.stride = stride;
   place.capacity = (stride - sizeof(abi::LockTraceHeader)) / per_record;

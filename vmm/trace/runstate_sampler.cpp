@@ -1,87 +1,114 @@
 #include "vmm/trace/runstate_sampler.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
 #include "vmm/machine/vcpu_runner.h"
 #include "vmm/runstate/runstate_page.h"
 
 namespace lockvisor::trace {
 namespace {
-constexpr std::uint32_t kPreempted = LOCKVISOR_RUNSTATE_PREEMPTED;
+// /proc reads cost far more than a page read: sample the fallback less often.
+constexpr std::chrono::microseconds kFallbackPeriod{1000};
+
+// Field 2 of /proc/<pid>/task/<tid>/schedstat: run_delay, ns.
+std::optional<std::uint64_t> read_run_delay(int fd) {
+  char text[128];
+  const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  if (n <= 0) return std::nullopt;
+  text[n] = '\0';
+  unsigned long long running = 0, delay = 0;
+  if (std::sscanf(text, "%llu %llu", &running, &delay) != 2) return std::nullopt;
+  return delay;
 }
+}  // namespace
 
 void RunStateSampler::start(machine::RunContext& context) {
   page_ = context.control.runstate_page();
   auto& meta = trace_.metadata()["host_preemptions"];
+  vcpus_ = context.vcpus;
   if (page_ == nullptr) {
-    meta["source"] = "none";
+    meta["source"] = "schedstat";
     meta["why"] =
-        "the vCPU run-state page is not live (see the run report's runstate_detail); host preemptions are not on "
-        "the timeline: the run report's per-vCPU runqueue_wait_ns and involuntary_switches give their totals";
+        "the vCPU run-state page is not live (see the run report's runstate_detail): each vCPU thread's schedstat "
+        "run_delay is sampled instead; a slice's length is the run-queue wait within one period, its position in "
+        "the period unknown";
+    meta["period_us"] = kFallbackPeriod.count();
+    schedstat_.resize(trace_.vcpus());
+    timer_ = std::make_unique<boost::asio::steady_timer>(context.io);
+    arm();
     return;
   }
-  meta["source"] = "run-state page (sched_switch BPF), sampled";
-  meta["period_us"] = trace_.options().sample_period.count();
-  const unsigned n = std::min<unsigned>(trace_.vcpus(), abi::kRunStateMaxVcpus);
-  seen_.resize(n);
-  first_.resize(n);
-  const std::uint64_t now = now_ns();
-  for (unsigned i = 0; i < n; ++i) {
-    seen_[i].record = first_[i] = runstate::read_record(page_->records()[i]);
-    seen_[i].read_ns = now;
-  }
-  timer_ = std::make_unique<boost::asio::steady_timer>(context.io);
-  arm();
+  meta["source"] = "run-state page (sched_switch BPF), read by each vCPU thread after every KVM_RUN and around halts";
+  first_.resize(std::min<unsigned>(trace_.vcpus(), abi::kRunStateMaxVcpus));
+  for (unsigned i = 0; i < first_.size(); ++i) first_[i] = runstate::read_record(page_->records()[i]);
 }
 
 void RunStateSampler::arm() {
-  timer_->expires_after(trace_.options().sample_period);
+  timer_->expires_after(kFallbackPeriod);
   timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
-    sample(now_ns());
+    sample_schedstat(now_ns());
     arm();
   });
 }
 
-void RunStateSampler::sample(std::uint64_t now) {
+void RunStateSampler::sample_schedstat(std::uint64_t now) {
   ++samples_;
-  for (unsigned i = 0; i < seen_.size(); ++i) {
-    Seen& s = seen_[i];
-    const abi::VcpuRunState r = runstate::read_record(page_->records()[i]);
-    if (r.seq == s.record.seq) {
+  for (unsigned i = 0; i < schedstat_.size() && i < vcpus_.size(); ++i) {
+    Schedstat& s = schedstat_[i];
+    if (!s.opened) {
+      const pid_t tid = vcpus_[i]->thread_id();
+      if (tid == 0) continue;
+      s.opened = true;
+      const std::string path = "/proc/self/task/" + std::to_string(tid) + "/schedstat";
+      s.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (const auto delay = s.fd.valid() ? read_run_delay(s.fd.get()) : std::nullopt) s.run_delay_ns = *delay;
       s.read_ns = now;
       continue;
     }
-    if (s.record.state == kPreempted) {
-      // One change since the last read: it ended this preemption, at r's stamp.
-      const bool exact = r.seq - s.record.seq == 2;
-      const std::uint64_t end = exact ? r.state_since_ns : s.read_ns;
-      if (end >= s.record.state_since_ns) {
-        trace_.host_lane(i).add({s.record.state_since_ns, end, 0, exact ? 1u : 0u, EventKind::kPreempted});
-        ++s.slices;
-        if (!exact) ++s.inexact;
-      }
+    if (!s.fd.valid()) continue;
+    const auto delay = read_run_delay(s.fd.get());
+    if (!delay) {
+      s.fd = UniqueFd();  // the thread has left
+      continue;
     }
-    s.record = r;
+    if (*delay > s.run_delay_ns) {
+      const std::uint64_t waited = std::min(*delay - s.run_delay_ns, now - s.read_ns);
+      trace_.host_lane(i).add({now - waited, now, 0, 2, EventKind::kPreempted});
+      schedstat_ns_ += *delay - s.run_delay_ns;
+    }
+    s.run_delay_ns = *delay;
     s.read_ns = now;
   }
 }
 
 void RunStateSampler::stop() {
-  if (!timer_) return;
-  timer_->cancel();
-  sample(now_ns());
   auto& meta = trace_.metadata()["host_preemptions"];
-  std::uint64_t counted = 0, slices = 0, inexact = 0;
-  for (unsigned i = 0; i < seen_.size(); ++i) {
-    counted += seen_[i].record.preemptions - first_[i].preemptions;
-    slices += seen_[i].slices;
-    inexact += seen_[i].inexact;
+  if (timer_) {
+    timer_->cancel();
+    meta["samples"] = samples_;
+    meta["run_delay_ns"] = schedstat_ns_;
+    timer_.reset();
+    return;
   }
-  meta["samples"] = samples_;
-  meta["preemptions_counted"] = counted;  // by the page over the sampled time
-  meta["slices"] = slices;
-  meta["slices_inexact_end"] = inexact;
-  meta["missed"] = counted > slices ? counted - slices : 0;
-  timer_.reset();
+  if (page_ == nullptr) return;
+  std::uint64_t counted = 0;
+  PreemptionCounts drawn;
+  for (unsigned i = 0; i < first_.size(); ++i) {
+    counted += runstate::read_record(page_->records()[i]).preemptions - first_[i].preemptions;
+    const PreemptionCounts& c = trace_.preemptions(i).counts();
+    drawn.exact += c.exact;
+    drawn.merged += c.merged;
+    drawn.missed += c.missed;
+  }
+  meta["preemptions_counted"] = counted;  // by the page, from the start of the run to its end
+  meta["exact"] = drawn.exact;
+  meta["merged"] = drawn.merged;
+  meta["missed"] = drawn.missed;  // mixed with sleeps between two reads, or after the thread's last read
 }
 
 }  // namespace lockvisor::trace

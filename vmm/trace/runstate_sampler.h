@@ -1,16 +1,18 @@
-// The host lane of the timeline: when each vCPU thread was preempted by the
-// host scheduler, sampled from the vCPU run-state page (docs/runstate.md).
+// The host lane of the timeline: when each vCPU thread was descheduled by
+// the host scheduler.
 //
-// The page's BPF program stamps every switch of a vCPU thread with its
-// CLOCK_MONOTONIC time and bumps the record's seq by 2. Every period the
-// sampler (a RunService on the monitor thread) reads each record: when one
-// change happened since the last read and the previous state was
-// "preempted", both ends of that preemption are exact. When several changes
-// happened in between, the preemption's start is exact and its end is only
-// known to be after the previous read: the slice ends there, marked inexact
-// (a lower bound). Preemptions that began and ended between two reads are
-// not seen; the metadata gives their number (the record's count minus the
-// slices). Without a live page nothing is sampled and the metadata says why.
+// With a live vCPU run-state page (docs/runstate.md) the vCPU threads draw
+// it themselves (PreemptionTracker: exact intervals from their own record,
+// no exits); this service then only reports, at the end, how many
+// preemptions the page counted and how many were drawn exactly, merged or
+// not at all.
+//
+// Without a live page it samples what can be sampled honestly: each vCPU
+// thread's schedstat run_delay (time spent runnable but waiting for a CPU),
+// read every kFallbackPeriod on the monitor thread. A growth of d ns between
+// two reads is drawn as one slice of length d ending at the second read,
+// marked "schedstat": its total is right, its position within the period is
+// not known.
 #pragma once
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
@@ -20,6 +22,7 @@
 #include "lockvisor/abi/vcpu_runstate.h"
 #include "vmm/machine/run_service.h"
 #include "vmm/trace/trace.h"
+#include "vmm/util/unique_fd.h"
 
 namespace lockvisor::runstate {
 class RunStatePage;
@@ -35,20 +38,24 @@ class RunStateSampler final : public machine::RunService {
 
  private:
   void arm();
-  void sample(std::uint64_t now);
+  void sample_schedstat(std::uint64_t now);
 
-  struct Seen {
-    abi::VcpuRunState record{};  // the last read
-    std::uint64_t read_ns = 0;   // when it was read
-    std::uint64_t slices = 0;    // preemptions put on the lane
-    std::uint64_t inexact = 0;
-  };
   Trace& trace_;
   const runstate::RunStatePage* page_ = nullptr;
   std::unique_ptr<boost::asio::steady_timer> timer_;
-  std::vector<Seen> seen_;
-  std::vector<abi::VcpuRunState> first_;
+  std::vector<abi::VcpuRunState> first_;  // each record when the run started
   std::uint64_t samples_ = 0;
+  // The schedstat fallback: each vCPU thread's /proc schedstat, opened once
+  // the thread exists, and the run_delay of the last read.
+  struct Schedstat {
+    UniqueFd fd;
+    std::uint64_t run_delay_ns = 0;
+    std::uint64_t read_ns = 0;
+    bool opened = false;
+  };
+  std::span<const std::unique_ptr<machine::VcpuRunner>> vcpus_;
+  std::vector<Schedstat> schedstat_;
+  std::uint64_t schedstat_ns_ = 0;
 };
 
 }  // namespace lockvisor::trace

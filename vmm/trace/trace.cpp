@@ -6,7 +6,7 @@ namespace lockvisor::trace {
 
 LaneQuota lane_quota(std::uint64_t max_events, unsigned vcpus) {
   const std::uint64_t share = vcpus == 0 ? 0 : max_events / vcpus;
-  return {static_cast<std::size_t>(share / 2), static_cast<std::size_t>(share / 4),
+  return {static_cast<std::size_t>(share * 7 / 16), static_cast<std::size_t>(share / 4),
           static_cast<std::size_t>(std::max<std::uint64_t>(share / 16, 1))};
 }
 
@@ -17,6 +17,7 @@ void Trace::begin(unsigned vcpus, std::uint64_t origin_ns, std::span<const char*
   vcpu_lanes_.clear();
   host_lanes_.clear();
   lock_lanes_.clear();
+  trackers_.assign(vcpus, PreemptionTracker{});
   for (unsigned i = 0; i < vcpus; ++i) {
     vcpu_lanes_.emplace_back(quota_.vcpu_events);
     host_lanes_.emplace_back(quota_.host_events);

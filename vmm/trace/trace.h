@@ -6,8 +6,10 @@
 //   vCPU lane i   the vCPU thread: KVM_RUN (guest), exits by kind, halts,
 //                 parks, kicks sent and consumed (the PV backend calls the
 //                 KickObserver side on the same threads);
-//   host lane i   the run-state sampler (monitor thread): intervals the vCPU
-//                 thread was preempted by the host scheduler;
+//   host lane i   intervals the vCPU thread was preempted by the host
+//                 scheduler: written by the vCPU thread from its run-state
+//                 record (PreemptionTracker), or without a live page by the
+//                 schedstat sampler on the monitor thread (never both);
 //   lock lane i   filled after the run from the guest's lock-trace log.
 // The event cap (TraceOptions::max_events) is shared out when the lanes are
 // allocated; every lane counts what it could not keep.
@@ -21,18 +23,18 @@
 #include <nlohmann/json.hpp>
 
 #include "vmm/pvlock/pv_backend.h"
+#include "vmm/trace/preemption_tracker.h"
 #include "vmm/trace/trace_buffer.h"
 #include "vmm/trace/trace_clock.h"
 
 namespace lockvisor::trace {
 
 struct TraceOptions {
-  std::uint64_t max_events = 4000000;                     // --trace-max-events
-  std::chrono::microseconds sample_period{250};          // run-state sampler period
+  std::uint64_t max_events = 4000000;  // --trace-max-events
 };
 
-// How the cap is shared per vCPU: half to the exit loop, a quarter (as
-// records, two slices each) to the lock log, a sixteenth to the host lane.
+// How the cap is shared per vCPU: 7/16 to the exit loop, a quarter as lock
+// records (two slices each: 8/16), 1/16 to the host lane.
 struct LaneQuota {
   std::size_t vcpu_events;
   std::size_t lock_records;
@@ -60,6 +62,9 @@ class Trace final : public pvlock::KickObserver {
   const TraceBuffer& vcpu_lane(unsigned vcpu) const { return vcpu_lanes_[vcpu]; }
   const TraceBuffer& host_lane(unsigned vcpu) const { return host_lanes_[vcpu]; }
   const TraceBuffer& lock_lane(unsigned vcpu) const { return lock_lanes_[vcpu]; }
+  // The vCPU thread's own reader of its run-state record (host lane).
+  PreemptionTracker& preemptions(unsigned vcpu) { return trackers_[vcpu]; }
+  const PreemptionTracker& preemptions(unsigned vcpu) const { return trackers_[vcpu]; }
 
   // The file's "metadata" object: how each lane was obtained, the clock,
   // the measured TSC error, drops. Written by the monitor thread only.
@@ -76,6 +81,7 @@ class Trace final : public pvlock::KickObserver {
   std::uint64_t origin_ns_ = 0;
   std::vector<const char*> exit_names_;
   std::vector<TraceBuffer> vcpu_lanes_, host_lanes_, lock_lanes_;
+  std::vector<PreemptionTracker> trackers_;
   nlohmann::json metadata_ = nlohmann::json::object();
 };
 

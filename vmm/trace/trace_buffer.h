@@ -18,7 +18,7 @@ enum class EventKind : std::uint8_t {
   kParked,     // vCPU lane: held out of the guest; arg = machine::ParkCause
   kKick,       // vCPU lane, instant: this vCPU kicked vCPU `arg` (flow `id` starts)
   kWake,       // vCPU lane, instant: this vCPU's halt consumed the kick of flow `id`
-  kPreempted,  // host lane: the vCPU thread was runnable but off its host CPU; arg = 1 when both ends are exact
+  kPreempted,  // host lane: runnable but off its host CPU; arg: 1 exact, 2 schedstat estimate, 3 `id` preemptions merged
   kLockWait,   // lock lane: arrive -> acquired; arg = lock slot
   kLockHold,   // lock lane: acquired -> released; arg = lock slot
 };

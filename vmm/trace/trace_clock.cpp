@@ -4,7 +4,11 @@
 #include <sys/ioctl.h>
 #include <time.h>
 
+#include <cerrno>
 #include <cstddef>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
 #include <limits>
 
 namespace lockvisor::trace {
@@ -22,6 +26,13 @@ struct OneMsr {
   kvm_msr_entry entry;
 };
 static_assert(offsetof(OneMsr, entry) == 8);
+// The ioctl number encodes the argument's size, which must be the C one (8),
+// not sizeof(kvm_msrs) as C++ sees it (16): KVM answers EINVAL to the latter.
+struct KvmMsrsHeader {
+  std::uint32_t nmsrs;
+  std::uint32_t pad;
+};
+constexpr unsigned long kKvmGetMsrs = _IOWR(KVMIO, 0x88, KvmMsrsHeader);
 }  // namespace
 
 std::uint64_t now_ns() noexcept {
@@ -49,14 +60,27 @@ std::optional<TscOffset> measure_tsc_offset(int vcpu_fd) {
     msrs.nmsrs = 1;
     msrs.entry.index = kMsrIa32Tsc;
     const std::uint64_t before = __builtin_ia32_rdtsc();
-    const int rc = ::ioctl(vcpu_fd, KVM_GET_MSRS, &msrs);
+    const int rc = ::ioctl(vcpu_fd, kKvmGetMsrs, &msrs);
     const std::uint64_t after = __builtin_ia32_rdtsc();
-    if (rc != 1) return best;
+    if (rc != 1) {
+      spdlog::debug("KVM_GET_MSRS(IA32_TSC) on vCPU fd {}: rc {}, {}", vcpu_fd, rc, std::strerror(errno));
+      return best;
+    }
     const std::uint64_t mid = before + (after - before) / 2;
     const TscOffset sample{static_cast<std::int64_t>(msrs.entry.data - mid), after - before};
     if (!best || sample.bracket_cycles < best->bracket_cycles) best = sample;
   }
   return best;
+}
+
+std::optional<std::int64_t> read_tsc_offset_attr(int vcpu_fd) {
+  std::uint64_t offset = 0;
+  kvm_device_attr attr{};
+  attr.group = KVM_VCPU_TSC_CTRL;
+  attr.attr = KVM_VCPU_TSC_OFFSET;
+  attr.addr = reinterpret_cast<std::uint64_t>(&offset);
+  if (::ioctl(vcpu_fd, KVM_GET_DEVICE_ATTR, &attr) != 0) return std::nullopt;
+  return static_cast<std::int64_t>(offset);
 }
 
 GuestClock::GuestClock(ClockPair start, ClockPair end, std::int64_t offset, std::uint64_t tsc_khz)

@@ -36,6 +36,10 @@ struct TscOffset {
 // two host rdtsc, several times, and keeps the narrowest bracket. nullopt
 // when KVM refuses the read.
 std::optional<TscOffset> measure_tsc_offset(int vcpu_fd);
+// The vCPU's TSC offset as KVM keeps it (KVM_GET_DEVICE_ATTR,
+// KVM_VCPU_TSC_CTRL / KVM_VCPU_TSC_OFFSET, Linux 5.16+): exact, no bracket.
+// nullopt when this KVM does not have the attribute.
+std::optional<std::int64_t> read_tsc_offset_attr(int vcpu_fd);
 
 // Guest TSC -> CLOCK_MONOTONIC ns. Pure arithmetic (unit-tested).
 class GuestClock {

@@ -110,7 +110,11 @@ class Writer {
         case EventKind::kHalt: slice(tid, "halt", "halted", e); break;
         case EventKind::kParked: slice(tid, "park", park_name(e.arg), e); break;
         case EventKind::kPreempted:
-          slice(tid, "host", "preempted", e, e.arg != 0 ? R"({"exact":true})" : R"({"exact":false})");
+          slice(tid, "host", "preempted", e,
+                e.arg == 1   ? std::string(R"({"exact":true})")
+                : e.arg == 2 ? std::string(R"({"exact":false,"source":"schedstat run_delay growth within one period"})")
+                : e.arg == 3 ? fmt::format(R"({{"exact":false,"merged_preemptions":{}}})", e.id)
+                             : std::string(R"({"exact":false})"));
           break;
         case EventKind::kLockWait: slice(tid, "lock", "wait", e, fmt::format(R"({{"lock":{}}})", e.arg)); break;
         case EventKind::kLockHold: slice(tid, "lock", "hold", e, fmt::format(R"({{"lock":{}}})", e.arg)); break;
