@@ -177,7 +177,8 @@ def main():
         for cat, (off, height) in (("wait", (0.16, 0.09)), ("hold", (0.26, 0.09))):
             spans = [((s - lo) * scale, d * scale) for s, d in lanes[v].get(cat, []) if s + d >= lo and s <= hi]
             if spans:
-                ax.broken_barh(spans, (y + off, height), facecolors=COLORS[cat], linewidth=0)
+                # An edge as wide as a pixel keeps 100 ns holds visible in a wide window.
+                ax.broken_barh(spans, (y + off, height), facecolors=COLORS[cat], edgecolors=COLORS[cat], linewidth=0.5)
     shown = [f for f in flows if lo <= f[0] <= hi or lo <= f[2] <= hi]
     for ts_s, v_s, ts_f, v_f in shown[:MAX_ARROWS]:
         if v_s not in row or v_f not in row:
@@ -192,9 +193,9 @@ def main():
     ax.set_xlabel(f"time since {lo / 1e3:.3f} ms into the run ({unit})")
     handles = [Patch(color=COLORS[c], label=LABELS[c]) for c in LABELS]
     handles.append(plt.Line2D([], [], color=COLORS["kick"], marker=">", lw=0.8, label="kick → wake"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.5 / fig_h * 4), ncol=4, fontsize=8,
-              frameon=False)
-    what = f"{meta.get('program', '?')} {meta.get('args', '')}".strip()
+    fig.legend(handles=handles, loc="lower center", ncol=8, fontsize=7, frameon=False)
+    words = dict(w.split("=", 1) for w in str(meta.get("args", "")).split() if "=" in w)
+    what = str(meta.get("program", "?")) + (f" {words['lock']}" if "lock" in words else "")
     ax.set_title(f"lockvisor timeline: {what}, {len(vcpus)} vCPUs{title_extra}", fontsize=10)
     notes = []
     host = meta.get("host_preemptions") or {}
@@ -208,7 +209,7 @@ def main():
         notes.append(f"{MAX_ARROWS} of {len(shown)} kicks drawn")
     if notes:
         ax.text(0.0, 1.02, "; ".join(notes), transform=ax.transAxes, fontsize=7, color="#b71c1c")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.35 / fig_h, 1, 1))
     try:
         fig.savefig(args.output, dpi=110)
     except OSError as e:

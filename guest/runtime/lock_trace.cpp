@@ -18,7 +18,12 @@ void lock_trace_init() {
 LockTraceHeader* lock_trace_block(unsigned cpu) {
   if (g_trace_gpa == 0) return nullptr;
   // Identity-mapped: the guest-physical address is the pointer.
-  return reinterpret_cast<LockTraceHeader*>(g_trace_gpa + u64{cpu} * g_trace_stride);
+  const u64 base = g_trace_gpa + u64{cpu} * g_trace_stride;
+  for (u64 page = 0; page < g_trace_stride; page += 4096) {
+    auto* word = reinterpret_cast<volatile u64*>(base + page);
+    *word = *word;  // a write: the page is mapped writable from now on
+  }
+  return reinterpret_cast<LockTraceHeader*>(base);
 }
 
 }  // namespace guest

@@ -12,7 +12,10 @@
 namespace guest {
 
 // vCPU `cpu`'s log block, or nullptr when the VMM did not ask for a trace.
-// Valid after lock_trace_init().
+// Valid after lock_trace_init(). Called by vCPU `cpu` itself, before its
+// measured window: it touches every page of the block once, so that the
+// first write to each (a page fault the host resolves, expensive on PVM)
+// does not land inside the measurement.
 lockvisor::abi::LockTraceHeader* lock_trace_block(unsigned cpu);
 
 // Reads BootInfo once (every vCPU may call it; they write the same values).
