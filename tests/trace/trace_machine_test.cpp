@@ -178,5 +178,37 @@ TEST(TraceMachine, LockbenchHasOneWaitAndHoldPerAcquisitionInsideGuestTime) {
   EXPECT_EQ(inside, total);
 }
 
+// A cap far below the run's size: the lock lane keeps the first records,
+// and records + the guest's dropped count still equal the acquisitions; the
+// lanes that filled end with a "dropped N events" marker.
+TEST(TraceMachine, CapKeepsTheFirstEventsAndCountsTheRest) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  experiment::WorkloadSettings w;
+  w.lock = "ticket";
+  w.workload = "lockbench";
+  w.iterations = 2000;
+  MachineConfig config;
+  config.vcpus = 2;
+  config.pcpus = {0, 1};
+  config.program = "lockbench";
+  config.workload = experiment::workload_params(w, 1, config.vcpus);
+  Trace trace(TraceOptions{4000});  // per vCPU: 500 lock records
+  const auto result = traced_run(*kvm, config, trace);
+  ASSERT_EQ(result.outcome, Outcome::kCompleted) << result.reason;
+  const auto doc = nlohmann::json::parse(to_trace_json(trace));
+  const auto& locks = doc["metadata"]["locks"];
+  const std::uint64_t capacity = locks["records_per_vcpu"].get<std::uint64_t>();
+  EXPECT_EQ(capacity, lane_quota(4000, 2).lock_records);
+  EXPECT_EQ(locks["records"].get<std::uint64_t>(), 2 * capacity);
+  EXPECT_EQ(locks["records"].get<std::uint64_t>() + locks["dropped_in_guest"].get<std::uint64_t>(), 2u * 2000u);
+  EXPECT_EQ(count_named(doc, "X", "wait"), 2 * capacity);
+  std::size_t markers = 0;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "i" && e["tid"].get<int>() >= static_cast<int>(kLockTidBase)) ++markers;
+  EXPECT_EQ(markers, 2u) << "one dropped-events marker per vCPU's lock lane";
+  EXPECT_GT(doc["metadata"]["dropped_events"].get<std::uint64_t>(), 0u);
+  expect_well_nested(doc);
+}
+
 }  // namespace
 }  // namespace lockvisor::trace

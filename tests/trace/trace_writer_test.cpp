@@ -204,7 +204,7 @@ struct LogImage {
 
 TEST(LockLog, PlacementStaysInsideTheFreeMemoryTop) {
   const auto place = place_lock_log(2 << 20, 8 << 20, 4, 1000);
-  EXPECT_GE(place.capacity, 1000u);
+  EXPECT_EQ(place.capacity, 1000u);  // what was asked for, though the pages hold more
   EXPECT_GE(place.gpa, std::uint64_t{2} << 20);
   EXPECT_LE(place.gpa + 4 * place.stride, std::uint64_t{8} << 20);
   EXPECT_EQ(place.gpa % 4096, 0u);

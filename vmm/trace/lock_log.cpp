@@ -29,7 +29,9 @@ LockLogPlacement place_lock_log(std::uint64_t free_start, std::uint64_t free_end
   const std::uint64_t stride = std::min((wanted + kPage - 1) / kPage * kPage, budget / kPage * kPage);
   if (stride < kPage) return place;
   place.stride = stride;
-  place.capacity = (stride - sizeof(abi::LockTraceHeader)) / per_record;
+  // Never more than asked for: the lock lane holds two slices per record
+  // wanted, not per record that rounding to pages made room for.
+  place.capacity = std::min<std::uint64_t>((stride - sizeof(abi::LockTraceHeader)) / per_record, records_wanted);
   place.gpa = (free_end - stride * vcpus) / kPage * kPage;
   return place;
 }
