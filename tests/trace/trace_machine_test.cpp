@@ -34,6 +34,20 @@ machine::RunResult traced_run(const kvm::KvmSystem& kvm, MachineConfig config, T
   return vm.run();
 }
 
+// lockbench with `lock`, `vcpus` on host CPUs 0-1, `iterations` acquisitions each.
+MachineConfig lockbench_config(const char* lock, unsigned vcpus, std::uint64_t iterations) {
+  experiment::WorkloadSettings w;
+  w.lock = lock;
+  w.workload = "lockbench";
+  w.iterations = iterations;
+  MachineConfig config;
+  config.vcpus = vcpus;
+  config.pcpus = {0, 1};
+  config.program = "lockbench";
+  config.workload = experiment::workload_params(w, 1, config.vcpus);
+  return config;
+}
+
 std::size_t count_named(const nlohmann::json& doc, const std::string& ph, const std::string& name) {
   return static_cast<std::size_t>(std::count_if(doc["traceEvents"].begin(), doc["traceEvents"].end(), [&](const auto& e) {
     return e["ph"] == ph && e["name"] == name;
@@ -120,15 +134,7 @@ TEST(TraceMachine, OvercommittedPingPongShowsHaltsKicksAndPreemptions) {
 
 TEST(TraceMachine, LockbenchHasOneWaitAndHoldPerAcquisitionInsideGuestTime) {
   LOCKVISOR_REQUIRE_KVM(kvm);
-  experiment::WorkloadSettings w;
-  w.lock = "pvqspinlock";
-  w.workload = "lockbench";
-  w.iterations = 3000;
-  MachineConfig config;
-  config.vcpus = 4;
-  config.pcpus = {0, 1};
-  config.program = "lockbench";
-  config.workload = experiment::workload_params(w, 1, config.vcpus);
+  const MachineConfig config = lockbench_config("pvqspinlock", 4, 3000);
   Trace trace(TraceOptions{});
   const auto result = traced_run(*kvm, config, trace);
   ASSERT_EQ(result.outcome, Outcome::kCompleted) << result.reason;
@@ -183,15 +189,7 @@ TEST(TraceMachine, LockbenchHasOneWaitAndHoldPerAcquisitionInsideGuestTime) {
 // lanes that filled end with a "dropped N events" marker.
 TEST(TraceMachine, CapKeepsTheFirstEventsAndCountsTheRest) {
   LOCKVISOR_REQUIRE_KVM(kvm);
-  experiment::WorkloadSettings w;
-  w.lock = "ticket";
-  w.workload = "lockbench";
-  w.iterations = 2000;
-  MachineConfig config;
-  config.vcpus = 2;
-  config.pcpus = {0, 1};
-  config.program = "lockbench";
-  config.workload = experiment::workload_params(w, 1, config.vcpus);
+  const MachineConfig config = lockbench_config("ticket", 2, 2000);
   Trace trace(TraceOptions{4000});  // per vCPU: 500 lock records
   const auto result = traced_run(*kvm, config, trace);
   ASSERT_EQ(result.outcome, Outcome::kCompleted) << result.reason;
