@@ -37,6 +37,9 @@ LockLogPlacement place_lock_log(std::uint64_t free_start, std::uint64_t free_end
 }
 
 void init_lock_log(std::span<std::byte> memory, const LockLogPlacement& place, unsigned vcpus) {
+  // Touched here, on the host, so that the host pages exist before the
+  // guest's first write to each.
+  std::memset(memory.data() + place.gpa, 0, place.stride * vcpus);
   for (unsigned i = 0; i < vcpus; ++i) {
     const abi::LockTraceHeader header{abi::kLockTraceMagic, place.capacity, 0, 0};
     std::memcpy(memory.data() + place.gpa + std::uint64_t{i} * place.stride, &header, sizeof header);
