@@ -223,7 +223,7 @@ TEST(LockLog, GoodRecordsBecomeWaitAndHoldSlices) {
   image.header(1).count = 2;
   image.header(1).dropped = 5;
   Trace trace = make_trace(2);
-  const auto stats = read_lock_log(image.memory, image.place, 2, clock, 0, 1'000'000, 1, trace);
+  const auto stats = read_lock_log(image.memory, image.place, std::vector<GuestClock>(2, clock), 0, 1'000'000, 1, trace);
   EXPECT_EQ(stats.records, 2u);
   EXPECT_EQ(stats.dropped, 5u);
   EXPECT_EQ(stats.rejected, 0u);
@@ -251,7 +251,7 @@ TEST(LockLog, HostileRecordsAreRejectedNotTrusted) {
   Trace trace = make_trace(1);
   // The window starts at 50: the untouched (zero) records after r[4] fall
   // outside it. count is clamped to the VMM's own capacity.
-  const auto stats = read_lock_log(image.memory, image.place, 1, clock, 50, 1'000'000, 1, trace);
+  const auto stats = read_lock_log(image.memory, image.place, std::vector<GuestClock>(1, clock), 50, 1'000'000, 1, trace);
   EXPECT_EQ(stats.records, 1u);
   EXPECT_EQ(stats.rejected, image.place.capacity - 1 + 1) << "every other record, and the header's count";
   ASSERT_EQ(trace.lock_lane(0).events().size(), 2u);

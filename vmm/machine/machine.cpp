@@ -171,7 +171,7 @@ struct Machine::State {
   trace::LockLogPlacement lock_log;
   trace::ClockPair trace_clock_start;
   std::optional<trace::TscOffset> trace_offset_start;
-  std::optional<std::int64_t> trace_offset_attr;
+  std::vector<std::optional<std::int64_t>> trace_offsets_attr;  // each vCPU's, before the run
 
   std::vector<std::string> vcpu_state_lines() const;
   bool deadlocked() const;
@@ -319,7 +319,7 @@ void Machine::attach_trace(trace::Trace& trace) {
                       ? "flows from the kicker's KICK_CPU to the halt it ended (userspace backend)"
                       : "not visible: this backend's kicks never reach the VMM (KVM delivers KICK_CPU in the kernel)";
   s.trace_offset_start = trace::measure_tsc_offset(s.vcpus.front()->vcpu_fd());
-  s.trace_offset_attr = trace::read_tsc_offset_attr(s.vcpus.front()->vcpu_fd());
+  for (const auto& v : s.vcpus) s.trace_offsets_attr.push_back(trace::read_tsc_offset_attr(v->vcpu_fd()));
   s.trace_clock_start = trace::sample_clock_pair();
   add_service(std::make_unique<trace::RunStateSampler>(trace));
 }
@@ -333,19 +333,27 @@ void Machine::finish_trace() {
   auto& meta = trace.metadata();
   const trace::ClockPair end = trace::sample_clock_pair();
   const auto offset_end = trace::measure_tsc_offset(s.vcpus.front()->vcpu_fd());
-  // The offset: KVM's own value when it tells it (exact), else the IA32_TSC
-  // read's midpoint. Both are recorded: the read is the independent check.
-  const int fd = s.vcpus.front()->vcpu_fd();
-  const auto attr_end = trace::read_tsc_offset_attr(fd);
-  const std::int64_t offset = s.trace_offset_attr        ? *s.trace_offset_attr
-                              : s.trace_offset_start ? s.trace_offset_start->offset
-                                                     : 0;
-  const trace::GuestClock clock(s.trace_clock_start, end, offset, s.tsc_khz);
-  const double ns_per_cycle = clock.ns_per_cycle();
+  // Each vCPU's offset: KVM's own value after the run when it tells it
+  // (exact; each vCPU has its own, and KVM may adjust it while the vCPU runs,
+  // e.g. when its thread moves to a CPU whose TSC differs), else vCPU 0's
+  // IA32_TSC read. The reads are recorded as an independent check.
+  std::vector<std::optional<std::int64_t>> attr_end;
+  for (const auto& v : s.vcpus) attr_end.push_back(trace::read_tsc_offset_attr(v->vcpu_fd()));
+  bool attr = true;
+  std::int64_t moved = 0;  // the largest change of a vCPU's offset over the run, cycles
+  for (std::size_t i = 0; i < attr_end.size(); ++i) {
+    attr = attr && attr_end[i] && s.trace_offsets_attr[i];
+    if (attr) moved = std::max<std::int64_t>(moved, std::abs(*attr_end[i] - *s.trace_offsets_attr[i]));
+  }
+  const std::int64_t read_offset = s.trace_offset_start ? s.trace_offset_start->offset : 0;
+  std::vector<trace::GuestClock> clocks;
+  for (std::size_t i = 0; i < s.vcpus.size(); ++i)
+    clocks.emplace_back(s.trace_clock_start, end, attr ? *attr_end[i] : read_offset, s.tsc_khz);
+  const double ns_per_cycle = clocks.front().ns_per_cycle();
   auto& tsc = meta["guest_tsc"];
   tsc["relation"] = "guest TSC = host TSC + offset (no TSC scaling)";
   tsc["ns_per_cycle"] = ns_per_cycle;
-  tsc["offset_cycles"] = offset;
+  tsc["offset_cycles"] = attr ? *attr_end.front() : read_offset;  // vCPU 0's
   const double pair_ns = static_cast<double>(std::max(s.trace_clock_start.bracket_cycles, end.bracket_cycles)) / 2 *
                          ns_per_cycle;
   tsc["host_clock_pair_uncertainty_ns"] = pair_ns;
@@ -356,19 +364,22 @@ void Machine::finish_trace() {
     read["uncertainty_ns"] =
         static_cast<double>(std::max(s.trace_offset_start->bracket_cycles, offset_end->bracket_cycles)) / 2 *
         ns_per_cycle;
-    read["differs_from_offset_ns"] = std::abs(static_cast<double>(s.trace_offset_start->offset - offset)) * ns_per_cycle;
+    if (attr)
+      read["differs_from_offset_ns"] =
+          std::abs(static_cast<double>(offset_end->offset - *attr_end.front())) * ns_per_cycle;
   }
-  if (s.trace_offset_attr && attr_end) {
-    tsc["source"] = "KVM_VCPU_TSC_OFFSET (exact), checked by IA32_TSC reads (KVM_GET_MSRS between two host rdtsc)";
-    tsc["offset_drift_ns"] = std::abs(static_cast<double>(*attr_end - offset)) * ns_per_cycle;
+  if (attr) {
+    tsc["source"] = "KVM_VCPU_TSC_OFFSET of each vCPU after the run (exact), checked by IA32_TSC reads";
+    tsc["offset_moved_ns"] = static_cast<double>(moved) * ns_per_cycle;
     // A guest timestamp's error on the trace clock: the host clock pairs'
-    // half-width, plus any change of the offset over the run.
-    tsc["error_ns"] = pair_ns + std::abs(static_cast<double>(*attr_end - offset)) * ns_per_cycle;
+    // half-width, plus how far any vCPU's offset moved during the run (a
+    // timestamp taken before the move is off by that much).
+    tsc["error_ns"] = pair_ns + static_cast<double>(moved) * ns_per_cycle;
   } else if (s.trace_offset_start && offset_end) {
     const double bracket = static_cast<double>(std::max(s.trace_offset_start->bracket_cycles, offset_end->bracket_cycles));
-    const double drift = std::abs(static_cast<double>(offset_end->offset - offset));
-    tsc["source"] = "IA32_TSC reads (KVM_GET_MSRS between two host rdtsc, before and after the run)";
-    tsc["offset_drift_ns"] = drift * ns_per_cycle;
+    const double drift = std::abs(static_cast<double>(offset_end->offset - read_offset));
+    tsc["source"] = "vCPU 0's IA32_TSC reads (KVM_GET_MSRS between two host rdtsc, before and after the run)";
+    tsc["offset_moved_ns"] = drift * ns_per_cycle;
     tsc["error_ns"] = pair_ns + std::max(bracket / 2, drift) * ns_per_cycle;
   } else {
     tsc["source"] = "none: KVM told neither the offset nor IA32_TSC; offset assumed 0";
@@ -376,8 +387,8 @@ void Machine::finish_trace() {
   }
   if (s.config.workload && s.lock_log.stride != 0) {
     const std::uint32_t locks = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(s.config.workload->nlocks, 1, 16));
-    const auto stats = trace::read_lock_log(s.vm.memory().all(), s.lock_log, s.config.vcpus, clock, trace.origin_ns(),
-                                            end.ns, locks, trace);
+    const auto stats = trace::read_lock_log(s.vm.memory().all(), s.lock_log, clocks, trace.origin_ns(), end.ns, locks,
+                                            trace);
     meta["locks"]["source"] = "guest lock-trace log (no exits), guest TSC converted";
     meta["locks"]["records"] = stats.records;
     meta["locks"]["dropped_in_guest"] = stats.dropped;

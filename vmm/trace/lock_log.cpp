@@ -46,10 +46,11 @@ void init_lock_log(std::span<std::byte> memory, const LockLogPlacement& place, u
   }
 }
 
-LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlacement& place, unsigned vcpus,
-                           const GuestClock& clock, std::uint64_t window_begin_ns, std::uint64_t window_end_ns,
-                           std::uint32_t max_lock, Trace& trace) {
+LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlacement& place,
+                           std::span<const GuestClock> clocks, std::uint64_t window_begin_ns,
+                           std::uint64_t window_end_ns, std::uint32_t max_lock, Trace& trace) {
   LockLogStats stats;
+  const auto vcpus = static_cast<unsigned>(clocks.size());
   if (place.stride == 0 || place.gpa + place.stride * vcpus > memory.size()) return stats;
   const auto inside = [&](std::int64_t ns) {
     return ns >= static_cast<std::int64_t>(window_begin_ns) && ns <= static_cast<std::int64_t>(window_end_ns);
@@ -65,6 +66,7 @@ LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlace
     const std::uint64_t dropped = std::min<std::uint64_t>(header.dropped, std::uint64_t{1} << 48);
     stats.dropped += dropped;
     TraceBuffer& lane = trace.lock_lane(i);
+    const GuestClock& clock = clocks[i];
     for (std::uint64_t r = 0; r < count; ++r) {
       const auto rec = load<abi::LockTraceRecord>(memory, base + sizeof(abi::LockTraceHeader) + r * sizeof(abi::LockTraceRecord));
       if (rec.lock >= max_lock || rec.arrive > rec.acquired || rec.acquired > rec.released) {

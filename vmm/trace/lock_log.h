@@ -32,10 +32,11 @@ struct LockLogStats {
 // Reads every vCPU's block after the run, trusting nothing in it: count is
 // clamped to the VMM's own capacity, a record must name a lock slot below
 // `max_lock`, have arrive <= acquired <= released, and map inside
-// [window_begin_ns, window_end_ns]. Good records become a wait and a hold
+// [window_begin_ns, window_end_ns] through its vCPU's clock (clocks[i]:
+// each vCPU has its own TSC offset). Good records become a wait and a hold
 // slice on the vCPU's lock lane.
-LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlacement& place, unsigned vcpus,
-                           const GuestClock& clock, std::uint64_t window_begin_ns, std::uint64_t window_end_ns,
-                           std::uint32_t max_lock, Trace& trace);
+LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlacement& place,
+                           std::span<const GuestClock> clocks, std::uint64_t window_begin_ns,
+                           std::uint64_t window_end_ns, std::uint32_t max_lock, Trace& trace);
 
 }  // namespace lockvisor::trace
