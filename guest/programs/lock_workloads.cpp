@@ -15,6 +15,7 @@
 #include "runtime/doorbell.h"
 #include "runtime/lock_env.h"
 #include "runtime/lock_probe.h"
+#include "runtime/lock_trace.h"
 #include "runtime/lock_tuning.h"
 #include "runtime/report.h"
 #include "runtime/string.h"
@@ -65,6 +66,15 @@ struct WorkloadEnv : GuestLockEnv {
 // Each vCPU's window-mark message (a vCPU is stopped while the VMM reads it).
 Ucall g_marks[kMaxVcpus];
 
+// --trace: each vCPU's lock-trace log block (null: not tracing) and the
+// arrival time of its acquisition in progress (runtime/lock_trace.h). One
+// cache line per vCPU: the hot loop must not share lines between vCPUs.
+struct alignas(64) TraceSlot {
+  LockTraceHeader* log;
+  u64 arrive;
+};
+TraceSlot g_trace[kMaxVcpus];
+
 struct GuestPlatform {
   static u64 now() { return rdtsc(); }
   static u64 ns_to_cycles(u64 ns) { return guest::ns_to_tsc(ns); }
@@ -76,18 +86,24 @@ struct GuestPlatform {
     u.args[0] = edge;
     ucall_doorbell(&u);
   }
-  // The lock probe's hooks (targeted preemption, docs/preemption.md).
+  // The lock probe's hooks (targeted preemption, docs/preemption.md) and the
+  // timeline's acquisitions (docs/trace.md), both without exits; each costs
+  // one predictable branch when off.
   static void on_lock_arrive(unsigned lock, u64 /*t0*/) {
     if (g_lock_probe_on) [[unlikely]]
       lock_probe_arrive(lock);
   }
-  static void on_lock_acquired(unsigned lock, u64 /*t0*/, u64 /*t1*/) {
+  static void on_lock_acquired(unsigned lock, u64 t0, u64 /*t1*/) {
     if (g_lock_probe_on) [[unlikely]]
       lock_probe_acquired(lock);
+    TraceSlot& slot = g_trace[this_cpu()];
+    if (slot.log != nullptr) slot.arrive = t0;
   }
-  static void on_lock_release(unsigned lock, u64 /*t1*/, u64 /*t2*/) {
+  static void on_lock_release(unsigned lock, u64 t1, u64 t2) {
     if (g_lock_probe_on) [[unlikely]]
       lock_probe_release(lock);
+    const TraceSlot& slot = g_trace[this_cpu()];
+    if (slot.log != nullptr) lock_trace_record(slot.log, lock, slot.arrive, t1, t2);
   }
 };
 
@@ -121,6 +137,8 @@ void run(WorkloadKind kind) {
   if (info != nullptr && info->needs_pv && !g_lock_features.pv_unhalt)
     assert_fail(__FILE__, __LINE__, Text().str(name).str(" needs KVM_FEATURE_PV_UNHALT, which this VM hides").c_str());
   const u32 cpu = this_cpu();
+  lock_trace_init();
+  g_trace[cpu].log = lock_trace_block(cpu);
   auto run_with = [&]<class Lock>() {
     lockvisor::workloads::run_workload<WorkloadEnv, Lock, GuestPlatform>(params, g_shared<Lock>, cpu, g_stats[cpu]);
   };

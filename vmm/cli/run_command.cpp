@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <memory>
+#include <new>
 #include <optional>
 
 #include "locks/registry.h"
@@ -25,6 +26,8 @@
 #include "vmm/native/native_env.h"
 #include "vmm/native/native_runner.h"
 #include "vmm/report/run_report.h"
+#include "vmm/trace/trace.h"
+#include "vmm/trace/trace_writer.h"
 #include "vmm/util/error.h"
 #include "vmm/util/output_file.h"
 
@@ -48,6 +51,8 @@ struct RunOptions {
   std::string json;
   std::string api;  // --api SOCK: the control socket (vmm/control/)
   std::vector<std::string> inject;  // --inject values (docs/preemption.md)
+  std::string trace;
+  std::uint64_t trace_max_events = trace::TraceOptions{}.max_events;
   LockOptions lock;
   // Several VMs side by side (multi_vm_command.cpp), host CPU hogs, and the
   // start gate a child VM of a multi-VM run waits at (multivm/start_gate.h).
@@ -228,7 +233,10 @@ int run(RunOptions& o) {
   std::optional<OutputFile> json;
   if (!o.json.empty()) json.emplace(o.json, "--json");
   auto specs = inject_specs(o, config);
+  std::optional<OutputFile> trace_file;
+  if (!o.trace.empty()) trace_file.emplace(o.trace, "--trace");
   if (o.lock.native) {
+    if (trace_file) fail("--trace: not with --native (the timeline is the VM's)");
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
     if (o.start_gate_fd >= 0) fail("--start-gate-fd starts VMs; --native runs none");
     if (!o.api.empty()) fail("--api drives a VM; --native runs no VM");
@@ -277,6 +285,11 @@ int run(RunOptions& o) {
   machine::Machine vm(kvm, config, image, origin);
   if (api) vm.add_service(std::move(api));
   if (!specs.empty()) vm.add_service(std::make_unique<inject::Injector>(std::move(specs), config.seed, config.vcpus));
+  std::optional<trace::Trace> timeline;
+  if (trace_file) {
+    timeline.emplace(trace::TraceOptions{o.trace_max_events});
+    vm.attach_trace(*timeline);
+  }
   const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
   fmt::print("lockvisor run: workload {} ({}), {} vCPUs on host CPUs {} ({}), kick {}, KVM {}\n", o.workload,
              args.empty() ? "defaults" : args, config.vcpus,
@@ -325,8 +338,29 @@ int run(RunOptions& o) {
       code = exit_code_of(e.kind());
     }
   }
-  fmt::print("outcome: {}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
-             json_error ? ", --json not written" : "", code, result.reason);
+  // The trace comes after the results: a trace that cannot be written costs
+  // the run nothing but its own file (one line, and the exit code of the
+  // failure: 6 for a host write error, 2 for an unusable path).
+  std::optional<std::string> trace_error;
+  std::string trace_line;
+  if (timeline) {
+    try {
+      timeline->metadata()["outcome"] = machine::outcome_name(result.outcome);
+      const std::string text = trace::to_trace_json(*timeline);
+      trace_file->write(text);
+      trace_line = fmt::format("trace: {} ({} MiB, {} events dropped; docs/trace.md)", trace_file->path(),
+                               (text.size() + (1u << 19)) >> 20,
+                               timeline->metadata().value("dropped_events", std::uint64_t{0}));
+    } catch (const Error& e) {
+      trace_error = e.what();
+      if (code == 0) code = exit_code_of(e.kind());
+    } catch (const std::bad_alloc&) {
+      trace_error = "out of memory while building the trace";
+      if (code == 0) code = exit_code_of(ErrorKind::kHost);
+    }
+  }
+  fmt::print("outcome: {}{}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
+             json_error ? ", --json not written" : "", trace_error ? ", --trace not written" : "", code, result.reason);
   for (const auto& line : result.details) fmt::print("  {}\n", line);
   fmt::print("wall {:.3f} s, first guest entry after {:.1f} ms, first exit after {:.1f} ms\n", result.wall_seconds,
              result.seconds_to_first_entry * 1e3, result.seconds_to_first_exit * 1e3);
@@ -345,6 +379,8 @@ int run(RunOptions& o) {
     }
   }
   if (lock_report) lockstat::print_summary(lock_report->run, lock_report->metrics, stdout);
+  if (!trace_line.empty()) fmt::print("{}\n", trace_line);
+  if (trace_error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *trace_error);
   if (json_error) std::rethrow_exception(json_error);  // main() prints it: one line, the same exit code
   return code;
 }
@@ -416,6 +452,13 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& optio
   command->add_option("--api", options->api,
                       "Serve the control socket at SOCK while the VM runs (owner-only; see 'lockvisor ctl' and "
                       "docs/control-socket.md)");
+  command->add_option("--trace", options->trace,
+                      "Write the run's timeline as Chrome trace-event JSON to FILE (Perfetto, chrome://tracing;"
+                      " docs/trace.md; absent or a regular file, replaced atomically)");
+  command->add_option("--trace-max-events", options->trace_max_events,
+                      "--trace: at most this many events (1000..10^9; later ones are counted as dropped)")
+      ->transform(unsigned_in(1000, 1000000000))
+      ->default_str(std::to_string(trace::TraceOptions{}.max_events));
   options->machine.add_to(*command);
   command->add_option("--vm", options->vms,
                       "Run several VMs side by side, started and stopped together: key=value[,key=value...] over "

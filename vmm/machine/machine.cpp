@@ -10,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -33,6 +34,9 @@
 #include "vmm/pvlock/kvm_halt_poll.h"
 #include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
+#include "vmm/trace/lock_log.h"
+#include "vmm/trace/runstate_sampler.h"
+#include "vmm/trace/trace.h"
 #include "vmm/util/error.h"
 #include "vmm/util/mapping.h"
 
@@ -162,6 +166,12 @@ struct Machine::State {
   std::vector<std::unique_ptr<RunService>> services;
   std::uint64_t tsc_khz = 0;
   std::string kvm_kind;
+  // --trace (attach_trace): the trace, its guest log, the clock at the start.
+  trace::Trace* trace = nullptr;
+  trace::LockLogPlacement lock_log;
+  trace::ClockPair trace_clock_start;
+  std::optional<trace::TscOffset> trace_offset_start;
+  std::vector<std::optional<std::int64_t>> trace_offsets_attr;  // each vCPU's, before the run
 
   std::vector<std::string> vcpu_state_lines() const;
   bool deadlocked() const;
@@ -267,6 +277,129 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
 Machine::~Machine() = default;
 
 void Machine::add_service(std::unique_ptr<RunService> service) { state_->services.push_back(std::move(service)); }
+
+void Machine::attach_trace(trace::Trace& trace) {
+  State& s = *state_;
+  const MachineConfig& cfg = s.config;
+  s.trace = &trace;
+  trace.begin(cfg.vcpus,
+              static_cast<std::uint64_t>(
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(s.origin.time_since_epoch()).count()),
+              kExitKindNames);
+  auto& meta = trace.metadata();
+  meta["clock"] = "CLOCK_MONOTONIC; ts = microseconds since the run's origin (before the VM was built)";
+  meta["vcpus"] = cfg.vcpus;
+  meta["program"] = cfg.program;
+  meta["args"] = cfg.args;
+  meta["backend"] = std::string(s.backend->name());
+  meta["kvm"] = s.kvm_kind;
+  meta["tsc_khz"] = s.tsc_khz;
+  meta["runstate"] = s.runstate_kind;
+  // Lock workloads record their acquisitions in guest memory (lock_trace.h),
+  // carved from the top of the guest's free memory.
+  auto& memory = s.vm.memory();
+  auto* boot = memory.at<abi::BootInfo>(abi::kBootInfoAddr);
+  if (cfg.workload) {
+    s.lock_log = trace::place_lock_log(boot->free_start, boot->free_end, cfg.vcpus, trace.lock_records_per_vcpu());
+    if (s.lock_log.stride != 0) {
+      trace::init_lock_log(memory.all(), s.lock_log, cfg.vcpus);
+      boot->lock_trace_gpa = s.lock_log.gpa;
+      boot->lock_trace_stride = s.lock_log.stride;
+      boot->free_end = s.lock_log.gpa;
+      boot->flags |= abi::kBootFlagLockTrace;
+    }
+    meta["locks"]["records_per_vcpu"] = s.lock_log.capacity;
+  } else {
+    meta["locks"]["source"] = "none: not a lock workload";
+  }
+  // With a live run-state page each vCPU thread reads its own record into
+  // its host lane; without one the sampler below fills the host lanes.
+  for (auto& v : s.vcpus) {
+    const unsigned i = v->index();
+    const bool reads_page = s.runstate_page && i < abi::kRunStateMaxVcpus;
+    v->set_trace(&trace.vcpu_lane(i), reads_page ? &trace.host_lane(i) : nullptr,
+                 reads_page ? &trace.preemptions(i) : nullptr);
+  }
+  meta["kicks"] = s.backend->observe_kicks(&trace)
+                      ? "flows from the kicker's KICK_CPU to the halt it ended (userspace backend)"
+                      : "not visible: this backend's kicks never reach the VMM (KVM delivers KICK_CPU in the kernel)";
+  s.trace_offset_start = trace::measure_tsc_offset(s.vcpus.front()->vcpu_fd());
+  for (const auto& v : s.vcpus) s.trace_offsets_attr.push_back(trace::read_tsc_offset_attr(v->vcpu_fd()));
+  s.trace_clock_start = trace::sample_clock_pair();
+  add_service(std::make_unique<trace::RunStateSampler>(trace));
+}
+
+// After the run: the guest TSC's relation to the trace clock, measured again
+// (its change over the run is the error the metadata reports), and the
+// guest's lock log turned into slices.
+void Machine::finish_trace() {
+  State& s = *state_;
+  trace::Trace& trace = *s.trace;
+  auto& meta = trace.metadata();
+  const trace::ClockPair end = trace::sample_clock_pair();
+  const auto offset_end = trace::measure_tsc_offset(s.vcpus.front()->vcpu_fd());
+  // Each vCPU's offset: KVM's own value after the run when it tells it
+  // (exact; each vCPU has its own, and KVM may adjust it while the vCPU runs,
+  // e.g. when its thread moves to a CPU whose TSC differs), else vCPU 0's
+  // IA32_TSC read. The reads are recorded as an independent check.
+  std::vector<std::optional<std::int64_t>> attr_end;
+  for (const auto& v : s.vcpus) attr_end.push_back(trace::read_tsc_offset_attr(v->vcpu_fd()));
+  bool attr = true;
+  std::int64_t moved = 0;  // the largest change of a vCPU's offset over the run, cycles
+  for (std::size_t i = 0; i < attr_end.size(); ++i) {
+    attr = attr && attr_end[i] && s.trace_offsets_attr[i];
+    if (attr) moved = std::max<std::int64_t>(moved, std::abs(*attr_end[i] - *s.trace_offsets_attr[i]));
+  }
+  const std::int64_t read_offset = s.trace_offset_start ? s.trace_offset_start->offset : 0;
+  std::vector<trace::GuestClock> clocks;
+  for (std::size_t i = 0; i < s.vcpus.size(); ++i)
+    clocks.emplace_back(s.trace_clock_start, end, attr ? *attr_end[i] : read_offset, s.tsc_khz);
+  const double ns_per_cycle = clocks.front().ns_per_cycle();
+  auto& tsc = meta["guest_tsc"];
+  tsc["relation"] = "guest TSC = host TSC + offset (no TSC scaling)";
+  tsc["ns_per_cycle"] = ns_per_cycle;
+  tsc["offset_cycles"] = attr ? *attr_end.front() : read_offset;  // vCPU 0's
+  const double pair_ns = static_cast<double>(std::max(s.trace_clock_start.bracket_cycles, end.bracket_cycles)) / 2 *
+                         ns_per_cycle;
+  tsc["host_clock_pair_uncertainty_ns"] = pair_ns;
+  if (s.trace_offset_start && offset_end) {
+    auto& read = tsc["ia32_tsc_read"];
+    read["offset_cycles"] = s.trace_offset_start->offset;
+    read["offset_cycles_after"] = offset_end->offset;
+    read["uncertainty_ns"] =
+        static_cast<double>(std::max(s.trace_offset_start->bracket_cycles, offset_end->bracket_cycles)) / 2 *
+        ns_per_cycle;
+    if (attr)
+      read["differs_from_offset_ns"] =
+          std::abs(static_cast<double>(offset_end->offset - *attr_end.front())) * ns_per_cycle;
+  }
+  if (attr) {
+    tsc["source"] = "KVM_VCPU_TSC_OFFSET of each vCPU after the run (exact), checked by IA32_TSC reads";
+    tsc["offset_moved_ns"] = static_cast<double>(moved) * ns_per_cycle;
+    // A guest timestamp's error on the trace clock: the host clock pairs'
+    // half-width, plus how far any vCPU's offset moved during the run (a
+    // timestamp taken before the move is off by that much).
+    tsc["error_ns"] = pair_ns + static_cast<double>(moved) * ns_per_cycle;
+  } else if (s.trace_offset_start && offset_end) {
+    const double bracket = static_cast<double>(std::max(s.trace_offset_start->bracket_cycles, offset_end->bracket_cycles));
+    const double drift = std::abs(static_cast<double>(offset_end->offset - read_offset));
+    tsc["source"] = "vCPU 0's IA32_TSC reads (KVM_GET_MSRS between two host rdtsc, before and after the run)";
+    tsc["offset_moved_ns"] = drift * ns_per_cycle;
+    tsc["error_ns"] = pair_ns + std::max(bracket / 2, drift) * ns_per_cycle;
+  } else {
+    tsc["source"] = "none: KVM told neither the offset nor IA32_TSC; offset assumed 0";
+    tsc["error_ns"] = nullptr;
+  }
+  if (s.config.workload && s.lock_log.stride != 0) {
+    const std::uint32_t locks = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(s.config.workload->nlocks, 1, 16));
+    const auto stats = trace::read_lock_log(s.vm.memory().all(), s.lock_log, clocks, trace.origin_ns(), end.ns, locks,
+                                            trace);
+    meta["locks"]["source"] = "guest lock-trace log (no exits), guest TSC converted";
+    meta["locks"]["records"] = stats.records;
+    meta["locks"]["dropped_in_guest"] = stats.dropped;
+    meta["locks"]["rejected"] = stats.rejected;
+  }
+}
 
 // --runstate (docs/runstate.md, "Handing it to the guest"): the BPF-published
 // page when it loads (and the mode allows), else a zero page; either way one
@@ -452,6 +585,7 @@ RunResult Machine::run() {
   on_signal.reset();
   for (auto& v : s.vcpus) v->join();
   for (auto& service : s.services) service->stop();
+  if (s.trace) finish_trace();
   spdlog::debug("run ended: {}", s.control.decided() ? s.control.reason() : "every vCPU finished");
   s.serial.flush_all();
   if (auto error = s.serial.write_error()) s.control.end(Outcome::kHostError, std::move(*error));

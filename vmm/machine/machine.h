@@ -21,6 +21,10 @@
 #include "vmm/machine/run_service.h"
 #include "vmm/machine/stop_signals.h"
 
+namespace lockvisor::trace {
+class Trace;
+}
+
 namespace lockvisor::machine {
 
 class Machine {
@@ -43,9 +47,18 @@ class Machine {
   // preemption injector, the control socket, the trace. Add before run().
   void add_service(std::unique_ptr<RunService> service);
 
+  // --trace (docs/trace.md): records this run's timeline into `trace`
+  // (which must outlive run()): allocates its lanes, gives lock workloads a
+  // lock-trace log in guest memory, hooks the vCPU loops and the backend's
+  // kicks, samples host preemptions, and after the run reads the guest's
+  // log and writes the clock's measured error into the trace's metadata.
+  // Call once, before run().
+  void attach_trace(trace::Trace& trace);
+
  private:
   struct State;
   void map_runstate_page(const kvm::KvmSystem& kvm);
+  void finish_trace();
   std::unique_ptr<State> state_;
 };
 

@@ -19,6 +19,7 @@
 #include "lockvisor/abi/ucall.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/machine/guest_text.h"
+#include "vmm/trace/trace_clock.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::machine {
@@ -191,6 +192,15 @@ bool VcpuRunner::serve_park() {
   while (park_.pending()) {
     const auto interval = park_.wait_while_parked();
     if (!interval) break;
+    if (trace_) {
+      // steady_clock is CLOCK_MONOTONIC, the trace's clock.
+      const auto ns = [](VcpuPark::Clock::time_point t) {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+      };
+      trace_->add({ns(interval->begin), ns(interval->end), 0, static_cast<std::uint32_t>(interval->cause),
+                   trace::EventKind::kParked});
+    }
     if (on_parked) on_parked(index(), *interval);
   }
   vcpu_.run_state()->immediate_exit = 0;
@@ -198,6 +208,7 @@ bool VcpuRunner::serve_park() {
 }
 
 void VcpuRunner::thread_main(std::vector<int> affinity) {
+  thread_id_.store(static_cast<pid_t>(::gettid()), std::memory_order_release);
   const auto wait_at_start = runqueue_wait_ns();
   // Nothing may leave this thread by an exception: std::terminate would end
   // the process without a report. An allocation that fails although every
@@ -266,9 +277,17 @@ void VcpuRunner::run_loop() {
   control_.note_entry();
   while (!control_.stopping()) {
     if (park_.pending() && !serve_park()) break;
+    // --trace: two clock reads and two stores per exit, nothing without it.
+    const std::uint64_t entered = trace_ ? trace::now_ns() : 0;
     const int rc = vcpu_.run();
+    const std::uint64_t left = trace_ ? trace::now_ns() : 0;
+    if (trace_) {
+      trace_->add({entered, left, 0, 0, trace::EventKind::kGuest});
+      trace_preemptions();
+    }
     if (rc == -EINTR || rc == -EAGAIN) {
       count(ExitKind::kSignal);
+      if (trace_) trace_exit(left);
       continue;
     }
     if (rc != 0) {
@@ -278,8 +297,20 @@ void VcpuRunner::run_loop() {
     control_.note_exit();
     rip_.store(vcpu_.sync_regs().rip, std::memory_order_relaxed);
     exited_.store(true, std::memory_order_relaxed);
-    if (!handle_exit()) break;
+    const bool go_on = handle_exit();
+    if (trace_) trace_exit(left);
+    if (!go_on) break;
   }
+}
+
+void VcpuRunner::trace_preemptions() {
+  if (trace_preemptions_ == nullptr) return;
+  const runstate::RunStatePage* page = control_.runstate_page();
+  trace_preemptions_->observe(runstate::read_record(page->records()[index()]), *trace_host_);
+}
+
+void VcpuRunner::trace_exit(std::uint64_t left) {
+  trace_->add({left, trace::now_ns(), 0, static_cast<std::uint32_t>(last_exit_), trace::EventKind::kExit});
 }
 
 std::string VcpuRunner::where() const {
@@ -353,7 +384,15 @@ bool VcpuRunner::handle_exit() {
 
 bool VcpuRunner::halt() {
   state_.store(VcpuState::kHalted);
+  // The record is read on both sides of the halt: a sleep in between
+  // (a blocked halt) must not be mistaken for the end of a preemption.
+  if (trace_) trace_preemptions();
+  const std::uint64_t halted = trace_ ? trace::now_ns() : 0;
   const auto outcome = control_.backend().halt(index());
+  if (trace_) {
+    trace_->add({halted, trace::now_ns(), 0, 0, trace::EventKind::kHalt});
+    trace_preemptions();
+  }
   if (outcome == pvlock::HaltOutcome::kStopped) return false;  // stays "halted" in the report
   state_.store(VcpuState::kRunning);
   return true;

@@ -29,6 +29,8 @@
 #include "vmm/pvlock/hypercall_table.h"
 #include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
+#include "vmm/trace/preemption_tracker.h"
+#include "vmm/trace/trace_buffer.h"
 
 namespace lockvisor::machine {
 
@@ -151,6 +153,19 @@ class VcpuRunner {
   std::function<PreemptVerdict(unsigned vcpu, std::span<const std::byte> memory, const std::uint64_t (&args)[3])>
       on_preempt_point;
 
+  // --trace: this vCPU's timeline lane (guest, exits, halts, parks) and,
+  // with a live run-state page, its host lane and record reader; written by
+  // its thread only; set before start(). Null: no tracing, no cost.
+  void set_trace(trace::TraceBuffer* lane, trace::TraceBuffer* host_lane, trace::PreemptionTracker* preemptions) {
+    trace_ = lane;
+    trace_host_ = host_lane;
+    trace_preemptions_ = preemptions;
+  }
+  // The vCPU's KVM fd, for reads while it is not in KVM_RUN (KVM_GET_MSRS).
+  int vcpu_fd() const { return vcpu_.fd(); }
+  // The vCPU thread's kernel thread id once it has started (0 before).
+  pid_t thread_id() const { return thread_id_.load(std::memory_order_acquire); }
+
   unsigned index() const { return vcpu_.index(); }
   bool finished() const { return finished_.load(); }
   VcpuState state() const { return state_.load(); }
@@ -198,6 +213,7 @@ class VcpuRunner {
   std::thread thread_;
   pthread_t handle_{};
   std::atomic<bool> started_{false};
+  std::atomic<pid_t> thread_id_{0};
   std::atomic<bool> finished_{false};
   std::atomic<VcpuState> state_{VcpuState::kStarting};
   std::atomic<std::uint64_t> last_hypercall_{0};
@@ -211,7 +227,16 @@ class VcpuRunner {
   void count(ExitKind kind) {
     auto& counter = exits_[static_cast<std::size_t>(kind)];
     counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    last_exit_ = kind;
   }
+  // The exit just handled, from `left` (KVM_RUN returned) to now.
+  void trace_exit(std::uint64_t left);
+  // Reads this vCPU's run-state record into its host lane (--trace, live page).
+  void trace_preemptions();
+  trace::TraceBuffer* trace_ = nullptr;
+  trace::TraceBuffer* trace_host_ = nullptr;
+  trace::PreemptionTracker* trace_preemptions_ = nullptr;
+  ExitKind last_exit_ = ExitKind::kSignal;
 
   // Written by the vCPU thread only; read live by exit_counts().
   std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(ExitKind::kCount)> exits_{};

@@ -92,6 +92,18 @@ struct VmSetup {
   bool guest_uses_kvm_hypercalls = false;
 };
 
+// The timeline's view of kicks (--trace, vmm/trace/). Both calls come on
+// vCPU threads, must not block or allocate, and pair by `flow`: on_kick on
+// the kicker's thread for a delivered kick (`sent_ns`: CLOCK_MONOTONIC before
+// delivery), on_kick_consumed on the kicked vCPU's thread when a halt of its
+// returns because of that kick.
+class KickObserver {
+ public:
+  virtual ~KickObserver() = default;
+  virtual void on_kick(unsigned from, unsigned target, std::uint64_t flow, std::uint64_t sent_ns) noexcept = 0;
+  virtual void on_kick_consumed(unsigned vcpu, std::uint64_t flow) noexcept = 0;
+};
+
 class PvBackend {
  public:
   virtual ~PvBackend() = default;
@@ -136,6 +148,10 @@ class PvBackend {
   virtual const VcpuPvCounters& counters(unsigned vcpu) const = 0;
   // Kick-to-wake latencies (ns) observed by vCPU `vcpu`'s woken halts.
   virtual std::vector<std::uint64_t> wake_latencies(unsigned vcpu) const = 0;
+  // Reports every kick to `observer` from now on (set before the vCPUs
+  // start; it must outlive the run). False: this backend never sees kicks
+  // (KVM delivers them in the kernel).
+  virtual bool observe_kicks(KickObserver* /*observer*/) { return false; }
 };
 
 // The backend a Machine runs with.

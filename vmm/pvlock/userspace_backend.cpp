@@ -63,7 +63,10 @@ KickResult UserspaceBackend::deliver(unsigned from, int target, KickMode mode) {
   // Stamp before delivering: the woken halter takes it after consuming the kick.
   const std::uint64_t sent = now_ns();
   const bool stamped = slot.kick_stamp.on_send(sent);
-  switch (slot.latch.kick(mode)) {
+  const std::uint64_t flow = kick_observer_ ? trace_kick_begin(from, slot) : 0;
+  const KickDelivery delivery = slot.latch.kick(mode);
+  if (flow != 0) trace_kick_sent(from, index, slot, flow, sent, delivery == KickDelivery::kDelivered);
+  switch (delivery) {
     case KickDelivery::kDelivered:
       slot.counters.kicks_received.fetch_add(1, std::memory_order_relaxed);
       if (was_halted && index != from) {
@@ -100,6 +103,7 @@ HaltOutcome UserspaceBackend::halt(unsigned self) {
   std::uint64_t polled = 0;
   const HaltOutcome outcome = slot.latch.halt(window, &polled);
   if (outcome == HaltOutcome::kStopped) return outcome;
+  if (kick_observer_) trace_kick_consumed(self, slot);
   const std::uint64_t sent = slot.kick_stamp.take();  // every consumed kick empties the stamp
   if (outcome == HaltOutcome::kImmediate) {
     slot.counters.halts_immediate.fetch_add(1, std::memory_order_relaxed);
@@ -117,6 +121,28 @@ HaltOutcome UserspaceBackend::halt(unsigned self) {
   if (sent != 0 && now >= sent && slot.wake_latency_ns.size() < kMaxLatencySamples)
     slot.wake_latency_ns.push_back(now - sent);
   return outcome;
+}
+
+// Flow ids: the kicker's index + 1 in the top bits, its own count below, so
+// no two kicks share one and no shared counter is needed. A kick gets a flow
+// only if its target holds none (a coalesced kick rides on the pending one).
+std::uint64_t UserspaceBackend::trace_kick_begin(unsigned from, Slot& target) {
+  const std::uint64_t flow = (std::uint64_t{from} + 1) << 40 | ++slots_[from]->flows_sent;
+  std::uint64_t none = 0;
+  return target.trace_flow.compare_exchange_strong(none, flow) ? flow : 0;
+}
+
+// A delivered kick's flow is reported; one that was not delivered takes its
+// id back, unless a halt already consumed it (a pending kick woke the
+// target meanwhile): then both ends exist and it is reported too.
+void UserspaceBackend::trace_kick_sent(unsigned from, unsigned target, Slot& slot, std::uint64_t flow,
+                                       std::uint64_t sent, bool delivered) {
+  std::uint64_t mine = flow;
+  if (delivered || !slot.trace_flow.compare_exchange_strong(mine, 0)) kick_observer_->on_kick(from, target, flow, sent);
+}
+
+void UserspaceBackend::trace_kick_consumed(unsigned self, Slot& slot) {
+  if (const std::uint64_t flow = slot.trace_flow.exchange(0)) kick_observer_->on_kick_consumed(self, flow);
 }
 
 void UserspaceBackend::yield_to(unsigned from, int target) {

@@ -52,6 +52,10 @@ class UserspaceBackend final : public PvBackend {
   std::uint64_t epoch() const override { return epoch_.load(); }
   const VcpuPvCounters& counters(unsigned vcpu) const override { return slots_[vcpu]->counters; }
   std::vector<std::uint64_t> wake_latencies(unsigned vcpu) const override;
+  bool observe_kicks(KickObserver* observer) override {
+    kick_observer_ = observer;
+    return true;
+  }
 
  private:
   KickResult deliver(unsigned from, int target, KickMode mode);
@@ -64,7 +68,17 @@ class UserspaceBackend final : public PvBackend {
     VcpuPvCounters counters;
     HaltPollWindow poll;                          // this vCPU's thread only
     std::vector<std::uint64_t> wake_latency_ns;  // written by this vCPU's thread only
+    // --trace: the flow id of the kick the next consume takes (0: none);
+    // set by a kicker only when empty, taken by this vCPU's halt.
+    std::atomic<std::uint64_t> trace_flow{0};
+    std::uint64_t flows_sent = 0;  // this vCPU's kicks that got a flow id (its thread only)
   };
+  // --trace: the flow of a kick from `from` to `target`, reported once the
+  // kick's fate is known (trace_kick_sent) and when a halt consumes it.
+  std::uint64_t trace_kick_begin(unsigned from, Slot& target);
+  void trace_kick_sent(unsigned from, unsigned target, Slot& slot, std::uint64_t flow, std::uint64_t sent,
+                       bool delivered);
+  void trace_kick_consumed(unsigned self, Slot& slot);
   // Called on vCPU `vcpu`'s own thread whenever it enters the backend.
   void on_entry(unsigned vcpu);
   // Whether the calling thread runs on the host CPU vCPU `vcpu` last ran on.
@@ -75,6 +89,7 @@ class UserspaceBackend final : public PvBackend {
   StopFlag stopping_;  // set by stop(): ends every --kick-delay-us wait at once
   std::vector<std::unique_ptr<Slot>> slots_;
   std::unique_ptr<VcpuBooster> booster_;  // after slots_: its observer writes their counters
+  KickObserver* kick_observer_ = nullptr;  // --trace; set before the vCPUs start
 };
 
 }  // namespace lockvisor::pvlock

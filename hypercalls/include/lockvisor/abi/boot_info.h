@@ -11,7 +11,8 @@ namespace lockvisor::abi {
 inline constexpr u64 kBootInfoMagic = 0x31304f4f42564c;  // "LVBOO01"
 // 2: adds runstate_gpa and kBootFlagRunStateLive (the vCPU run-state page).
 // 3: adds workload and kBootFlagWorkload (lock-workload parameters in binary).
-// 4: adds lock_probe_gpa, lock_probe and kBootFlagLockProbe (targeted preemption).
+// 4: adds lock_probe_gpa, lock_probe and kBootFlagLockProbe (targeted preemption),
+//    lock_trace_* and kBootFlagLockTrace (the lock-trace log, lock_trace.h).
 inline constexpr u32 kBootInfoVersion = 4;
 
 inline constexpr u32 kBootFlagPvUnhalt = 1u << 0;   // KICK_CPU works (CPUID says the same)
@@ -34,6 +35,9 @@ inline constexpr u32 kBootFlagGuestRing0 = 1u << 6;
 // lock workloads publish their lock operations at lock_probe_gpa. Clear: the
 // probe is off and costs one predictable branch per hook.
 inline constexpr u32 kBootFlagLockProbe = 1u << 7;
+// --trace: the lock workloads record each acquisition in the lock-trace log
+// at lock_trace_gpa (lock_trace.h). Clear: they record nothing.
+inline constexpr u32 kBootFlagLockTrace = 1u << 8;
 
 inline constexpr u32 kProgramNameBytes = 32;
 inline constexpr u32 kProgramArgsBytes = 768;
@@ -75,6 +79,11 @@ struct BootInfo {
   // kLockProbeAddr) and, with kBootFlagLockProbe, the targeted schedules.
   u64 lock_probe_gpa;
   LockProbeConfig lock_probe;
+  // Version 4. Valid when kBootFlagLockTrace is set: vCPU i's log block
+  // (lock_trace.h) at lock_trace_gpa + i * lock_trace_stride, inside RAM,
+  // outside free_start..free_end.
+  u64 lock_trace_gpa;
+  u64 lock_trace_stride;
 };
 static_assert(sizeof(BootInfo) <= kBootInfoBytes, "BootInfo outgrew its pages");
 

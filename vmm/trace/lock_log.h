@@ -1,0 +1,42 @@
+// The lock-trace log in guest memory (lockvisor/abi/lock_trace.h): where it
+// goes, and turning it into lock-lane slices after the run.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "vmm/trace/trace.h"
+#include "vmm/trace/trace_clock.h"
+
+namespace lockvisor::trace {
+
+// Where the log blocks go: the top of the guest's free memory, at most half
+// of it. `stride` 0: no room (no lock lane).
+struct LockLogPlacement {
+  std::uint64_t gpa = 0;
+  std::uint64_t stride = 0;    // bytes per vCPU block (header + records)
+  std::uint64_t capacity = 0;  // records per vCPU
+};
+LockLogPlacement place_lock_log(std::uint64_t free_start, std::uint64_t free_end, unsigned vcpus,
+                                std::size_t records_wanted);
+
+// Writes each block's header (magic, capacity; counts zero).
+void init_lock_log(std::span<std::byte> memory, const LockLogPlacement& place, unsigned vcpus);
+
+struct LockLogStats {
+  std::uint64_t records = 0;   // accepted
+  std::uint64_t dropped = 0;   // the guest's count of acquisitions its full log did not keep
+  std::uint64_t rejected = 0;  // records that failed a check (never in the trace)
+};
+
+// Reads every vCPU's block after the run, trusting nothing in it: count is
+// clamped to the VMM's own capacity, a record must name a lock slot below
+// `max_lock`, have arrive <= acquired <= released, and map inside
+// [window_begin_ns, window_end_ns] through its vCPU's clock (clocks[i]:
+// each vCPU has its own TSC offset). Good records become a wait and a hold
+// slice on the vCPU's lock lane.
+LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlacement& place,
+                           std::span<const GuestClock> clocks, std::uint64_t window_begin_ns,
+                           std::uint64_t window_end_ns, std::uint32_t max_lock, Trace& trace);
+
+}  // namespace lockvisor::trace

@@ -1,0 +1,114 @@
+#include "vmm/trace/runstate_sampler.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "vmm/machine/vcpu_runner.h"
+#include "vmm/runstate/runstate_page.h"
+
+namespace lockvisor::trace {
+namespace {
+// /proc reads cost far more than a page read: sample the fallback less often.
+constexpr std::chrono::microseconds kFallbackPeriod{1000};
+
+// Field 2 of /proc/<pid>/task/<tid>/schedstat: run_delay, ns.
+std::optional<std::uint64_t> read_run_delay(int fd) {
+  char text[128];
+  const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  if (n <= 0) return std::nullopt;
+  text[n] = '\0';
+  unsigned long long running = 0, delay = 0;
+  if (std::sscanf(text, "%llu %llu", &running, &delay) != 2) return std::nullopt;
+  return delay;
+}
+}  // namespace
+
+void RunStateSampler::start(machine::RunContext& context) {
+  page_ = context.control.runstate_page();
+  auto& meta = trace_.metadata()["host_preemptions"];
+  vcpus_ = context.vcpus;
+  if (page_ == nullptr) {
+    meta["source"] = "schedstat";
+    meta["why"] =
+        "the vCPU run-state page is not live (see the run report's runstate_detail): each vCPU thread's schedstat "
+        "run_delay is sampled instead; a slice's length is the run-queue wait within one period, its position in "
+        "the period unknown";
+    meta["period_us"] = kFallbackPeriod.count();
+    schedstat_.resize(trace_.vcpus());
+    timer_ = std::make_unique<boost::asio::steady_timer>(context.io);
+    arm();
+    return;
+  }
+  meta["source"] = "run-state page (sched_switch BPF), read by each vCPU thread after every KVM_RUN and around halts";
+  first_.resize(std::min<unsigned>(trace_.vcpus(), abi::kRunStateMaxVcpus));
+  for (unsigned i = 0; i < first_.size(); ++i) first_[i] = runstate::read_record(page_->records()[i]);
+}
+
+void RunStateSampler::arm() {
+  timer_->expires_after(kFallbackPeriod);
+  timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    sample_schedstat(now_ns());
+    arm();
+  });
+}
+
+void RunStateSampler::sample_schedstat(std::uint64_t now) {
+  ++samples_;
+  for (unsigned i = 0; i < schedstat_.size() && i < vcpus_.size(); ++i) {
+    Schedstat& s = schedstat_[i];
+    if (!s.opened) {
+      const pid_t tid = vcpus_[i]->thread_id();
+      if (tid == 0) continue;
+      s.opened = true;
+      const std::string path = "/proc/self/task/" + std::to_string(tid) + "/schedstat";
+      s.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (const auto delay = s.fd.valid() ? read_run_delay(s.fd.get()) : std::nullopt) s.run_delay_ns = *delay;
+      s.read_ns = now;
+      continue;
+    }
+    if (!s.fd.valid()) continue;
+    const auto delay = read_run_delay(s.fd.get());
+    if (!delay) {
+      s.fd = UniqueFd();  // the thread has left
+      continue;
+    }
+    if (*delay > s.run_delay_ns) {
+      const std::uint64_t waited = std::min(*delay - s.run_delay_ns, now - s.read_ns);
+      trace_.host_lane(i).add({now - waited, now, 0, 2, EventKind::kPreempted});
+      schedstat_ns_ += *delay - s.run_delay_ns;
+    }
+    s.run_delay_ns = *delay;
+    s.read_ns = now;
+  }
+}
+
+void RunStateSampler::stop() {
+  auto& meta = trace_.metadata()["host_preemptions"];
+  if (timer_) {
+    timer_->cancel();
+    meta["samples"] = samples_;
+    meta["run_delay_ns"] = schedstat_ns_;
+    timer_.reset();
+    return;
+  }
+  if (page_ == nullptr) return;
+  std::uint64_t counted = 0;
+  PreemptionCounts drawn;
+  for (unsigned i = 0; i < first_.size(); ++i) {
+    counted += runstate::read_record(page_->records()[i]).preemptions - first_[i].preemptions;
+    const PreemptionCounts& c = trace_.preemptions(i).counts();
+    drawn.exact += c.exact;
+    drawn.merged += c.merged;
+    drawn.missed += c.missed;
+  }
+  meta["preemptions_counted"] = counted;  // by the page, from the start of the run to its end
+  meta["exact"] = drawn.exact;
+  meta["merged"] = drawn.merged;
+  meta["missed"] = drawn.missed;  // mixed with sleeps between two reads, or after the thread's last read
+}
+
+}  // namespace lockvisor::trace

@@ -1,0 +1,147 @@
+#include "vmm/trace/trace_writer.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <iterator>
+#include <unordered_set>
+
+namespace lockvisor::trace {
+namespace {
+
+const char* park_name(std::uint32_t cause) { return cause == 0 ? "parked (injected)" : "paused"; }
+
+class Writer {
+ public:
+  explicit Writer(const Trace& trace) : trace_(trace) {}
+
+  std::string run() {
+    out_.append(std::string_view("{\"traceEvents\":[\n"));
+    const unsigned n = trace_.vcpus();
+    meta(0, "process_name", R"({"name":"lockvisor VM"})");
+    for (unsigned i = 0; i < n; ++i) {
+      thread(i, fmt::format("vCPU {}", i), 3 * i);
+      thread(kHostTidBase + i, fmt::format("vCPU {} host", i), 3 * i + 1);
+      thread(kLockTidBase + i, fmt::format("vCPU {} locks", i), 3 * i + 2);
+    }
+    pair_flows();
+    std::uint64_t dropped = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      dropped += lane(i, trace_.vcpu_lane(i));
+      dropped += lane(kHostTidBase + i, trace_.host_lane(i));
+      dropped += lane(kLockTidBase + i, trace_.lock_lane(i));
+    }
+    nlohmann::json metadata = trace_.metadata();
+    metadata["dropped_events"] = dropped;
+    metadata["kick_flows"] = paired_;
+    metadata["kick_flows_unpaired"] = unpaired_;
+    // Drop the separator after the last event.
+    if (out_.size() >= 2 && out_[out_.size() - 2] == ',') out_.resize(out_.size() - 2);
+    fmt::format_to(std::back_inserter(out_), "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{}}}\n",
+                   metadata.dump());
+    return fmt::to_string(out_);
+  }
+
+ private:
+  void meta(unsigned tid, const char* name, std::string_view args) {
+    fmt::format_to(std::back_inserter(out_), "{{\"ph\":\"M\",\"pid\":1,\"tid\":{},\"name\":\"{}\",\"args\":{}}},\n", tid,
+                   name, args);
+  }
+  void thread(unsigned tid, const std::string& name, unsigned sort) {
+    meta(tid, "thread_name", fmt::format(R"({{"name":"{}"}})", name));
+    meta(tid, "thread_sort_index", fmt::format(R"({{"sort_index":{}}})", sort));
+  }
+
+  // Microseconds since the origin, with the nanoseconds as decimals.
+  std::string ts(std::uint64_t ns) const {
+    const auto rel = static_cast<std::int64_t>(ns - trace_.origin_ns());
+    const std::uint64_t mag = rel < 0 ? static_cast<std::uint64_t>(-rel) : static_cast<std::uint64_t>(rel);
+    return fmt::format("{}{}.{:03}", rel < 0 ? "-" : "", mag / 1000, mag % 1000);
+  }
+  static std::string dur(std::uint64_t begin, std::uint64_t end) {
+    const std::uint64_t d = end > begin ? end - begin : 0;
+    return fmt::format("{}.{:03}", d / 1000, d % 1000);
+  }
+
+  void slice(unsigned tid, const char* cat, std::string_view name, const Event& e, std::string_view args = "{}") {
+    fmt::format_to(std::back_inserter(out_),
+                   "{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"cat\":\"{}\",\"name\":\"{}\",\"ts\":{},\"dur\":{},\"args\":{}}},\n",
+                   tid, cat, name, ts(e.begin_ns), dur(e.begin_ns, e.end_ns), args);
+  }
+  void flow(unsigned tid, const char* ph, const Event& e, std::uint32_t target) {
+    fmt::format_to(std::back_inserter(out_),
+                   "{{\"ph\":\"{}\",\"pid\":1,\"tid\":{},\"cat\":\"kick\",\"name\":\"kick\",\"id\":{},\"ts\":{}{}}},\n", ph,
+                   tid, e.id, ts(e.begin_ns),
+                   *ph == 'f' ? std::string(",\"bp\":\"e\"") : fmt::format(",\"args\":{{\"target\":{}}}", target));
+  }
+
+  // Kicks whose wake is in the trace, and wakes whose kick is.
+  void pair_flows() {
+    std::unordered_set<std::uint64_t> kicks, wakes;
+    for (unsigned i = 0; i < trace_.vcpus(); ++i)
+      for (const Event& e : trace_.vcpu_lane(i).events()) {
+        if (e.kind == EventKind::kKick) kicks.insert(e.id);
+        if (e.kind == EventKind::kWake) wakes.insert(e.id);
+      }
+    for (std::uint64_t id : kicks) {
+      if (wakes.count(id)) {
+        paired_ids_.insert(id);
+        ++paired_;
+      } else {
+        ++unpaired_;
+      }
+    }
+    for (std::uint64_t id : wakes)
+      if (!kicks.count(id)) ++unpaired_;
+  }
+
+  std::uint64_t lane(unsigned tid, const TraceBuffer& buffer) {
+    std::uint64_t last = trace_.origin_ns();
+    for (const Event& e : buffer.events()) {
+      last = std::max(last, e.end_ns);
+      switch (e.kind) {
+        case EventKind::kGuest: slice(tid, "vcpu", "guest", e); break;
+        case EventKind::kExit: {
+          const auto names = trace_.exit_names();
+          const char* name = e.arg < names.size() ? names[e.arg] : "unknown";
+          slice(tid, "exit", fmt::format("exit {}", name), e);
+          break;
+        }
+        case EventKind::kHalt: slice(tid, "halt", "halted", e); break;
+        case EventKind::kParked: slice(tid, "park", park_name(e.arg), e); break;
+        case EventKind::kPreempted:
+          slice(tid, "host", "preempted", e,
+                e.arg == 1   ? std::string(R"({"exact":true})")
+                : e.arg == 2 ? std::string(R"({"exact":false,"source":"schedstat run_delay growth within one period"})")
+                : e.arg == 3 ? fmt::format(R"({{"exact":false,"merged_preemptions":{}}})", e.id)
+                             : std::string(R"({"exact":false})"));
+          break;
+        case EventKind::kLockWait: slice(tid, "lock", "wait", e, fmt::format(R"({{"lock":{}}})", e.arg)); break;
+        case EventKind::kLockHold: slice(tid, "lock", "hold", e, fmt::format(R"({{"lock":{}}})", e.arg)); break;
+        case EventKind::kKick:
+          if (paired_ids_.count(e.id)) flow(tid, "s", e, e.arg);
+          break;
+        case EventKind::kWake:
+          if (paired_ids_.count(e.id)) flow(tid, "f", e, 0);
+          break;
+      }
+    }
+    if (buffer.dropped() != 0)
+      fmt::format_to(std::back_inserter(out_),
+                     "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":{},\"cat\":\"trace\",\"name\":\"dropped {} events\","
+                     "\"ts\":{},\"args\":{{\"dropped\":{}}}}},\n",
+                     tid, buffer.dropped(), ts(last), buffer.dropped());
+    return buffer.dropped();
+  }
+
+  const Trace& trace_;
+  fmt::memory_buffer out_;
+  std::unordered_set<std::uint64_t> paired_ids_;
+  std::uint64_t paired_ = 0, unpaired_ = 0;
+};
+
+}  // namespace
+
+std::string to_trace_json(const Trace& trace) { return Writer(trace).run(); }
+
+}  // namespace lockvisor::trace
