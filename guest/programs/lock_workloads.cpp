@@ -99,11 +99,11 @@ struct GuestPlatform {
     TraceSlot& slot = g_trace[this_cpu()];
     if (slot.log != nullptr) slot.arrive = t0;
   }
-  static void on_lock_release(unsigned lock, u64 t1, u64 t2) {
+  static void on_lock_release(unsigned lock, u64 t1) {
     if (g_lock_probe_on) [[unlikely]]
       lock_probe_release(lock);
     const TraceSlot& slot = g_trace[this_cpu()];
-    if (slot.log != nullptr) lock_trace_record(slot.log, lock, slot.arrive, t1, t2);
+    if (slot.log != nullptr) lock_trace_record(slot.log, lock, slot.arrive, t1, now());
   }
 };
 

@@ -30,13 +30,15 @@
 //                                         TSan check the locks' acquire/release.
 //   static void on_lock_arrive(unsigned lock, u64 t0);
 //   static void on_lock_acquired(unsigned lock, u64 t0, u64 t1);
-//   static void on_lock_release(unsigned lock, u64 t1, u64 t2);
+//   static void on_lock_release(unsigned lock, u64 t1);
 //                                         lock-operation observers [none]: a CPU
 //                                         is about to call lock() on slot
 //                                         `lock` (t0 = its arrival time), has
 //                                         acquired it (t1), has released it
-//                                         (t2, read only when this hook
-//                                         exists).  The guest publishes holder
+//                                         (an observer that records the
+//                                         release time reads the TSC itself,
+//                                         only when it records: no rdtsc on
+//                                         the loop when nobody looks).  The guest publishes holder
 //                                         and queue position for the
 //                                         preemption injector and records
 //                                         acquisitions for the timeline here,
@@ -102,7 +104,7 @@ template <class P>
 }
 template <class P>
 [[gnu::always_inline]] inline void on_lock_release(unsigned lock, u64 t1) {
-  if constexpr (requires { P::on_lock_release(lock, t1, u64{}); }) P::on_lock_release(lock, t1, P::now());
+  if constexpr (requires { P::on_lock_release(lock, t1); }) P::on_lock_release(lock, t1);
 }
 
 template <class P>
