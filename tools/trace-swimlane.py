@@ -3,8 +3,9 @@
 
 One lane per vCPU: in the guest, in a VMM exit, halted, parked/paused by the
 VMM (injected preemption), descheduled by the host (sampled from the run-state
-page); under it, thin bars for the vCPU's lock waits and holds; kicks as
-arrows from the kicker to the halt they ended.
+page); under it, thin bars for the vCPU's lock waits and holds (and runs of
+short ones merged by --trace-merge-short); kicks as arrows from the kicker to
+the halt they ended.
 
   /usr/bin/python3 tools/trace-swimlane.py TRACE.json -o OUT.png
       [--window START:END]      a time window, e.g. 120:125 (ms), 120ms:125ms, 800us:900us
@@ -37,6 +38,7 @@ COLORS = {
     "preempted": "#e53935",
     "wait": "#fdd835",
     "hold": "#1e3a8a",
+    "acquisitions": "#7986cb",
     "kick": "#212121",
 }
 LABELS = {
@@ -47,6 +49,7 @@ LABELS = {
     "preempted": "descheduled by the host",
     "wait": "lock wait",
     "hold": "lock hold",
+    "acquisitions": "short waits + holds (merged)",
 }
 MAX_ARROWS = 400
 
@@ -174,7 +177,8 @@ def main():
             # KVM_RUN, but not on a CPU.
             ax.broken_barh(spans, (y - 0.32, 0.44), facecolors=COLORS[cat], alpha=0.85 if cat == "preempted" else 1.0,
                            linewidth=0)
-        for cat, (off, height) in (("wait", (0.16, 0.09)), ("hold", (0.26, 0.09))):
+        # Merged runs of short acquisitions (--trace-merge-short) span both rows.
+        for cat, (off, height) in (("acquisitions", (0.16, 0.19)), ("wait", (0.16, 0.09)), ("hold", (0.26, 0.09))):
             spans = [((s - lo) * scale, d * scale) for s, d in lanes[v].get(cat, []) if s + d >= lo and s <= hi]
             if spans:
                 # An edge as wide as a pixel keeps 100 ns holds visible in a wide window.
@@ -193,7 +197,7 @@ def main():
     ax.set_xlabel(f"time since {lo / 1e3:.3f} ms into the run ({unit})")
     handles = [Patch(color=COLORS[c], label=LABELS[c]) for c in LABELS]
     handles.append(plt.Line2D([], [], color=COLORS["kick"], marker=">", lw=0.8, label="kick → wake"))
-    fig.legend(handles=handles, loc="lower center", ncol=8, fontsize=7, frameon=False)
+    fig.legend(handles=handles, loc="lower center", ncol=9, fontsize=7, frameon=False)
     words = dict(w.split("=", 1) for w in str(meta.get("args", "")).split() if "=" in w)
     what = str(meta.get("program", "?")) + (f" {words['lock']}" if "lock" in words else "")
     ax.set_title(f"lockvisor timeline: {what}, {len(vcpus)} vCPUs{title_extra}", fontsize=10)

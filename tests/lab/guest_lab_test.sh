@@ -7,23 +7,8 @@
 # always in nested KVM); the PV-path tests assert that, not this one.
 # Needs /dev/kvm: skipped (exit 77) without it, a failure under CI=true.
 source "$(dirname "$0")/lab_test_common.sh"
-if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
-  [ "${CI:-}" = true ] && fail "no usable /dev/kvm under CI=true"
-  echo "SKIP: no usable /dev/kvm"
-  exit 77
-fi
-cat > "$work/guest.toml" <<'TOML'
-name = "guest-lab-test"
-repeats = 3
-[fixed]
-workload = "lockbench"
-duration_s = 0.1
-vcpus = 4
-pcpus = "0"
-[[axis]]
-name = "lock"
-values = ["ticket", "pvticket"]
-TOML
+require_kvm
+guest_scenario guest 3 ticket pvticket < /dev/null
 "$LOCKVISOR" lab --scenario "$work/guest.toml" --out "$work/out" > "$work/log" || fail "lab: $(tail -3 "$work/log")"
 /usr/bin/python3 - "$work/out" <<'PY' || fail "summary check"
 import csv, json, sys

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -18,6 +19,7 @@
 #include "vmm/lab/scenario.h"
 #include "vmm/lab/settings.h"
 #include "vmm/lab/summary.h"
+#include "vmm/lab/timelines.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lab {
@@ -294,6 +296,67 @@ TEST(Experiment, LongHoldEveryZeroTurnsLongHoldsOff) {
   w.long_hold_every.reset();
   EXPECT_EQ(experiment::workload_params(w, 1, 2).long_hold_every, 0u);
   EXPECT_EQ(experiment::workload_params(w, 1, 2).nlocks, 1u);
+}
+
+TEST(LabTimelines, OneTracedRunPerSelectedCellNotPerRepeat) {
+  auto s = parse_scenario(std::string(kTwoAxes) + "[timeline]\nwhere = { placement = \"4:1\" }\n", "test");
+  add_native_twins(s);
+  ASSERT_TRUE(s.timeline.enabled);
+  const auto points = expand(s);
+  const auto plans = plan_timelines(s, points, "/labdir");
+  // 3 locks at 4:1, guest mode only (native twins have no VM to trace), repeat 0 only.
+  ASSERT_EQ(plans.size(), 3u);
+  std::set<std::string> ids;
+  for (const auto& p : plans) {
+    ids.insert(p.id);
+    EXPECT_NE(p.key.find("placement=4:1"), std::string::npos) << p.key;
+    EXPECT_NE(p.key.find("mode=guest"), std::string::npos) << p.key;
+    const auto& a = p.args;
+    const auto value_of = [&](const std::string& option) {
+      const auto it = std::find(a.begin(), a.end(), option);
+      return it == a.end() || it + 1 == a.end() ? std::string("(absent)") : *(it + 1);
+    };
+    EXPECT_EQ(value_of("--trace"), "/labdir/timelines/" + p.name + ".json");
+    EXPECT_EQ(value_of("--trace-window"), "worst-wait");
+    EXPECT_EQ(value_of("--memory"), std::to_string(kTimelineMemoryMib));
+    EXPECT_EQ(value_of("--duration"), "0.05");  // the point's, below the cap
+    EXPECT_EQ(value_of("--vcpus"), "4");
+  }
+  EXPECT_EQ(ids.size(), 3u);
+  // A shard plans the cells whose first repeat it runs, so shards never overlap.
+  std::size_t planned = 0;
+  for (unsigned i = 1; i <= 3; ++i) planned += plan_timelines(s, shard_points(points, {i, 3}), "d").size();
+  EXPECT_EQ(planned, 3u);
+  // No [timeline]: nothing.
+  EXPECT_TRUE(plan_timelines(parse_scenario(kTwoAxes, "t"), expand(parse_scenario(kTwoAxes, "t")), "d").empty());
+}
+
+TEST(LabTimelines, DurationIsThePointsCappedOrTheTablesAndMemoryOnlyGrows) {
+  std::string text = kTwoAxes;
+  text.replace(text.find("duration_s = 0.05"), 17, "duration_s = 3\nmemory_mib = 4096");
+  auto s = parse_scenario(text + "[timeline]\n", "t");
+  auto plans = plan_timelines(s, expand(s), "d");
+  ASSERT_EQ(plans.size(), 6u);
+  EXPECT_DOUBLE_EQ(plans[0].duration_s, kMaxTimelineSeconds);
+  EXPECT_NE(std::find(plans[0].args.begin(), plans[0].args.end(), "4096"), plans[0].args.end());
+  s = parse_scenario(text + "[timeline]\nduration_s = 0.2\n", "t");
+  EXPECT_DOUBLE_EQ(plan_timelines(s, expand(s), "d").at(0).duration_s, 0.2);
+}
+
+TEST(LabTimelines, BadTimelineTablesAreOneLineErrors) {
+  const std::string base = kTwoAxes;
+  EXPECT_NE(scenario_error(base + "[timeline]\nwhere = { lock = \"mcs\" }\n").find("[timeline]: axis 'lock' has no value 'mcs'"),
+            std::string::npos);
+  EXPECT_NE(scenario_error(base + "[timeline]\nwhere = { colour = \"red\" }\n").find("no axis 'colour'"),
+            std::string::npos);
+  EXPECT_NE(scenario_error(base + "[timeline]\nduration_s = 5\n").find("duration_s"), std::string::npos);
+  EXPECT_NE(scenario_error(base + "[timeline]\nduration_s = \"long\"\n").find("duration_s"), std::string::npos);
+  EXPECT_NE(scenario_error(base + "[timeline]\nfrob = 1\n").find("unknown key 'frob'"), std::string::npos);
+  EXPECT_NE(scenario_error("timeline = 3\n" + base).find("expected a table"), std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n[[vm]]\nlabel = \"a\"\n[[vm]]\nlabel = \"b\"\n[[axis]]\nname = \"lock\"\n"
+                           "values = [\"tas\"]\n[timeline]\n")
+                .find("[[vm]]"),
+            std::string::npos);
 }
 
 }  // namespace

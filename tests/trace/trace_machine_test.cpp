@@ -184,6 +184,91 @@ TEST(TraceMachine, LockbenchHasOneWaitAndHoldPerAcquisitionInsideGuestTime) {
   EXPECT_EQ(inside, total);
 }
 
+// Four spinning vCPUs pinned to one host CPU (test-and-set: no halts, almost
+// no exits, so each vCPU stays in one KVM_RUN across many host time slices).
+// The host lane comes from the run-state program's preemption history, so
+// every preemption is drawn at its real place: then at any moment at most
+// one vCPU is not descheduled, i.e. the vCPUs' running intervals (the
+// window minus their "preempted" slices) must not overlap, and together
+// they must fill most of the CPU's time.
+TEST(TraceMachine, SpinningVcpusOnOneCpuAreDrawnRunningOneAtATime) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  experiment::WorkloadSettings w;
+  w.lock = "tas";
+  w.workload = "lockbench";
+  w.duration_s = 0.3;
+  MachineConfig config;
+  config.vcpus = 4;
+  config.pcpus = {0};
+  config.program = "lockbench";
+  config.workload = experiment::workload_params(w, 1, config.vcpus);
+  Trace trace(TraceOptions{});
+  const auto result = traced_run(*kvm, config, trace);
+  ASSERT_EQ(result.outcome, Outcome::kCompleted) << result.reason;
+  if (result.runstate != "bpf") {
+    if (test::in_ci()) FAIL() << "the run-state page must be live in CI: " << result.runstate_detail;
+    GTEST_SKIP() << "no run-state page here (" << result.runstate_detail << ")";
+  }
+  const auto doc = nlohmann::json::parse(to_trace_json(trace));
+  const auto& host = doc["metadata"]["host_preemptions"];
+  ASSERT_NE(host["source"].get<std::string>().find("history"), std::string::npos) << host.dump();
+  const auto counted = host["preemptions_counted"].get<std::uint64_t>();
+  const auto exact = host["exact"].get<std::uint64_t>();
+  EXPECT_GT(counted, 20u) << "4 vCPUs on one CPU for 0.3 s are preempted many times";
+  EXPECT_EQ(host["missed"], 0);
+  EXPECT_GE(exact + 4, counted) << "every finished preemption drawn (one per vCPU may still be under way at the end)";
+
+  // The measured window: the span of the lock waits, its middle 60%.
+  double first = 1e300, last = 0;
+  std::map<int, std::vector<std::pair<double, double>>> preempted;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const double b = e["ts"].get<double>(), end = b + e["dur"].get<double>();
+    if (e["name"] == "wait") {
+      first = std::min(first, b);
+      last = std::max(last, end);
+    }
+    if (e["name"] == "preempted") {
+      EXPECT_EQ(e["args"]["exact"], true);
+      preempted[e["tid"].get<int>() - static_cast<int>(kHostTidBase)].push_back({b, end});
+    }
+  }
+  ASSERT_LT(first, last);
+  const double lo = first + 0.2 * (last - first), hi = last - 0.2 * (last - first);
+  // Running = [lo, hi] minus the vCPU's preemptions (sorted, disjoint on one thread).
+  std::vector<std::vector<std::pair<double, double>>> running(4);
+  for (int v = 0; v < 4; ++v) {
+    auto& p = preempted[v];
+    std::sort(p.begin(), p.end());
+    double at = lo;
+    for (const auto& [b, e] : p) {
+      if (e <= at || b >= hi) continue;
+      if (b > at) running[v].push_back({at, b});
+      at = std::max(at, e);
+    }
+    if (at < hi) running[v].push_back({at, hi});
+  }
+  const auto overlap = [](const auto& a, const auto& b) {
+    double total = 0;
+    for (const auto& x : a)
+      for (const auto& y : b) total += std::max(0.0, std::min(x.second, y.second) - std::max(x.first, y.first));
+    return total;
+  };
+  double busy = 0, overlapping = 0;
+  for (int v = 0; v < 4; ++v) {
+    for (const auto& r : running[v]) busy += r.second - r.first;
+    for (int u = v + 1; u < 4; ++u) overlapping += overlap(running[v], running[u]);
+  }
+  const double span = hi - lo;
+  std::printf("[ measured ] 4 spinning vCPUs on one CPU, %.1f ms window: %llu preemptions counted, %llu drawn exact; "
+              "vCPUs running %.1f%% of the window, running at once %.2f%%\n",
+              span / 1e3, static_cast<unsigned long long>(counted), static_cast<unsigned long long>(exact),
+              100 * busy / span, 100 * overlapping / span);
+  EXPECT_LT(overlapping, 0.02 * span) << "two vCPUs drawn running at once on one CPU";
+  EXPECT_GT(busy, 0.7 * span) << "the CPU ran some vCPU most of the time";
+  EXPECT_LT(busy, 1.02 * span);
+}
+
 // A cap far below the run's size: the lock lane keeps the first records,
 // and records + the guest's dropped count still equal the acquisitions; the
 // lanes that filled end with a "dropped N events" marker.

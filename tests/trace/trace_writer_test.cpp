@@ -258,5 +258,40 @@ TEST(LockLog, HostileRecordsAreRejectedNotTrusted) {
   EXPECT_EQ(trace.lock_lane(0).events()[0].begin_ns, 100u);
 }
 
+TEST(TraceWriter, MergeShortWritesRunsOfShortLockSlicesAsOneAndKeepsLongOnes) {
+  Trace trace(TraceOptions{100000, 1000});  // merge below 1 us
+  trace.begin(1, kOrigin, kExitNames);
+  auto& lane = trace.lock_lane(0);
+  std::uint64_t t = kOrigin;
+  // Three short acquisitions back to back: wait 100, hold 200, gap 100.
+  for (int i = 0; i < 3; ++i) {
+    lane.add({t, t + 100, 0, 2, EventKind::kLockWait});
+    lane.add({t + 100, t + 300, 0, 2, EventKind::kLockHold});
+    t += 400;
+  }
+  lane.add({t, t + 50000, 0, 2, EventKind::kLockWait});  // a long wait: as it is
+  lane.add({t + 50000, t + 50200, 0, 2, EventKind::kLockHold});  // a lone short hold: as it is
+  t += 60000;  // a gap longer than the threshold ends a run
+  lane.add({t, t + 100, 0, 2, EventKind::kLockWait});
+  lane.add({t + 100, t + 300, 0, 2, EventKind::kLockHold});
+  const auto doc = nlohmann::json::parse(to_trace_json(trace));
+  std::vector<nlohmann::json> xs;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X") xs.push_back(e);
+  ASSERT_EQ(xs.size(), 4u);
+  EXPECT_EQ(xs[0]["name"], "acquisitions");
+  EXPECT_EQ(xs[0]["args"]["slices"], 6);
+  EXPECT_EQ(xs[0]["args"]["acquisitions"], 3);
+  EXPECT_EQ(xs[0]["args"]["longest_wait_ns"], 100);
+  EXPECT_DOUBLE_EQ(xs[0]["dur"].get<double>(), 1.1);  // first wait's start to last hold's end
+  EXPECT_EQ(xs[1]["name"], "wait");
+  EXPECT_DOUBLE_EQ(xs[1]["dur"].get<double>(), 50.0);
+  EXPECT_EQ(xs[2]["name"], "hold");
+  EXPECT_EQ(xs[3]["name"], "acquisitions");
+  EXPECT_EQ(xs[3]["args"]["slices"], 2);
+  EXPECT_EQ(doc["metadata"]["lock_merge"]["slices_merged"], 8);
+  EXPECT_EQ(doc["metadata"]["lock_merge"]["acquisitions_slices"], 2);
+}
+
 }  // namespace
 }  // namespace lockvisor::trace

@@ -29,6 +29,7 @@ struct LabCommandOptions {
   bool resume = false;
   bool native = false;
   bool dry_run = false;
+  bool no_timelines = false;
   bool list = false;
   std::string merge_out;
   std::vector<std::string> merge_inputs;
@@ -91,6 +92,7 @@ int lab_main(const LabCommandOptions& o) {
   lab.out = o.out;
   lab.resume = o.resume;
   lab.dry_run = o.dry_run;
+  lab.timelines = !o.no_timelines;
   lab.command = command_line();
   lab.lockvisor = self_path();
   lab.check_point = [](const std::vector<std::string>& args) { check_run_arguments(args); };
@@ -114,6 +116,8 @@ Action add_lab_command(CLI::App& app) {
       ->transform(unsigned_in(1, 1000));
   command->add_option("--shard", o->shard, "Run only shard I of N (I/N), a deterministic slice; combine with 'lab merge'");
   command->add_flag("--dry-run", o->dry_run, "List the points and their run commands; run nothing");
+  command->add_flag("--no-timelines", o->no_timelines,
+                    "Skip the scenario's [timeline] traced runs (report.md then has no worst-wait pictures)");
   command->add_flag("--list", o->list, "List the presets");
   CLI::App* merge = command->add_subcommand("merge", "Combine lab result directories (e.g. shards) into OUT");
   merge->add_option("out", o->merge_out, "The combined result directory (absent or empty)")->required();

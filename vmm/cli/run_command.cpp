@@ -27,6 +27,7 @@
 #include "vmm/native/native_runner.h"
 #include "vmm/report/run_report.h"
 #include "vmm/trace/trace.h"
+#include "vmm/trace/trace_window.h"
 #include "vmm/trace/trace_writer.h"
 #include "vmm/util/error.h"
 #include "vmm/util/output_file.h"
@@ -53,6 +54,8 @@ struct RunOptions {
   std::vector<std::string> inject;  // --inject values (docs/preemption.md)
   std::string trace;
   std::uint64_t trace_max_events = trace::TraceOptions{}.max_events;
+  std::string trace_window = "all";
+  std::string trace_merge_short;
   LockOptions lock;
   // Several VMs side by side (multi_vm_command.cpp), host CPU hogs, and the
   // start gate a child VM of a multi-VM run waits at (multivm/start_gate.h).
@@ -235,6 +238,18 @@ int run(RunOptions& o) {
   auto specs = inject_specs(o, config);
   std::optional<OutputFile> trace_file;
   if (!o.trace.empty()) trace_file.emplace(o.trace, "--trace");
+  const auto window = trace::parse_trace_window(o.trace_window);
+  std::uint64_t merge_short_ns = 0;
+  if (!o.trace_merge_short.empty()) {
+    if (!trace_file) fail("--trace-merge-short '{}': needs --trace FILE", o.trace_merge_short);
+    merge_short_ns = trace::parse_trace_duration("--trace-merge-short", o.trace_merge_short);
+  }
+
+  if (window.kind != trace::TraceWindowSpec::Kind::kAll) {
+    if (!trace_file) fail("--trace-window '{}': needs --trace FILE", o.trace_window);
+    if (window.kind == trace::TraceWindowSpec::Kind::kWorstWait && !is_lock_workload(o.workload))
+      fail("--trace-window worst-wait: needs a lock workload (lockbench, uncontended, torture)");
+  }
   if (o.lock.native) {
     if (trace_file) fail("--trace: not with --native (the timeline is the VM's)");
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
@@ -287,7 +302,7 @@ int run(RunOptions& o) {
   if (!specs.empty()) vm.add_service(std::make_unique<inject::Injector>(std::move(specs), config.seed, config.vcpus));
   std::optional<trace::Trace> timeline;
   if (trace_file) {
-    timeline.emplace(trace::TraceOptions{o.trace_max_events});
+    timeline.emplace(trace::TraceOptions{o.trace_max_events, merge_short_ns});
     vm.attach_trace(*timeline);
   }
   const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
@@ -346,11 +361,26 @@ int run(RunOptions& o) {
   if (timeline) {
     try {
       timeline->metadata()["outcome"] = machine::outcome_name(result.outcome);
-      const std::string text = trace::to_trace_json(*timeline);
+      std::string window_note;
+      const auto resolved = trace::resolve_trace_window(window, *timeline, &window_note);
+      if (!window_note.empty()) timeline->metadata()["window"] = {{"spec", o.trace_window}, {"note", window_note}};
+      const std::string text = trace::to_trace_json(*timeline, resolved ? &*resolved : nullptr);
       trace_file->write(text);
-      trace_line = fmt::format("trace: {} ({} MiB, {} events dropped; docs/trace.md)", trace_file->path(),
-                               (text.size() + (1u << 19)) >> 20,
-                               timeline->metadata().value("dropped_events", std::uint64_t{0}));
+      std::string shown;
+      if (resolved && resolved->description.contains("worst_wait")) {
+        const auto& w = resolved->description["worst_wait"];
+        shown = fmt::format(", window {:.3f}..{:.3f} ms around the worst lock wait ({:.3f} ms, vCPU {})",
+                            resolved->description["begin_us"].get<double>() / 1e3,
+                            resolved->description["end_us"].get<double>() / 1e3, w["wait_us"].get<double>() / 1e3,
+                            w["vcpu"].get<unsigned>());
+      } else if (resolved) {
+        shown = fmt::format(", window {:.3f}..{:.3f} ms", resolved->description["begin_us"].get<double>() / 1e3,
+                            resolved->description["end_us"].get<double>() / 1e3);
+      } else if (!window_note.empty()) {
+        shown = ", " + window_note;
+      }
+      trace_line = fmt::format("trace: {} ({} MiB, {} events dropped{}; docs/trace.md)", trace_file->path(),
+                               (text.size() + (1u << 19)) >> 20, timeline->dropped_events(), shown);
     } catch (const Error& e) {
       trace_error = e.what();
       if (code == 0) code = exit_code_of(e.kind());
@@ -459,6 +489,13 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& optio
                       "--trace: at most this many events (1000..10^9; later ones are counted as dropped)")
       ->transform(unsigned_in(1000, 1000000000))
       ->default_str(std::to_string(trace::TraceOptions{}.max_events));
+  command->add_option("--trace-window", options->trace_window,
+                      "--trace: write only all | START:END (e.g. 120ms:125ms since the start) | worst-wait[:PAD] "
+                      "(the longest lock wait with PAD around it, default half the wait, at least 1ms)")
+      ->default_str("all");
+  command->add_option("--trace-merge-short", options->trace_merge_short,
+                      "--trace: write back-to-back lock waits and holds shorter than DUR (e.g. 10us) as one "
+                      "'acquisitions' slice each run of them (longer ones stay as they are)");
   options->machine.add_to(*command);
   command->add_option("--vm", options->vms,
                       "Run several VMs side by side, started and stopped together: key=value[,key=value...] over "

@@ -14,9 +14,11 @@
 
 #include "vmm/host/cpu_set.h"
 #include "vmm/lab/point_runner.h"
+#include "vmm/lab/python_script.h"
 #include "vmm/lab/report.h"
 #include "vmm/lab/results_log.h"
 #include "vmm/lab/summary.h"
+#include "vmm/lab/timelines.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/stop_signals.h"
 #include "vmm/util/error.h"
@@ -25,9 +27,6 @@
 #ifndef LOCKVISOR_GIT_DESCRIBE
 #define LOCKVISOR_GIT_DESCRIBE "unknown"
 #endif
-#ifndef LOCKVISOR_SOURCE_DIR
-#define LOCKVISOR_SOURCE_DIR "."
-#endif
 
 namespace lockvisor::lab {
 namespace fs = std::filesystem;
@@ -35,6 +34,7 @@ namespace {
 
 constexpr const char* kManifest = "lab.json";
 constexpr const char* kResults = "results.jsonl";
+constexpr double kPlotTimeoutS = 300;
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -129,34 +129,27 @@ void write_outputs(const std::string& dir_text) {
   const auto scenario = effective_scenario(manifest);
   const auto loaded = load_results((dir / kResults).string());
   const auto summary = summarize(scenario, loaded.records, allowed_cpu_count(), host_slice_ns(manifest));
+  std::error_code ec;
+  fs::create_directories(dir / "logs", ec);  // the scripts' logs (a copied lab may lack it)
   write_text(dir / "summary.csv", summary_csv(summary));
   write_text(dir / "summary.md", summary_markdown(scenario, summary));
   // The plots: tools/lab-plot.py with Debian's python3 (matplotlib).
-  const char* env_script = std::getenv("LOCKVISOR_LAB_PLOT");
-  const std::string script = env_script ? env_script : std::string(LOCKVISOR_SOURCE_DIR) + "/tools/lab-plot.py";
+  std::fflush(stdout);
+  const auto plotted = run_python_script(tool_script("lab-plot.py", "LOCKVISOR_LAB_PLOT"), {dir_text},
+                                         (dir / "logs" / "lab-plot.log").string(), kPlotTimeoutS);
   std::string plots_note;
-  if (!fs::exists(script)) {
-    plots_note = fmt::format("No plots: the plot script {} is not there.", script);
+  if (plotted.ok) {
+    plots_note = "throughput.png/.svg (throughput vs overcommit per lock), fairness.png/.svg (Jain vs overcommit), "
+                 "cpu.png/.svg (CPU seconds per million acquisitions), latency.png/.svg (p50 and p99 acquisition "
+                 "latency).";
   } else {
-    std::fflush(stdout);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      const char* argv[] = {"/usr/bin/python3", script.c_str(), dir_text.c_str(), nullptr};
-      ::execv(argv[0], const_cast<char* const*>(argv));
-      ::_exit(127);
-    }
-    int status = 0;
-    if (pid > 0) ::waitpid(pid, &status, 0);
-    const bool ok = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    plots_note = ok ? "throughput.png/.svg (throughput vs overcommit per lock), fairness.png/.svg (Jain vs "
-                      "overcommit), cpu.png/.svg (CPU seconds per million acquisitions), latency.png/.svg (p50 and p99 "
-                      "acquisition latency)."
-                    : fmt::format("No plots: {} failed (needs /usr/bin/python3 with matplotlib: "
-                                  "tools/install-deps.sh installs python3-matplotlib).",
-                                  script);
-    if (!ok) fmt::print(stderr, "lockvisor lab: warning: {}\n", plots_note);
+    plots_note = fmt::format("No plots: {} (needs /usr/bin/python3 with matplotlib: tools/install-deps.sh installs "
+                             "python3-matplotlib).",
+                             plotted.why);
+    fmt::print(stderr, "lockvisor lab: warning: {}\n", plots_note);
   }
-  write_text(dir / "report.md", report_markdown(scenario, summary, manifest, plots_note));
+  const auto timelines = timelines_section(scenario, summary, dir_text, host_slice_ns(manifest));
+  write_text(dir / "report.md", report_markdown(scenario, summary, manifest, plots_note, timelines));
 }
 
 int run_lab(const LabOptions& o) {
@@ -209,7 +202,14 @@ int run_lab(const LabOptions& o) {
       for (const auto& a : run_arguments(p.settings)) args += ' ' + a;
       fmt::print("{}  lockvisor run{}\n", p.id, args);
     }
-    fmt::print("{} points\n", points.size());
+    const auto plans = o.timelines ? plan_timelines(scenario, points, o.out) : std::vector<TimelinePlan>{};
+    for (const auto& t : plans) {
+      std::string args;
+      for (const auto& a : t.args) args += ' ' + a;
+      fmt::print("{}  lockvisor run{}\n", t.id, args);
+    }
+    fmt::print("{} points{}\n", points.size(),
+               plans.empty() ? "" : fmt::format(", then {} traced runs for the timelines", plans.size()));
     return 0;
   }
   prepare_out(dir, o.resume);
@@ -254,6 +254,10 @@ int run_lab(const LabOptions& o) {
     progress.finished(*p, run, spent / static_cast<double>(ran));
   }
   progress.end_line();
+  if (o.timelines && !run_timelines(plan_timelines(scenario, points, o.out), o.out, o.lockvisor)) {
+    fmt::print(stderr, "lockvisor lab: stopped during the traced runs; continue with --resume\n");
+    return machine::exit_code(machine::Outcome::kInterrupted);
+  }
   write_outputs(o.out);
   fmt::print("lockvisor lab: done: {}/summary.md, report.md, summary.csv, plots\n", o.out);
   return 0;
@@ -293,6 +297,27 @@ int merge_labs(const std::string& out, const std::vector<std::string>& inputs, c
   {
     ResultsLog log((dir / kResults).string(), LoadedResults{});
     for (const auto& r : records) log.append(r);
+  }
+  // The shards' timelines: their records and files, each cell from one shard.
+  {
+    const auto log_path = (dir / kTimelinesLog).string();
+    ResultsLog log(log_path, LoadedResults{});
+    std::set<std::string> timeline_ids;
+    for (const auto& in : inputs) {
+      for (const auto& r : load_results((fs::path(in) / kTimelinesLog).string()).records) {
+        if (!timeline_ids.insert(r["id"].get<std::string>()).second)
+          fail("lab merge: timeline '{}' is in more than one input", r["id"].get<std::string>());
+        const auto trace = r.value("trace", std::string());
+        if (!trace.empty()) {
+          std::error_code ec;
+          fs::create_directories(dir / kTimelinesDir, ec);
+          fs::copy_file(fs::path(in) / trace, dir / trace, fs::copy_options::overwrite_existing, ec);
+          if (ec) fail("lab merge: {}: cannot copy {}: {}", in, trace, ec.message());
+        }
+        log.append(r);
+      }
+    }
+    if (timeline_ids.empty()) fs::remove(log_path);
   }
   const auto total = expand(effective_scenario(manifest)).size();
   fmt::print("lab merge: {} points from {} directories into {} ({} of {} in the matrix)\n", records.size(),

@@ -20,6 +20,7 @@ struct LabOptions {
   std::string out;
   bool resume = false;
   bool dry_run = false;       // list the points, run nothing
+  bool timelines = true;      // the scenario's [timeline] traced runs (--no-timelines: none)
   std::string command;        // the exact command line, for the report
   std::string lockvisor;      // the binary to run points with
   // Checks one point's `lockvisor run` arguments as run would (throws a usage

@@ -120,7 +120,7 @@ std::optional<double> host_slice_ns(const nlohmann::json& manifest) {
 }
 
 std::string report_markdown(const Scenario& s, const Summary& summary, const nlohmann::json& manifest,
-                            const std::string& plots_note) {
+                            const std::string& plots_note, const std::string& timelines) {
   const auto& m = manifest.at("machine");
   std::string out = fmt::format("# {}\n\n{}\n\n", s.title, s.description);
   out += "## Verdicts against the seeds\n\n";
@@ -141,6 +141,7 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
   out += best_lock_lines(summary);
   if (!s.platform_note.empty()) out += fmt::format("\n## The platform's part\n\n{}\n", s.platform_note);
   out += fmt::format("\n## Plots\n\n{}\n", plots_note);
+  out += timelines;
   out += "\n## Machine and run\n\n";
   out += fmt::format("- CPU: {} family {} model {} stepping {} (model name: {}), {} CPUs, lab used {}\n",
                      m.value("cpu_vendor", "?"), m.value("cpu_family", "?"), m.value("cpu_model", "?"),

@@ -20,7 +20,8 @@ nlohmann::json machine_description();
 // machine.host_slice.ns of a lab's manifest (host_slice.h), if known.
 std::optional<double> host_slice_ns(const nlohmann::json& manifest);
 
+// `timelines`: the timelines section (timelines.h), placed after the plots.
 std::string report_markdown(const Scenario& s, const Summary& summary, const nlohmann::json& manifest,
-                            const std::string& plots_note);
+                            const std::string& plots_note, const std::string& timelines = {});
 
 }  // namespace lockvisor::lab

@@ -133,25 +133,52 @@ Axis parse_axis(const toml::table& t, const std::vector<VmSpec>& vms, const std:
   return axis;
 }
 
+// `where = { axis = "label" | ["label", ...], ... }`
+std::map<std::string, std::vector<std::string>> parse_where(const toml::node& where, const char* what,
+                                                            const std::string& origin) {
+  std::map<std::string, std::vector<std::string>> out;
+  const auto* table = where.as_table();
+  if (table == nullptr) fail("{}: {} 'where' must be a table of axis = label", where_of(where, origin), what);
+  for (const auto& [key, node] : *table) {
+    const std::string axis(key.str());
+    if (const auto* list = node.as_array()) {
+      for (const auto& label : *list) out[axis].push_back(scalar_text(label, axis, origin));
+      if (list->empty()) fail("{}: {} where.{}: an empty list matches nothing", where_of(node, origin), what, axis);
+    } else {
+      out[axis].push_back(scalar_text(node, axis, origin));
+    }
+  }
+  return out;
+}
+
+TimelineSpec parse_timeline(const toml::node& node, const std::string& origin) {
+  const auto* t = node.as_table();
+  if (t == nullptr) fail("{}: timeline: expected a table [timeline]", where_of(node, origin));
+  TimelineSpec spec;
+  spec.enabled = true;
+  for (const auto& [key, value] : *t) {
+    const std::string name(key.str());
+    if (name == "where") {
+      spec.where = parse_where(value, "[timeline]", origin);
+    } else if (name == "duration_s") {
+      const auto d = value.value<double>();
+      if (!d || !(*d >= 0.01 && *d <= kMaxTimelineSeconds))
+        fail("{}: [timeline] duration_s: a number of seconds, 0.01..{}", where_of(value, origin), kMaxTimelineSeconds);
+      spec.duration_s = *d;
+    } else {
+      fail("{}: [timeline]: unknown key '{}' (keys: where, duration_s)", where_of(value, origin), name);
+    }
+  }
+  return spec;
+}
+
 Claim parse_claim(const toml::table& t, const std::string& origin) {
   Claim c;
   c.text = required_string(t, "text", "[[claim]]", origin);
   c.source = optional_string(t, "source", "[[claim]]", origin);
   c.kind = optional_string(t, "kind", "[[claim]]", origin, "ratio");
   c.expect = required_string(t, "expect", "[[claim]]", origin);
-  if (const auto* where = t.get("where")) {
-    const auto* table = where->as_table();
-    if (table == nullptr) fail("{}: claim 'where' must be a table of axis = label", where_of(*where, origin));
-    for (const auto& [key, node] : *table) {
-      const std::string axis(key.str());
-      if (const auto* list = node.as_array()) {
-        for (const auto& label : *list) c.where[axis].push_back(scalar_text(label, axis, origin));
-        if (list->empty()) fail("{}: claim where.{}: an empty list matches nothing", where_of(node, origin), axis);
-      } else {
-        c.where[axis].push_back(scalar_text(node, axis, origin));
-      }
-    }
-  }
+  if (const auto* where = t.get("where")) c.where = parse_where(*where, "claim", origin);
   if (c.kind == "ratio") {
     c.metric = optional_string(t, "metric", "[[claim]]", origin, c.metric);
     c.axis = optional_string(t, "axis", "[[claim]]", origin, c.axis);
@@ -181,18 +208,24 @@ bool has_label(const Axis& axis, const std::string& label) {
   return false;
 }
 
+void check_where(const std::vector<Axis>& axes, const std::map<std::string, std::vector<std::string>>& where,
+                 const std::string& what, const std::string& origin) {
+  for (const auto& [axis, labels] : where) {
+    const Axis* a = find_axis(axes, axis);
+    if (a == nullptr) fail("{}: {}: where names no axis '{}'", origin, what, axis);
+    for (const auto& label : labels)
+      if (!has_label(*a, label)) fail("{}: {}: axis '{}' has no value '{}'", origin, what, axis, label);
+  }
+}
+
 // Claims name axes and labels; a typo would otherwise make a claim match nothing.
 void check_claims(const Scenario& s, const std::string& origin) {
   // The axes the summary has: the scenario's, and "vm" for a multi-VM one.
   auto axes = s.axes;
   if (!s.vms.empty()) axes.push_back(vm_axis(s));
+  if (s.timeline.enabled) check_where(s.axes, s.timeline.where, "[timeline]", origin);
   for (const auto& c : s.claims) {
-    for (const auto& [axis, labels] : c.where) {
-      const Axis* a = find_axis(axes, axis);
-      if (a == nullptr) fail("{}: claim '{}': where names no axis '{}'", origin, c.text, axis);
-      for (const auto& label : labels)
-        if (!has_label(*a, label)) fail("{}: claim '{}': axis '{}' has no value '{}'", origin, c.text, axis, label);
-    }
+    check_where(axes, c.where, fmt::format("claim '{}'", c.text), origin);
     if (c.kind == "ratio") {
       const Axis* a = find_axis(axes, c.axis);
       if (a == nullptr) fail("{}: claim '{}': no axis '{}'", origin, c.text, c.axis);
@@ -213,11 +246,12 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
   }
   Scenario s;
   static const std::set<std::string> kKeys = {"name",  "title", "description", "platform_note", "repeats",
-                                              "native", "fixed", "vm",          "axis",          "claim"};
+                                              "native", "fixed", "vm",          "axis",          "claim",
+                                              "timeline"};
   for (const auto& [key, node] : root)
     if (!kKeys.count(std::string(key.str())))
       fail("{}: unknown key '{}' (keys: name, title, description, platform_note, repeats, native, [fixed], [[vm]], "
-           "[[axis]], [[claim]])",
+           "[[axis]], [[claim]], [timeline])",
            where_of(node, origin), key.str());
   s.name = required_string(root, "name", "the scenario", origin);
   s.title = optional_string(root, "title", "the scenario", origin, s.name);
@@ -274,6 +308,10 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
     const auto* array = node->as_array();
     if (array == nullptr || !array->is_array_of_tables()) fail("{}: claim: expected [[claim]] tables", where_of(*node, origin));
     for (const auto& c : *array) s.claims.push_back(parse_claim(*c.as_table(), origin));
+  }
+  if (const auto* node = root.get("timeline")) {
+    s.timeline = parse_timeline(*node, origin);
+    if (!s.vms.empty()) fail("{}: [timeline] traces one VM; a scenario with [[vm]] tables cannot have it", origin);
   }
   if (s.native) add_native_twins(s);  // before the claims, which may name its axis
   check_claims(s, origin);

@@ -4,6 +4,7 @@
 // is the annotated reference; the presets are the same format).
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,18 @@ struct VmSpec {
   std::string label;
   SettingValues settings;
 };
+// [timeline]: after the matrix, one extra run per matrix cell (not per
+// repeat) that `where` matches, traced with `lockvisor run --trace
+// --trace-window worst-wait`, so that the report shows what every vCPU did
+// during that run's longest lock wait (vmm/lab/timelines.h). The traced run
+// is not one of the measured runs: the trace costs a store per acquisition.
+struct TimelineSpec {
+  bool enabled = false;
+  std::map<std::string, std::vector<std::string>> where;  // like a claim's; empty: every cell
+  std::optional<double> duration_s;  // of the traced run; default the point's, at most kMaxTimelineSeconds
+};
+inline constexpr double kMaxTimelineSeconds = 0.5;
+
 // Per-VM settings travel in a point's SettingValues as "vm:LABEL:NAME"
 // (settings.h, kVmSettingPrefix); run_arguments turns them into --vm options.
 struct Scenario {
@@ -63,6 +76,7 @@ struct Scenario {
   std::vector<Axis> axes;
   std::vector<VmSpec> vms;  // empty: one VM per point
   std::vector<Claim> claims;
+  TimelineSpec timeline;
 };
 
 // The axis "vm" the summary adds for a multi-VM scenario (one value per VM,

@@ -312,11 +312,14 @@ void Machine::attach_trace(trace::Trace& trace) {
   } else {
     meta["locks"]["source"] = "none: not a lock workload";
   }
-  // With a live run-state page each vCPU thread reads its own record into
-  // its host lane; without one the sampler below fills the host lanes.
+  // The host lanes, one writer each: with a live run-state page and its
+  // preemption history, the sampler below drains the history (every
+  // preemption exact); with the page alone each vCPU thread reads its own
+  // record after every KVM_RUN; without a page the sampler reads schedstat.
+  const bool history = s.runstate_page && s.runstate_page->history(0) != nullptr;
   for (auto& v : s.vcpus) {
     const unsigned i = v->index();
-    const bool reads_page = s.runstate_page && i < abi::kRunStateMaxVcpus;
+    const bool reads_page = s.runstate_page && i < abi::kRunStateMaxVcpus && !history;
     v->set_trace(&trace.vcpu_lane(i), reads_page ? &trace.host_lane(i) : nullptr,
                  reads_page ? &trace.preemptions(i) : nullptr);
   }

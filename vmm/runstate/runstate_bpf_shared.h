@@ -16,6 +16,27 @@
 /* Room for every vCPU thread of one page and as many stale entries again. */
 #define LOCKVISOR_RUNSTATE_MAX_THREADS (2 * LOCKVISOR_RUNSTATE_MAX_VCPUS)
 
+/* BPF_MAP_TYPE_ARRAY, BPF_F_MMAPABLE, one entry per vCPU, VMM-only (never
+ * given to the guest): the last LOCKVISOR_PREEMPTION_HISTORY_SLOTS finished
+ * preemptions of each vCPU thread, [begin_ns, end_ns] on CLOCK_MONOTONIC
+ * (bpf_ktime_get_ns). The program writes slot count % SLOTS, then bumps
+ * count (a full barrier): a reader that loads count with acquire semantics
+ * sees the slots below it written. The timeline (--trace) drains it: every
+ * host preemption exact, also inside one long KVM_RUN. */
+#define LOCKVISOR_RUNSTATE_HISTORY_MAP "runstate_history"
+#define LOCKVISOR_PREEMPTION_HISTORY_SLOTS 256u /* a power of two: the verifier bounds the index by a mask */
+
+struct lockvisor_preemption_interval {
+  __UINT64_TYPE__ begin_ns;
+  __UINT64_TYPE__ end_ns;
+};
+
+struct lockvisor_preemption_history {
+  __UINT64_TYPE__ count; /* preemptions ever written; slot count % SLOTS is the next */
+  __UINT64_TYPE__ reserved;
+  struct lockvisor_preemption_interval slot[LOCKVISOR_PREEMPTION_HISTORY_SLOTS];
+};
+
 /* The same handler attached two ways: BTF-typed tracepoint (direct loads,
  * preferred) and raw tracepoint (probe reads), the fallback. */
 #define LOCKVISOR_RUNSTATE_PROG_TP_BTF "runstate_tp_btf"

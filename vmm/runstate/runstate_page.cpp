@@ -30,6 +30,9 @@ namespace lockvisor::runstate {
 namespace {
 
 static_assert(sizeof(abi::VcpuRunState) * abi::kRunStateMaxVcpus == abi::kRunStatePageSize);
+// The kernel lays out array entries at round_up(value_size, 8): the mapping's
+// stride is sizeof() only if that is already a multiple of 8.
+static_assert(sizeof(lockvisor_preemption_history) % 8 == 0);
 
 // ---- libbpf's log: to spdlog at debug level, and to the current load attempt.
 
@@ -199,6 +202,7 @@ struct RunStatePage::Impl {
   ObjectPtr object;
   LinkPtr link;
   Mapping page;
+  Mapping history;         // empty when it could not be mapped
   int thread_map_fd = -1;  // owned by `object`
   int program_fd = -1;     // owned by `object`
   unsigned max_vcpus = 0;
@@ -227,7 +231,9 @@ std::unique_ptr<RunStatePage::Impl> try_load(bool tp_btf, LoadFailure& failure) 
   bpf_program* unused = bpf_object__find_program_by_name(impl->object.get(), other);
   bpf_map* page_map = bpf_object__find_map_by_name(impl->object.get(), LOCKVISOR_RUNSTATE_PAGE_MAP);
   bpf_map* thread_map = bpf_object__find_map_by_name(impl->object.get(), LOCKVISOR_RUNSTATE_THREAD_MAP);
-  if (program == nullptr || unused == nullptr || page_map == nullptr || thread_map == nullptr) {
+  bpf_map* history_map = bpf_object__find_map_by_name(impl->object.get(), LOCKVISOR_RUNSTATE_HISTORY_MAP);
+  if (program == nullptr || unused == nullptr || page_map == nullptr || thread_map == nullptr ||
+      history_map == nullptr) {
     failure = {"the embedded BPF object lacks a program or map (build mismatch)", true};
     return nullptr;
   }
@@ -257,6 +263,14 @@ std::unique_ptr<RunStatePage::Impl> try_load(bool tp_btf, LoadFailure& failure) 
     return nullptr;
   }
   impl->page = Mapping(address, abi::kRunStatePageSize);
+  // The history is a convenience of the timeline: without it (mmap refused)
+  // the page still works and the trace reads records instead.
+  const std::size_t history_size = (sizeof(lockvisor_preemption_history) * abi::kRunStateMaxVcpus + 4095) / 4096 * 4096;
+  if (void* h = ::mmap(nullptr, history_size, PROT_READ, MAP_SHARED, bpf_map__fd(history_map), 0); h != MAP_FAILED) {
+    impl->history = Mapping(h, history_size);
+  } else {
+    spdlog::debug("runstate: the preemption history is not mapped: {}", errno_text(errno));
+  }
 
   impl->link.reset(bpf_program__attach(program));
   if (!impl->link) {
@@ -350,6 +364,11 @@ const abi::VcpuRunState* RunStatePage::records() const {
 }
 
 unsigned RunStatePage::max_vcpus() const { return impl_->max_vcpus; }
+
+const lockvisor_preemption_history* RunStatePage::history(unsigned vcpu) const {
+  if (impl_->history.data() == nullptr || vcpu >= abi::kRunStateMaxVcpus) return nullptr;
+  return static_cast<const lockvisor_preemption_history*>(impl_->history.data()) + vcpu;
+}
 
 abi::RunState RunStatePage::state(unsigned vcpu) const {
   if (vcpu >= abi::kRunStateMaxVcpus) return abi::RunState::kUnknown;

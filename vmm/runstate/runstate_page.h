@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "lockvisor/abi/vcpu_runstate.h"
+#include "vmm/runstate/runstate_bpf_shared.h"
 
 namespace lockvisor::runstate {
 
@@ -75,6 +76,11 @@ class RunStatePage {
   std::span<const std::byte> page() const;
   const abi::VcpuRunState* records() const;
   unsigned max_vcpus() const;
+
+  // vCPU `vcpu`'s ring of finished preemptions (runstate_bpf_shared.h:
+  // written by the program at each switch-in, VMM-only), or nullptr when
+  // it could not be mapped (the page works without it).
+  const lockvisor_preemption_history* history(unsigned vcpu) const;
 
   // One acquire load of the state field: what the guest's
   // vcpu_is_preempted() does.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Publishes vCPU run state from the host scheduler: on every sched_switch
  * where the outgoing or incoming task is a registered vCPU thread, update
- * that vCPU's record in the mmapable page map (docs/runstate.md).
+ * that vCPU's record in the mmapable page map (docs/runstate.md), and
+ * append each finished preemption to the vCPU's history ring (VMM-only,
+ * for the timeline).
  *
  * Built by vmm/runstate/CMakeLists.txt with
  * `clang -target bpf -O2 -g` and embedded into the VMM; CO-RE: the only
@@ -49,12 +51,32 @@ struct {
   __type(value, __u32);
 } runstate_tids SEC(".maps");
 
-static __always_inline struct lockvisor_vcpu_runstate* record_of(__u32 tid) {
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
+  __uint(max_entries, LOCKVISOR_RUNSTATE_MAX_VCPUS);
+  __type(key, __u32);
+  __type(value, struct lockvisor_preemption_history);
+} runstate_history SEC(".maps");
+
+static __always_inline struct lockvisor_vcpu_runstate* record_of(__u32 tid, __u32* index) {
   if (tid == 0) return 0; /* the idle tasks */
   __u32* vcpu = bpf_map_lookup_elem(&runstate_tids, &tid);
   if (!vcpu) return 0;
-  __u32 index = *vcpu;
-  return bpf_map_lookup_elem(&runstate_page, &index);
+  *index = *vcpu;
+  return bpf_map_lookup_elem(&runstate_page, index);
+}
+
+/* A preemption that just ended: into the vCPU's history ring. One writer
+ * per vCPU (its own switch-in), like the record. */
+static __always_inline void remember(__u32 index, __u64 begin, __u64 end) {
+  struct lockvisor_preemption_history* h = bpf_map_lookup_elem(&runstate_history, &index);
+  if (!h) return;
+  __u64 n = h->count;
+  struct lockvisor_preemption_interval* slot = &h->slot[n & (LOCKVISOR_PREEMPTION_HISTORY_SLOTS - 1)];
+  slot->begin_ns = begin;
+  slot->end_ns = end;
+  __sync_fetch_and_add(&h->count, 1);
 }
 
 /* Seqlock write: seq goes odd, the fields change, seq goes even. The atomic
@@ -62,10 +84,11 @@ static __always_inline struct lockvisor_vcpu_runstate* record_of(__u32 tid) {
  * sees an even, unchanged seq around its reads saw one consistent record.
  * There is one writer per record: a task's switch-out always completes
  * before any CPU can switch it in again. */
-static __always_inline void change(struct lockvisor_vcpu_runstate* r, __u32 to, __u64 now, __u32 cpu) {
+static __always_inline void change(struct lockvisor_vcpu_runstate* r, __u32 index, __u32 to, __u64 now, __u32 cpu) {
   __u32 from = r->state;
+  __u64 since = r->state_since_ns;
   __sync_fetch_and_add(&r->seq, 1);
-  if (from == LOCKVISOR_RUNSTATE_PREEMPTED && now > r->state_since_ns) r->preempted_ns += now - r->state_since_ns;
+  if (from == LOCKVISOR_RUNSTATE_PREEMPTED && now > since) r->preempted_ns += now - since;
   if (to == LOCKVISOR_RUNSTATE_RUNNING) {
     if (from == LOCKVISOR_RUNSTATE_RUNNING) r->anomalies += 1; /* the switch-out was never seen */
     r->runs += 1;
@@ -81,11 +104,13 @@ static __always_inline void change(struct lockvisor_vcpu_runstate* r, __u32 to, 
   r->state_since_ns = now;
   r->host_cpu = cpu;
   __sync_fetch_and_add(&r->seq, 1);
+  if (from == LOCKVISOR_RUNSTATE_PREEMPTED && to == LOCKVISOR_RUNSTATE_RUNNING && now > since) remember(index, since, now);
 }
 
 static __always_inline int on_switch(_Bool preempt, __u32 prev_tid, __u32 next_tid, unsigned int prev_state) {
-  struct lockvisor_vcpu_runstate* out = record_of(prev_tid);
-  struct lockvisor_vcpu_runstate* in = record_of(next_tid);
+  __u32 out_index = 0, in_index = 0;
+  struct lockvisor_vcpu_runstate* out = record_of(prev_tid, &out_index);
+  struct lockvisor_vcpu_runstate* in = record_of(next_tid, &in_index);
   /* Tested one by one: the verifier refuses `out || in` compiled to an OR
    * of two map-value pointers. */
   __u64 now = 0;
@@ -94,7 +119,7 @@ static __always_inline int on_switch(_Bool preempt, __u32 prev_tid, __u32 next_t
     now = bpf_ktime_get_ns();
     cpu = bpf_get_smp_processor_id();
     _Bool runnable = preempt || prev_state == 0; /* TASK_RUNNING */
-    change(out, runnable ? LOCKVISOR_RUNSTATE_PREEMPTED : LOCKVISOR_RUNSTATE_SLEEPING, now, cpu);
+    change(out, out_index, runnable ? LOCKVISOR_RUNSTATE_PREEMPTED : LOCKVISOR_RUNSTATE_SLEEPING, now, cpu);
     if (!runnable && (prev_state & LOCKVISOR_RUNSTATE_TASK_DEAD)) bpf_map_delete_elem(&runstate_tids, &prev_tid);
   }
   if (in) {
@@ -102,7 +127,7 @@ static __always_inline int on_switch(_Bool preempt, __u32 prev_tid, __u32 next_t
       now = bpf_ktime_get_ns();
       cpu = bpf_get_smp_processor_id();
     }
-    change(in, LOCKVISOR_RUNSTATE_RUNNING, now, cpu);
+    change(in, in_index, LOCKVISOR_RUNSTATE_RUNNING, now, cpu);
   }
   return 0;
 }

@@ -13,6 +13,9 @@ namespace lockvisor::trace {
 namespace {
 // /proc reads cost far more than a page read: sample the fallback less often.
 constexpr std::chrono::microseconds kFallbackPeriod{1000};
+// The history ring holds 256 preemptions per vCPU; a vCPU thread is
+// preempted at most once per host time slice (~1-4 ms), so 10 ms never laps.
+constexpr std::chrono::milliseconds kHistoryPeriod{10};
 
 // Field 2 of /proc/<pid>/task/<tid>/schedstat: run_delay, ns.
 std::optional<std::uint64_t> read_run_delay(int fd) {
@@ -42,16 +45,34 @@ void RunStateSampler::start(machine::RunContext& context) {
     arm();
     return;
   }
-  meta["source"] = "run-state page (sched_switch BPF), read by each vCPU thread after every KVM_RUN and around halts";
   first_.resize(std::min<unsigned>(trace_.vcpus(), abi::kRunStateMaxVcpus));
   for (unsigned i = 0; i < first_.size(); ++i) first_[i] = runstate::read_record(page_->records()[i]);
+  if (page_->history(0) == nullptr) {
+    meta["source"] = "run-state page (sched_switch BPF), read by each vCPU thread after every KVM_RUN and around halts";
+    return;
+  }
+  meta["source"] = "run-state program's preemption history (sched_switch BPF: switch-out and switch-in times)";
+  meta["period_us"] = std::chrono::duration_cast<std::chrono::microseconds>(kHistoryPeriod).count();
+  history_.resize(first_.size());
+  for (unsigned i = 0; i < history_.size(); ++i) history_[i].start(*page_->history(i));
+  timer_ = std::make_unique<boost::asio::steady_timer>(context.io);
+  arm();
+}
+
+void RunStateSampler::drain_history() {
+  ++samples_;
+  for (unsigned i = 0; i < history_.size(); ++i) history_[i].drain(*page_->history(i), trace_.host_lane(i));
 }
 
 void RunStateSampler::arm() {
-  timer_->expires_after(kFallbackPeriod);
+  timer_->expires_after(history_.empty() ? std::chrono::nanoseconds(kFallbackPeriod) : kHistoryPeriod);
   timer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;
-    sample_schedstat(now_ns());
+    if (history_.empty()) {
+      sample_schedstat(now_ns());
+    } else {
+      drain_history();
+    }
     arm();
   });
 }
@@ -90,16 +111,24 @@ void RunStateSampler::stop() {
   auto& meta = trace_.metadata()["host_preemptions"];
   if (timer_) {
     timer_->cancel();
-    meta["samples"] = samples_;
-    meta["run_delay_ns"] = schedstat_ns_;
     timer_.reset();
-    return;
+    if (page_ == nullptr) {
+      meta["samples"] = samples_;
+      meta["run_delay_ns"] = schedstat_ns_;
+      return;
+    }
   }
   if (page_ == nullptr) return;
+  if (!history_.empty()) drain_history();  // up to the end of the run
   std::uint64_t counted = 0;
   PreemptionCounts drawn;
   for (unsigned i = 0; i < first_.size(); ++i) {
     counted += runstate::read_record(page_->records()[i]).preemptions - first_[i].preemptions;
+    if (!history_.empty()) {
+      drawn.exact += history_[i].drawn();
+      drawn.missed += history_[i].lost();
+      continue;
+    }
     const PreemptionCounts& c = trace_.preemptions(i).counts();
     drawn.exact += c.exact;
     drawn.merged += c.merged;

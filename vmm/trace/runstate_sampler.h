@@ -1,11 +1,17 @@
 // The host lane of the timeline: when each vCPU thread was descheduled by
 // the host scheduler.
 //
-// With a live vCPU run-state page (docs/runstate.md) the vCPU threads draw
-// it themselves (PreemptionTracker: exact intervals from their own record,
-// no exits); this service then only reports, at the end, how many
-// preemptions the page counted and how many were drawn exactly, merged or
-// not at all.
+// With a live vCPU run-state page (docs/runstate.md) and its preemption
+// history ring, this service drains each vCPU's ring every kHistoryPeriod
+// and at the end (PreemptionHistoryReader): every preemption with its exact
+// switch-out and switch-in times, also inside one long KVM_RUN (a spinning
+// vCPU may not exit for many host slices).
+//
+// With the page but no history (it could not be mapped), the vCPU threads
+// draw the lane themselves (PreemptionTracker: exact when one preemption
+// falls between two of their reads, merged otherwise); this service then only
+// reports, at the end, how many preemptions the page counted and how many
+// were drawn exactly, merged or not at all.
 //
 // Without a live page it samples what can be sampled honestly: each vCPU
 // thread's schedstat run_delay (time spent runnable but waiting for a CPU),
@@ -21,6 +27,7 @@
 
 #include "lockvisor/abi/vcpu_runstate.h"
 #include "vmm/machine/run_service.h"
+#include "vmm/trace/preemption_history.h"
 #include "vmm/trace/trace.h"
 #include "vmm/util/unique_fd.h"
 
@@ -39,11 +46,13 @@ class RunStateSampler final : public machine::RunService {
  private:
   void arm();
   void sample_schedstat(std::uint64_t now);
+  void drain_history();
 
   Trace& trace_;
   const runstate::RunStatePage* page_ = nullptr;
   std::unique_ptr<boost::asio::steady_timer> timer_;
   std::vector<abi::VcpuRunState> first_;  // each record when the run started
+  std::vector<PreemptionHistoryReader> history_;  // empty: no history ring
   std::uint64_t samples_ = 0;
   // The schedstat fallback: each vCPU thread's /proc schedstat, opened once
   // the thread exists, and the run_delay of the last read.

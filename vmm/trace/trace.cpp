@@ -26,6 +26,13 @@ void Trace::begin(unsigned vcpus, std::uint64_t origin_ns, std::span<const char*
   metadata_["max_events"] = options_.max_events;
 }
 
+std::uint64_t Trace::dropped_events() const {
+  std::uint64_t n = 0;
+  for (unsigned i = 0; i < vcpus(); ++i)
+    n += vcpu_lanes_[i].dropped() + host_lanes_[i].dropped() + lock_lanes_[i].dropped();
+  return n;
+}
+
 void Trace::on_kick(unsigned from, unsigned target, std::uint64_t flow, std::uint64_t sent_ns) noexcept {
   vcpu_lanes_[from].add({sent_ns, sent_ns, flow, target, EventKind::kKick});
 }

@@ -31,6 +31,9 @@ namespace lockvisor::trace {
 
 struct TraceOptions {
   std::uint64_t max_events = 4000000;  // --trace-max-events
+  // --trace-merge-short: lock slices shorter than this, back to back, are
+  // written as one "acquisitions" slice (0: every slice as it is).
+  std::uint64_t merge_short_ns = 0;
 };
 
 // How the cap is shared per vCPU: 7/16 to the exit loop, a quarter as lock
@@ -62,6 +65,8 @@ class Trace final : public pvlock::KickObserver {
   const TraceBuffer& vcpu_lane(unsigned vcpu) const { return vcpu_lanes_[vcpu]; }
   const TraceBuffer& host_lane(unsigned vcpu) const { return host_lanes_[vcpu]; }
   const TraceBuffer& lock_lane(unsigned vcpu) const { return lock_lanes_[vcpu]; }
+  // Events every lane could not keep (the file's metadata.dropped_events).
+  std::uint64_t dropped_events() const;
   // The vCPU thread's own reader of its run-state record (host lane).
   PreemptionTracker& preemptions(unsigned vcpu) { return trackers_[vcpu]; }
   const PreemptionTracker& preemptions(unsigned vcpu) const { return trackers_[vcpu]; }

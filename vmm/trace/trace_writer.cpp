@@ -13,7 +13,7 @@ const char* park_name(std::uint32_t cause) { return cause == 0 ? "parked (inject
 
 class Writer {
  public:
-  explicit Writer(const Trace& trace) : trace_(trace) {}
+  Writer(const Trace& trace, const ResolvedWindow* window) : trace_(trace), window_(window) {}
 
   std::string run() {
     out_.append(std::string_view("{\"traceEvents\":[\n"));
@@ -32,9 +32,17 @@ class Writer {
       dropped += lane(kLockTidBase + i, trace_.lock_lane(i));
     }
     nlohmann::json metadata = trace_.metadata();
-    metadata["dropped_events"] = dropped;
+    metadata["dropped_events"] = dropped;  // == trace_.dropped_events()
     metadata["kick_flows"] = paired_;
     metadata["kick_flows_unpaired"] = unpaired_;
+    if (trace_.options().merge_short_ns != 0)
+      metadata["lock_merge"] = {{"below_ns", trace_.options().merge_short_ns},
+                                {"slices_merged", merged_slices_},
+                                {"acquisitions_slices", merged_written_}};
+    if (window_) {
+      metadata["window"] = window_->description;
+      metadata["window"]["events_outside"] = outside_;
+    }
     // Drop the separator after the last event.
     if (out_.size() >= 2 && out_[out_.size() - 2] == ',') out_.resize(out_.size() - 2);
     fmt::format_to(std::back_inserter(out_), "\n],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":{}}}\n",
@@ -75,11 +83,56 @@ class Writer {
                    *ph == 'f' ? std::string(",\"bp\":\"e\"") : fmt::format(",\"args\":{{\"target\":{}}}", target));
   }
 
-  // Kicks whose wake is in the trace, and wakes whose kick is.
+  void plain_lock_slice(unsigned tid, const Event& e) {
+    slice(tid, "lock", e.kind == EventKind::kLockWait ? "wait" : "hold", e, fmt::format(R"({{"lock":{}}})", e.arg));
+  }
+
+  // --trace-merge-short: a run of short lock slices (each, and each gap,
+  // shorter than the threshold) becomes one "acquisitions" slice; a long one
+  // (the waits a reader looks for) is always written as it is.
+  void lock_slice(unsigned tid, const Event& e) {
+    const std::uint64_t limit = trace_.options().merge_short_ns;
+    const std::uint64_t length = e.end_ns - e.begin_ns;
+    if (limit == 0 || length >= limit) {
+      flush_merged(tid);
+      plain_lock_slice(tid, e);
+      return;
+    }
+    if (group_.count != 0 && (e.begin_ns < group_.end_ns || e.begin_ns - group_.end_ns >= limit)) flush_merged(tid);
+    if (group_.count == 0) group_ = {e, e.begin_ns, e.end_ns, 0, 0, 0};
+    group_.end_ns = std::max(group_.end_ns, e.end_ns);
+    ++group_.count;
+    if (e.kind == EventKind::kLockWait) {
+      ++group_.waits;
+      group_.longest_wait_ns = std::max(group_.longest_wait_ns, length);
+    }
+  }
+
+  void flush_merged(unsigned tid) {
+    if (group_.count == 1) {
+      plain_lock_slice(tid, group_.first);
+    } else if (group_.count > 1) {
+      const Event merged{group_.begin_ns, group_.end_ns, 0, group_.first.arg, EventKind::kLockHold};
+      slice(tid, "lock", "acquisitions", merged,
+            fmt::format(R"({{"slices":{},"acquisitions":{},"longest_wait_ns":{}}})", group_.count, group_.waits,
+                        group_.longest_wait_ns));
+      merged_slices_ += group_.count;
+      ++merged_written_;
+    }
+    group_.count = 0;
+  }
+
+  // A slice overlapping the window (an instant inside it); no window: all.
+  bool inside(const Event& e) const {
+    return window_ == nullptr || (e.end_ns >= window_->begin_ns && e.begin_ns <= window_->end_ns);
+  }
+
+  // Kicks whose wake is in the trace (and the window), and wakes whose kick is.
   void pair_flows() {
     std::unordered_set<std::uint64_t> kicks, wakes;
     for (unsigned i = 0; i < trace_.vcpus(); ++i)
       for (const Event& e : trace_.vcpu_lane(i).events()) {
+        if (!inside(e)) continue;
         if (e.kind == EventKind::kKick) kicks.insert(e.id);
         if (e.kind == EventKind::kWake) wakes.insert(e.id);
       }
@@ -99,6 +152,10 @@ class Writer {
     std::uint64_t last = trace_.origin_ns();
     for (const Event& e : buffer.events()) {
       last = std::max(last, e.end_ns);
+      if (!inside(e)) {
+        ++outside_;
+        continue;
+      }
       switch (e.kind) {
         case EventKind::kGuest: slice(tid, "vcpu", "guest", e); break;
         case EventKind::kExit: {
@@ -116,8 +173,8 @@ class Writer {
                 : e.arg == 3 ? fmt::format(R"({{"exact":false,"merged_preemptions":{}}})", e.id)
                              : std::string(R"({"exact":false})"));
           break;
-        case EventKind::kLockWait: slice(tid, "lock", "wait", e, fmt::format(R"({{"lock":{}}})", e.arg)); break;
-        case EventKind::kLockHold: slice(tid, "lock", "hold", e, fmt::format(R"({{"lock":{}}})", e.arg)); break;
+        case EventKind::kLockWait:
+        case EventKind::kLockHold: lock_slice(tid, e); break;
         case EventKind::kKick:
           if (paired_ids_.count(e.id)) flow(tid, "s", e, e.arg);
           break;
@@ -126,6 +183,7 @@ class Writer {
           break;
       }
     }
+    flush_merged(tid);
     if (buffer.dropped() != 0)
       fmt::format_to(std::back_inserter(out_),
                      "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":{},\"cat\":\"trace\",\"name\":\"dropped {} events\","
@@ -135,6 +193,13 @@ class Writer {
   }
 
   const Trace& trace_;
+  const ResolvedWindow* window_;
+  std::uint64_t outside_ = 0;
+  struct MergeGroup {
+    Event first;
+    std::uint64_t begin_ns, end_ns, count, waits, longest_wait_ns;
+  } group_{};
+  std::uint64_t merged_slices_ = 0, merged_written_ = 0;
   fmt::memory_buffer out_;
   std::unordered_set<std::uint64_t> paired_ids_;
   std::uint64_t paired_ = 0, unpaired_ = 0;
@@ -142,6 +207,6 @@ class Writer {
 
 }  // namespace
 
-std::string to_trace_json(const Trace& trace) { return Writer(trace).run(); }
+std::string to_trace_json(const Trace& trace, const ResolvedWindow* window) { return Writer(trace, window).run(); }
 
 }  // namespace lockvisor::trace

@@ -9,17 +9,19 @@
 // since the run's origin with nanosecond decimals. Kicks are flow events
 // ("s" on the kicker, "f" with "bp":"e" on the kicked vCPU at its wake),
 // written only in pairs. A lane that dropped events ends with an instant
-// "dropped N events".
+// "dropped N events". With a window (trace_window.h) only what overlaps it
+// is written, and metadata.window says which window and what it left out.
 #pragma once
 #include <string>
 
 #include "vmm/trace/trace.h"
+#include "vmm/trace/trace_window.h"
 
 namespace lockvisor::trace {
 
 inline constexpr unsigned kHostTidBase = 1000;
 inline constexpr unsigned kLockTidBase = 2000;
 
-std::string to_trace_json(const Trace& trace);
+std::string to_trace_json(const Trace& trace, const ResolvedWindow* window = nullptr);
 
 }  // namespace lockvisor::trace

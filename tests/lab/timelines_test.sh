@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The lab's [timeline] (issue 11: "the report shows the timeline of the worst
+# wait of each lock"): after a small guest matrix, one traced run per
+# selected cell. Each leaves a trace windowed on its longest lock wait (no
+# wait in the file is longer than the one the window was built around, and
+# that one is in it), its swimlane PNG, a record in timelines.jsonl, and a
+# section in report.md that links both; --resume re-runs only a missing one.
+# Needs /dev/kvm: skipped (exit 77) without it, a failure under CI=true.
+source "$(dirname "$0")/lab_test_common.sh"
+require_kvm
+guest_scenario timeline 2 tas pvticket ticket <<'TOML'
+[timeline]
+where = { lock = ["tas", "pvticket"] }
+TOML
+"$LOCKVISOR" lab --scenario "$work/timeline.toml" --dry-run > "$work/dry" || fail "dry run"
+grep -q "then 2 traced runs" "$work/dry" || fail "dry run does not list the traced runs: $(tail -2 "$work/dry")"
+"$LOCKVISOR" lab --scenario "$work/timeline.toml" --out "$work/out" > "$work/log" 2>&1 || fail "lab: $(tail -3 "$work/log")"
+grep -q "2 traced runs" "$work/log" || fail "the lab did not announce 2 traced runs: $(cat "$work/log")"
+/usr/bin/python3 - "$work/out" <<'PY' || fail "timeline check"
+import json, os, sys
+d = sys.argv[1]
+runs = [json.loads(l) for l in open(d + "/results.jsonl")]
+assert len(runs) == 6 and all(r["outcome"] == "completed" for r in runs), [r["outcome"] for r in runs]
+tl = [json.loads(l) for l in open(d + "/timelines.jsonl")]
+assert sorted(t["axes"]["lock"] for t in tl) == ["pvticket", "tas"], tl
+report = open(d + "/report.md").read()
+assert "## Timelines: each lock's worst wait" in report, report
+for t in tl:
+    assert t["outcome"] == "completed", t
+    trace = json.load(open(os.path.join(d, t["trace"])))
+    meta = trace["metadata"]
+    window, worst = meta["window"], meta["window"]["worst_wait"]
+    assert worst["wait_us"] > 0 and worst["waits_searched"] > 0, worst
+    # The file holds only what overlaps the window, and nothing outside it.
+    assert window["events_outside"] > 0, window
+    waits = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e["name"] == "wait"]
+    assert waits, "no lock waits in the window"
+    assert max(e["dur"] for e in waits) <= worst["wait_us"] + 0.001, (max(e["dur"] for e in waits), worst)
+    assert any(abs(e["dur"] - worst["wait_us"]) < 0.002 and abs(e["ts"] - worst["begin_us"]) < 0.002
+               and e["tid"] == 2000 + worst["vcpu"] for e in waits), worst
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "X":
+            assert e["ts"] <= window["end_us"] + 0.001 and e["ts"] + e["dur"] >= window["begin_us"] - 0.001, e
+    png = os.path.splitext(t["trace"])[0] + ".png"
+    assert os.path.getsize(os.path.join(d, png)) > 10000, png
+    assert "](%s)" % png in report and "](%s)" % t["trace"] in report, png
+    # Beside it: the measured runs' worst wait of the same cell.
+    section = report[report.index("### lock=%s\n" % t["axes"]["lock"]):]
+    assert "Measured runs (2): worst wait" in section.split("###")[1], section[:400]
+PY
+# A missing timeline (its record gone) runs again on --resume, and only it.
+head -n 1 "$work/out/timelines.jsonl" > "$work/one" && mv "$work/one" "$work/out/timelines.jsonl"
+"$LOCKVISOR" lab --resume --out "$work/out" > "$work/log2" 2>&1 || fail "resume: $(tail -3 "$work/log2")"
+grep -q "1 traced run " "$work/log2" || fail "resume did not run exactly one traced run: $(cat "$work/log2")"
+[ "$(wc -l < "$work/out/timelines.jsonl")" = 2 ] || fail "timelines.jsonl after resume: $(cat "$work/out/timelines.jsonl")"
+# --no-timelines: none.
+"$LOCKVISOR" lab --scenario "$work/timeline.toml" --out "$work/none" --repeats 1 --no-timelines > "$work/log3" 2>&1 ||
+  fail "no-timelines: $(tail -3 "$work/log3")"
+[ ! -e "$work/none/timelines.jsonl" ] || fail "--no-timelines still traced"
+grep -q "No traced runs yet" "$work/none/report.md" || fail "report without timelines does not say so"
+echo "lab timelines: ok"

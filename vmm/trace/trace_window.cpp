@@ -1,0 +1,139 @@
+#include "vmm/trace/trace_window.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <utility>
+
+#include "vmm/util/error.h"
+
+namespace lockvisor::trace {
+namespace {
+
+constexpr std::uint64_t kMinPadNs = 1000000;  // 1 ms: a halt and a kick fit in it on PVM
+constexpr std::uint64_t kMaxNs = 3600ull * 1000000000ull;  // an hour: longer than any run's watchdog
+
+[[noreturn]] void bad(std::string_view text, std::string_view why) {
+  fail("--trace-window '{}': {} (all, START:END such as 120ms:125ms, or worst-wait[:PAD] such as worst-wait:2ms)",
+       text, why);
+}
+
+// "125ms" -> ns, like --inject's durations; nullopt when it is no such thing.
+std::optional<std::uint64_t> try_duration_ns(std::string_view text, bool* too_long) {
+  static constexpr std::pair<std::string_view, std::uint64_t> kUnits[] = {
+      {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+  for (const auto& [unit, scale] : kUnits) {
+    if (text.size() <= unit.size() || !text.ends_with(unit)) continue;
+    const auto digits = text.substr(0, text.size() - unit.size());
+    if (digits.back() < '0' || digits.back() > '9') continue;  // "5ms" is not "5m" + "s"
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (ec != std::errc() || end != digits.data() + digits.size()) break;
+    if (n > kMaxNs / scale) {
+      *too_long = true;
+      return std::nullopt;
+    }
+    return n * scale;
+  }
+  return std::nullopt;
+}
+
+std::uint64_t duration_ns(std::string_view whole, std::string_view text) {
+  bool too_long = false;
+  if (const auto ns = try_duration_ns(text, &too_long)) return *ns;
+  if (too_long) bad(whole, fmt::format("{} is longer than an hour", text));
+  bad(whole, fmt::format("'{}' is not an integer with a unit (ns, us, ms, s)", text));
+}
+
+std::string us_text(std::uint64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); }
+
+}  // namespace
+
+std::uint64_t parse_trace_duration(std::string_view option, std::string_view text) {
+  bool too_long = false;
+  if (const auto ns = try_duration_ns(text, &too_long)) return *ns;
+  fail("{} '{}': {}", option, text,
+       too_long ? "longer than an hour" : "expected an integer with a unit (ns, us, ms, s), e.g. 10us");
+}
+
+TraceWindowSpec parse_trace_window(std::string_view text) {
+  TraceWindowSpec spec;
+  if (text == "all") return spec;
+  if (text == "worst-wait" || text.starts_with("worst-wait:")) {
+    spec.kind = TraceWindowSpec::Kind::kWorstWait;
+    if (text.size() > 10) spec.pad_ns = duration_ns(text, text.substr(11));
+    return spec;
+  }
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) bad(text, "unknown window");
+  spec.kind = TraceWindowSpec::Kind::kRange;
+  spec.begin_ns = duration_ns(text, text.substr(0, colon));
+  spec.end_ns = duration_ns(text, text.substr(colon + 1));
+  if (spec.end_ns <= spec.begin_ns) bad(text, "END must be after START");
+  return spec;
+}
+
+std::string format_trace_window(const TraceWindowSpec& spec) {
+  switch (spec.kind) {
+    case TraceWindowSpec::Kind::kAll: return "all";
+    case TraceWindowSpec::Kind::kRange: return fmt::format("{}ns:{}ns", spec.begin_ns, spec.end_ns);
+    case TraceWindowSpec::Kind::kWorstWait:
+      return spec.pad_ns ? fmt::format("worst-wait:{}ns", *spec.pad_ns) : std::string("worst-wait");
+  }
+  return "all";
+}
+
+std::optional<ResolvedWindow> resolve_trace_window(const TraceWindowSpec& spec, const Trace& trace, std::string* note) {
+  const std::uint64_t origin = trace.origin_ns();
+  ResolvedWindow w;
+  w.description = {{"spec", format_trace_window(spec)}};
+  switch (spec.kind) {
+    case TraceWindowSpec::Kind::kAll: return std::nullopt;
+    case TraceWindowSpec::Kind::kRange:
+      w.begin_ns = origin + spec.begin_ns;
+      w.end_ns = origin + spec.end_ns;
+      break;
+    case TraceWindowSpec::Kind::kWorstWait: {
+      // The longest wait over every lock lane; ties go to the earliest vCPU
+      // and record, so the same trace always gives the same window.
+      const Event* worst = nullptr;
+      unsigned worst_vcpu = 0;
+      std::uint64_t waits = 0;
+      for (unsigned i = 0; i < trace.vcpus(); ++i)
+        for (const Event& e : trace.lock_lane(i).events()) {
+          if (e.kind != EventKind::kLockWait) continue;
+          ++waits;
+          if (worst == nullptr || e.end_ns - e.begin_ns > worst->end_ns - worst->begin_ns) {
+            worst = &e;
+            worst_vcpu = i;
+          }
+        }
+      if (worst == nullptr) {
+        if (note) *note = "no lock waits in the trace: the whole run is written";
+        return std::nullopt;
+      }
+      const std::uint64_t wait = worst->end_ns - worst->begin_ns;
+      const std::uint64_t pad = spec.pad_ns.value_or(std::max(wait / 2, kMinPadNs));
+      w.begin_ns = worst->begin_ns > pad ? worst->begin_ns - pad : 0;
+      w.end_ns = worst->end_ns + std::min(pad, std::numeric_limits<std::uint64_t>::max() - worst->end_ns);
+      // begin_us is on the trace's clock (since the origin), like every ts.
+      w.description["worst_wait"] = {{"vcpu", worst_vcpu},
+                                     {"lock", worst->arg},
+                                     {"begin_us", std::stod(us_text(worst->begin_ns - origin))},
+                                     {"wait_us", std::stod(us_text(wait))},
+                                     {"waits_searched", waits}};
+      w.description["pad_us"] = std::stod(us_text(pad));
+      break;
+    }
+  }
+  const auto rel = [&](std::uint64_t ns) {
+    return ns >= origin ? std::stod(us_text(ns - origin)) : -std::stod(us_text(origin - ns));
+  };
+  w.description["begin_us"] = rel(w.begin_ns);
+  w.description["end_us"] = rel(w.end_ns);
+  return w;
+}
+
+}  // namespace lockvisor::trace
