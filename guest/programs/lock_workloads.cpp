@@ -72,6 +72,7 @@ Ucall g_marks[kMaxVcpus];
 struct alignas(64) TraceSlot {
   LockTraceHeader* log;
   u64 arrive;
+  u64 releasing;  // read before unlock(): a preemption after the release is not the hold's
 };
 TraceSlot g_trace[kMaxVcpus];
 
@@ -99,11 +100,15 @@ struct GuestPlatform {
     TraceSlot& slot = g_trace[this_cpu()];
     if (slot.log != nullptr) slot.arrive = t0;
   }
+  static void on_lock_releasing(unsigned /*lock*/) {
+    TraceSlot& slot = g_trace[this_cpu()];
+    if (slot.log != nullptr) slot.releasing = now();
+  }
   static void on_lock_release(unsigned lock, u64 t1) {
     if (g_lock_probe_on) [[unlikely]]
       lock_probe_release(lock);
     const TraceSlot& slot = g_trace[this_cpu()];
-    if (slot.log != nullptr) lock_trace_record(slot.log, lock, slot.arrive, t1, now());
+    if (slot.log != nullptr) lock_trace_record(slot.log, lock, slot.arrive, t1, slot.releasing);
   }
 };
 

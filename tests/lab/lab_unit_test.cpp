@@ -245,6 +245,26 @@ TEST(LabMetrics, WaitsInHostSlicesNeedTheSliceExitsArePerAcquisition) {
   EXPECT_FALSE(host_slice_ns({{"machine", nlohmann::json::object()}}).has_value()) << "a lab from before the slice";
 }
 
+// A completed run per point with every metric the summary reads; the
+// throughput from `ops_per_sec(point)`.
+template <class F>
+std::vector<nlohmann::json> completed_records(const Scenario& s, F ops_per_sec) {
+  std::vector<nlohmann::json> records;
+  for (const auto& p : expand(s)) {
+    nlohmann::json report = {{"ops_per_sec", ops_per_sec(p)},
+                             {"fairness", {{"jain", 1.0}, {"cv", 0.0}}},
+                             {"latency_ns", {{"p50", 1}, {"p99", 2}, {"p999", 3}, {"max", 4}}},
+                             {"cpu_seconds", 1.0},
+                             {"cpu_seconds_window", 0.9},
+                             {"window_fairness", {{"jain_median", 0.9}, {"jain_min", 0.5}, {"starved_windows", 0}}},
+                             {"ops_total", 1000},
+                             {"steal_ns", nullptr},
+                             {"vmm", nullptr}};
+    records.push_back({{"id", p.id}, {"key", p.key}, {"outcome", "completed"}, {"report", report}});
+  }
+  return records;
+}
+
 TEST(LabSummary, ClaimsAreCheckedAgainstTheMedians) {
   auto s = parse_scenario(std::string(kTwoAxes) + R"(
 [[claim]]
@@ -261,20 +281,9 @@ where = { lock = "ticket" }
 expect = "some"
 )",
                           "t");
-  std::vector<nlohmann::json> records;
-  for (const auto& p : expand(s)) {
-    const bool tas = p.key.find("lock=tas") != std::string::npos;
-    nlohmann::json report = {{"ops_per_sec", (tas ? 1000.0 : 100.0) + p.repeat},
-                             {"fairness", {{"jain", 1.0}, {"cv", 0.0}}},
-                             {"latency_ns", {{"p50", 1}, {"p99", 2}, {"p999", 3}, {"max", 4}}},
-                             {"cpu_seconds", 1.0},
-                             {"cpu_seconds_window", 0.9},
-                             {"window_fairness", {{"jain_median", 0.9}, {"jain_min", 0.5}, {"starved_windows", 0}}},
-                             {"ops_total", 1000},
-                             {"steal_ns", nullptr},
-                             {"vmm", nullptr}};
-    records.push_back({{"id", p.id}, {"key", p.key}, {"outcome", "completed"}, {"report", report}});
-  }
+  const auto records = completed_records(s, [](const Point& p) {
+    return (p.key.find("lock=tas") != std::string::npos ? 1000.0 : 100.0) + p.repeat;
+  });
   const auto summary = summarize(s, records, 2);
   ASSERT_EQ(summary.claims.size(), 2u);
   EXPECT_EQ(summary.claims[0].verdict, "holds");
@@ -282,6 +291,25 @@ expect = "some"
   const auto csv = summary_csv(summary);
   EXPECT_NE(csv.find("ops_per_sec_median"), std::string::npos);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 6);
+}
+
+// A lock axis value that is a variant of a lock (a label with a parameter)
+// is named by its label in the headline, not by the lock it runs.
+TEST(LabReport, HeadlineNamesLockVariantsByTheirLabel) {
+  const auto s = parse_scenario(R"(
+name = "variants"
+[[axis]]
+name = "lock"
+values = ["tas", { label = "tas-tuned", lock = "tas", param = "x=1" }]
+)",
+                                "t");
+  const auto records = completed_records(s, [](const Point& p) {
+    return (p.key.find("tas-tuned") != std::string::npos ? 2000.0 : 1000.0) + p.repeat;
+  });
+  const auto summary = summarize(s, records, 2);
+  const nlohmann::json manifest = {{"machine", nlohmann::json::object()}, {"repeats", 5}};
+  const auto md = report_markdown(s, summary, manifest, "no plots");
+  EXPECT_NE(md.find("| (all) | tas-tuned | 2002 | tas |"), std::string::npos) << md;
 }
 
 TEST(Experiment, LongHoldEveryZeroTurnsLongHoldsOff) {

@@ -60,9 +60,13 @@ std::string best_lock_lines(const Summary& summary) {
       }
     }
     if (!best) continue;
+    // The lock axis's label names the variant ("pvbounded-running" is lock
+    // pvbounded with a parameter); the setting is the fallback.
     auto lock = [&](const PointSummary* p) {
       const auto* l = lookup(p->settings, "lock");
       std::string name = l ? *l : std::string("?");
+      for (const auto& [a, v] : p->labels)
+        if (a == "lock") name = v;
       for (const auto& [a, v] : p->labels)
         if (multi_vm && a == "vm") name = "VM " + v + " (" + name + ")";
       return name;
