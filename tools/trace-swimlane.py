@@ -192,7 +192,14 @@ def main():
 
     ax.set_ylim(len(vcpus) - 0.5, -0.6)
     ax.set_yticks(range(len(vcpus)))
-    ax.set_yticklabels([f"vCPU {v}" for v in vcpus])
+    # "vCPU 5 · CPU 1" when each vCPU is pinned to one host CPU (metadata.vcpu_host_cpus).
+    pinned = meta.get("vcpu_host_cpus") or []
+
+    def lane_label(v):
+        cpus = pinned[v] if v < len(pinned) else None
+        return f"vCPU {v} · CPU {cpus[0]}" if isinstance(cpus, list) and len(cpus) == 1 else f"vCPU {v}"
+
+    ax.set_yticklabels([lane_label(v) for v in vcpus])
     ax.set_xlim(0, span * scale)
     ax.set_xlabel(f"time since {lo / 1e3:.3f} ms into the run ({unit})")
     handles = [Patch(color=COLORS[c], label=LABELS[c]) for c in LABELS]
@@ -203,6 +210,9 @@ def main():
     ax.set_title(f"lockvisor timeline: {what}, {len(vcpus)} vCPUs{title_extra}", fontsize=10)
     notes = []
     host = meta.get("host_preemptions") or {}
+    if host.get("switches_unseen"):
+        notes.append(f"{host['switches_unseen']} host switches the run-state program did not see: "
+                     "a vCPU may be drawn running while it was descheduled")
     if host.get("source") == "none":
         notes.append("host preemptions not sampled (no run-state page)")
     if str(meta.get("kicks", "")).startswith("not visible"):
@@ -212,7 +222,9 @@ def main():
     if len(shown) > MAX_ARROWS:
         notes.append(f"{MAX_ARROWS} of {len(shown)} kicks drawn")
     if notes:
-        ax.text(0.0, 1.02, "; ".join(notes), transform=ax.transAxes, fontsize=7, color="#b71c1c")
+        # Between the axes and the title, which is raised to make room for it.
+        ax.set_title(ax.get_title(), fontsize=10, pad=16)
+        ax.text(0.0, 1.01, "; ".join(notes), transform=ax.transAxes, fontsize=7, color="#b71c1c", va="bottom")
     fig.tight_layout(rect=(0, 0.35 / fig_h, 1, 1))
     try:
         fig.savefig(args.output, dpi=110)

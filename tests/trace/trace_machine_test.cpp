@@ -210,12 +210,15 @@ TEST(TraceMachine, SpinningVcpusOnOneCpuAreDrawnRunningOneAtATime) {
     GTEST_SKIP() << "no run-state page here (" << result.runstate_detail << ")";
   }
   const auto doc = nlohmann::json::parse(to_trace_json(trace));
+  // Who competes with whom: every vCPU pinned to CPU 0.
+  EXPECT_EQ(doc["metadata"]["vcpu_host_cpus"], nlohmann::json::parse("[[0],[0],[0],[0]]"));
   const auto& host = doc["metadata"]["host_preemptions"];
   ASSERT_NE(host["source"].get<std::string>().find("history"), std::string::npos) << host.dump();
   const auto counted = host["preemptions_counted"].get<std::uint64_t>();
   const auto exact = host["exact"].get<std::uint64_t>();
   EXPECT_GT(counted, 20u) << "4 vCPUs on one CPU for 0.3 s are preempted many times";
   EXPECT_EQ(host["missed"], 0);
+  EXPECT_TRUE(host["switches_unseen"].is_number());
   EXPECT_GE(exact + 4, counted) << "every finished preemption drawn (one per vCPU may still be under way at the end)";
 
   // The measured window: the span of the lock waits, its middle 60%.

@@ -295,6 +295,19 @@ void Machine::attach_trace(trace::Trace& trace) {
   meta["kvm"] = s.kvm_kind;
   meta["tsc_khz"] = s.tsc_khz;
   meta["runstate"] = s.runstate_kind;
+  // Which host CPUs each vCPU thread may run on (the affinity set below in
+  // run()): who competes with whom for a CPU is half of every picture.
+  nlohmann::json cpus = nlohmann::json::array();
+  for (unsigned i = 0; i < cfg.vcpus; ++i) {
+    if (cfg.pcpus.empty()) {
+      cpus.push_back(nullptr);  // unpinned: any allowed CPU
+    } else if (cfg.pin == PinPolicy::kSpread) {
+      cpus.push_back(nlohmann::json::array({cfg.pcpus[i % cfg.pcpus.size()]}));
+    } else {
+      cpus.push_back(cfg.pcpus);
+    }
+  }
+  meta["vcpu_host_cpus"] = std::move(cpus);
   // Lock workloads record their acquisitions in guest memory (lock_trace.h),
   // carved from the top of the guest's free memory.
   auto& memory = s.vm.memory();

@@ -120,10 +120,12 @@ void RunStateSampler::stop() {
   }
   if (page_ == nullptr) return;
   if (!history_.empty()) drain_history();  // up to the end of the run
-  std::uint64_t counted = 0;
+  std::uint64_t counted = 0, anomalies = 0;
   PreemptionCounts drawn;
   for (unsigned i = 0; i < first_.size(); ++i) {
-    counted += runstate::read_record(page_->records()[i]).preemptions - first_[i].preemptions;
+    const auto last = runstate::read_record(page_->records()[i]);
+    counted += last.preemptions - first_[i].preemptions;
+    anomalies += last.anomalies - first_[i].anomalies;
     if (!history_.empty()) {
       drawn.exact += history_[i].drawn();
       drawn.missed += history_[i].lost();
@@ -138,6 +140,9 @@ void RunStateSampler::stop() {
   meta["exact"] = drawn.exact;
   meta["merged"] = drawn.merged;
   meta["missed"] = drawn.missed;  // mixed with sleeps between two reads, or after the thread's last read
+  // Switches the program never saw (docs/runstate.md, "Accuracy and limits"):
+  // each may leave one time off the CPU undrawn, the vCPU drawn running.
+  meta["switches_unseen"] = anomalies;
 }
 
 }  // namespace lockvisor::trace
