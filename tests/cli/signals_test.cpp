@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tests/support/kvm_required.h"
+#include "tests/support/spawn_process.h"
 
 namespace {
 
@@ -48,31 +49,9 @@ class Lockvisor {
                  ("lockvisor-signals-test-" + std::to_string(::getpid()) + "-" + std::to_string(++counter_) + ".out"))
                     .string();
     std::filesystem::remove(out_path_);
-    std::vector<std::string> argv_storage = {LOCKVISOR_BINARY};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, s);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     start_ = Clock::now();
-    const int rc = posix_spawn(&pid_, LOCKVISOR_BINARY, &actions, &attr, argv.data(), environ);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&actions);
-    EXPECT_EQ(rc, 0) << "posix_spawn " << LOCKVISOR_BINARY;
-    if (rc != 0) pid_ = -1;
+    pid_ = lockvisor::test::spawn_process(LOCKVISOR_BINARY, args, out_path_);
+    EXPECT_GT(pid_, 0) << "posix_spawn " << LOCKVISOR_BINARY;
   }
   ~Lockvisor() {
     if (pid_ > 0 && !reaped_) {

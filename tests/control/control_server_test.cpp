@@ -93,7 +93,7 @@ class Server : public ::testing::Test {
     path = temp_path("server.sock");
     fs::remove(path);
     socket.emplace(path);
-    server.emplace(io, socket->take_listener(), dispatcher);
+    server.emplace(io, socket->take_listener(), dispatcher, idle);
     thread = std::thread([this] { io.run(); });
   }
   void TearDown() override { stop(); }
@@ -117,6 +117,7 @@ class Server : public ::testing::Test {
     return n.get_future().get();
   }
 
+  std::chrono::steady_clock::duration idle = kIdleTimeout;
   std::string path;
   StatsOnly target;
   ControlDispatcher dispatcher{target};
@@ -240,6 +241,33 @@ TEST_F(Server, BoundsTheNumberOfClients) {
   clients.pop_back();  // one leaves: room for another
   for (int i = 0; i < 100 && active_clients() >= kMaxClients; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(json::parse(round_trip(path, R"({"cmd":"stats"})", 2s)).value("ok", false));
+}
+
+// The idle bound with a short timeout: a silent client is told and closed
+// (its slot freed); one that keeps asking stays.
+class ShortIdleServer : public Server {
+ protected:
+  void SetUp() override {
+    idle = 300ms;
+    Server::SetUp();
+  }
+};
+
+TEST_F(ShortIdleServer, ClosesASilentClientAndKeepsABusyOne) {
+  UniqueFd silent = connect_to(path);
+  UniqueFd busy = connect_to(path);
+  ASSERT_TRUE(silent.valid() && busy.valid());
+  for (int i = 0; i < 8; ++i) {  // 8 x 100 ms: well past the timeout
+    send_all(busy.get(), "{\"cmd\":\"stats\"}\n");
+    ASSERT_TRUE(json::parse(read_line(busy.get())).value("ok", false));
+    std::this_thread::sleep_for(100ms);
+  }
+  const json closing = json::parse(read_line(silent.get()));
+  EXPECT_NE(closing.value("error", std::string()).find("no request for 0.3 s"), std::string::npos) << closing;
+  EXPECT_TRUE(sees_eof(silent.get()));
+  EXPECT_EQ(active_clients(), 1u);
+  send_all(busy.get(), "{\"cmd\":\"stats\"}\n");
+  EXPECT_TRUE(json::parse(read_line(busy.get())).value("ok", false)) << "the busy client is still served";
 }
 
 TEST_F(Server, StopGivesEveryClientEofAndRemovesTheSocket) {

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/kvm_required.h"
+#include "tests/support/spawn_process.h"
 #include "vmm/util/unique_fd.h"
 
 namespace {
@@ -47,19 +48,7 @@ struct Output {
 
 // Spawns LOCKVISOR_BINARY with `args`, its output into `out_path`.
 pid_t spawn(const std::vector<std::string>& args, const std::string& out_path) {
-  std::vector<std::string> storage = {LOCKVISOR_BINARY};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : storage) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, LOCKVISOR_BINARY, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -1;
+  return lockvisor::test::spawn_process(LOCKVISOR_BINARY, args, out_path);
 }
 
 std::string slurp(const std::string& path) {

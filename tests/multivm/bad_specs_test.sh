@@ -27,6 +27,10 @@ expect_usage "unknown key 'json'" --vm json=/tmp/x --vm lock=ticket
 expect_usage "--native cannot be combined" --native --vm lock=ticket --vm lock=unfair
 expect_usage "--vm 1 'pcpus=0,x': 'x' is not key=value" --vm pcpus=0,x --vm lock=ticket
 expect_usage "--serial outside --vm" --serial "$work/s" --vm lock=ticket --vm lock=unfair
-expect_usage "--vm 2 'serial=$work/s': serial=$work/s: another VM writes that file" --vm "serial=$work/s" --vm "serial=$work/s"
+expect_usage "--vm 2 'serial=$work/s': serial=$work/s: another VM uses that path" --vm "serial=$work/s" --vm "serial=$work/s"
+expect_usage "--api outside --vm: every VM would use that socket" --api "$work/sock" --vm lock=ticket --vm lock=unfair
+expect_usage "--trace outside --vm: every VM would use that file" --trace "$work/t.json" --vm lock=ticket --vm lock=unfair
+expect_usage "--vm 2 'trace=$work/t.json': trace=$work/t.json: another VM uses that path" --vm "trace=$work/t.json" --vm "trace=$work/t.json"
+expect_usage "--vm 2 'api=$work/sock': api=$work/sock: another VM uses that path" --vm "api=$work/sock" --vm "api=$work/sock"
 expect_usage "--hogs: 999 is out of range 0..256" --hogs 999
 echo "bad specs: ok"

@@ -140,10 +140,19 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
     if (run.get_option(std::string("--") + own)->count() > 0)
       fail("--vm runs VMs; --{} cannot be combined with it", own);
   const auto common = common_options(run);
-  // An output file shared by several VMs would be written by all of them.
+  // A file or socket shared by several VMs would be written (or bound) by
+  // all of them: the last trace would replace the others, the second
+  // control socket would find the first one live and fail its VM.
+  static const char* const kOwnPaths[] = {"serial", "trace", "api"};
+  const auto own_path = [](const std::string& name) {
+    return std::find_if(std::begin(kOwnPaths), std::end(kOwnPaths), [&](const char* k) { return name == k; }) !=
+           std::end(kOwnPaths);
+  };
   for (const auto& g : common)
-    if (g.name == "serial") fail("--serial outside --vm: every VM would write that file; give serial=FILE per --vm");
-  std::set<std::string> serial_files;
+    if (own_path(g.name))
+      fail("--{} outside --vm: every VM would use that {}; give {}=PATH per --vm", g.name,
+           g.name == "api" ? "socket" : "file", g.name);
+  std::set<std::string> own_paths;
   std::vector<multivm::VmPlan> plans;
   std::set<std::string> labels;
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -170,8 +179,8 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
       else own.push_back({name, is_switch(*option), {value}});
     }
     for (const auto& g : own)
-      if (g.name == "serial" && !serial_files.insert(g.values.front()).second)
-        fail("{}: serial={}: another VM writes that file", where, g.values.front());
+      if (own_path(g.name) && !own_paths.insert(g.values.front()).second)
+        fail("{}: {}={}: another VM uses that path", where, g.name, g.values.front());
     if (plan.label.empty()) plan.label = fmt::format("vm{}", i + 1);
     if (!labels.insert(plan.label).second) fail("{}: label '{}' is already another VM's", where, plan.label);
     plan.args = flatten(merge(common, own));

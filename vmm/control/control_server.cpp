@@ -22,9 +22,13 @@ using Socket = asio::local::stream_protocol::socket;
 // the server holds one too until the connection closes.
 class ControlServer::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(ControlServer& server, Socket socket) : server_(&server), socket_(std::move(socket)) {}
+  Session(ControlServer& server, Socket socket)
+      : server_(&server), socket_(std::move(socket)), idle_(server.io_), idle_timeout_(server.idle_timeout_) {}
 
-  void start() { read_more(); }
+  void start() {
+    arm_idle();
+    read_more();
+  }
   // Sends one error line, then closes: a client over a bound.
   void refuse(const std::string& why) {
     refused_ = true;
@@ -63,6 +67,7 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
       line_.append(piece);
       if (newline == std::string_view::npos) break;
       data.remove_prefix(newline + 1);
+      arm_idle();  // a whole request line: the client is alive
       answer(std::exchange(line_, std::string()));
       if (pending_bytes_ > kMaxPendingReplyBytes) {  // the client sends but does not read
         spdlog::debug("control socket: a client left {} bytes of replies unread; closing it", pending_bytes_);
@@ -71,6 +76,22 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
       }
     }
     read_more();
+  }
+
+  // (Re)starts the idle clock; when it runs out the client is told why and
+  // closed. A refused session is on its way out already.
+  void arm_idle() {
+    if (closed_ || refused_) return;
+    idle_.expires_after(idle_timeout_);
+    idle_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->closed_ || self->refused_) return;  // cancelled: re-armed or closed
+      if (self->writing_) {  // it does not even read its replies: nothing more to say
+        self->close();
+        return;
+      }
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(self->idle_timeout_).count();
+      self->refuse(fmt::format("no request for {:.1f} s; closing the connection", static_cast<double>(ms) / 1e3));
+    });
   }
 
   void answer(std::string line) {
@@ -112,6 +133,7 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
   void close() {
     if (closed_) return;
     closed_ = true;
+    idle_.cancel();
     boost::system::error_code ignored;
     socket_.shutdown(Socket::shutdown_both, ignored);
     socket_.close(ignored);
@@ -122,6 +144,8 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
 
   ControlServer* server_;  // null once the server stopped
   Socket socket_;
+  asio::steady_timer idle_;  // closes a client that sends nothing for idle_timeout_
+  std::chrono::steady_clock::duration idle_timeout_;
   std::array<char, 4096> chunk_{};
   std::string line_;                // the request line read so far (at most kMaxRequestBytes)
   std::deque<std::string> out_;     // replies not yet written, front first
@@ -133,8 +157,9 @@ class ControlServer::Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
 };
 
-ControlServer::ControlServer(asio::io_context& io, UniqueFd listener, ControlDispatcher& dispatcher)
-    : io_(io), dispatcher_(dispatcher), retry_(io) {
+ControlServer::ControlServer(asio::io_context& io, UniqueFd listener, ControlDispatcher& dispatcher,
+                             std::chrono::steady_clock::duration idle_timeout)
+    : io_(io), dispatcher_(dispatcher), idle_timeout_(idle_timeout), retry_(io) {
   acceptor_.emplace(io_, asio::local::stream_protocol(), listener.get());
   (void)listener.release();  // the acceptor owns it now
   accept_next();
