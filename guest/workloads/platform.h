@@ -30,8 +30,8 @@
 //                                         TSan check the locks' acquire/release.
 //   static void on_lock_arrive(unsigned lock, u64 t0);
 //   static void on_lock_acquired(unsigned lock, u64 t0, u64 t1);
-//   static void on_lock_releasing(unsigned lock);
-//   static void on_lock_release(unsigned lock, u64 t1);
+//   static void on_lock_releasing(unsigned lock, u64 t1);
+//   static void on_lock_release(unsigned lock);
 //                                         lock-operation observers [none]: a CPU
 //                                         is about to call lock() on slot
 //                                         `lock` (t0 = its arrival time), has
@@ -39,10 +39,10 @@
 //                                         unlock() (still holding it: where a
 //                                         trace reads the release time, so a
 //                                         preemption right after the release
-//                                         is not drawn as a hold), has
-//                                         released it (an observer reads the
+//                                         is not drawn as a hold; it reads the
 //                                         TSC itself, only when it records: no
-//                                         rdtsc on the loop when nobody looks).  The guest publishes holder
+//                                         rdtsc on the loop when nobody looks),
+//                                         has released it.  The guest publishes holder
 //                                         and queue position for the
 //                                         preemption injector and records
 //                                         acquisitions for the timeline here,
@@ -107,12 +107,12 @@ template <class P>
   if constexpr (requires { P::on_lock_acquired(lock, t0, t1); }) P::on_lock_acquired(lock, t0, t1);
 }
 template <class P>
-[[gnu::always_inline]] inline void on_lock_releasing(unsigned lock) {
-  if constexpr (requires { P::on_lock_releasing(lock); }) P::on_lock_releasing(lock);
+[[gnu::always_inline]] inline void on_lock_releasing(unsigned lock, u64 t1) {
+  if constexpr (requires { P::on_lock_releasing(lock, t1); }) P::on_lock_releasing(lock, t1);
 }
 template <class P>
-[[gnu::always_inline]] inline void on_lock_release(unsigned lock, u64 t1) {
-  if constexpr (requires { P::on_lock_release(lock, t1); }) P::on_lock_release(lock, t1);
+[[gnu::always_inline]] inline void on_lock_release(unsigned lock) {
+  if constexpr (requires { P::on_lock_release(lock); }) P::on_lock_release(lock);
 }
 
 template <class P>

@@ -370,9 +370,9 @@ inline void contended_loop(const WorkloadParams& p, WorkloadShared<Lock>& s, uns
     const u64 t1 = P::now();
     on_lock_acquired<P>(li, t0, t1);
     bad += critical_section<P>(sl, lines, tag, hold != 0 ? sat_add(t1, hold) : 0);
-    on_lock_releasing<P>(li);
+    on_lock_releasing<P>(li, t1);
     lock.unlock();
-    on_lock_release<P>(li, t1);
+    on_lock_release<P>(li);
 
     const u64 lat = t1 - t0;
     windows.count(t1);

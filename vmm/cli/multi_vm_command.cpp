@@ -143,13 +143,9 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
   // A file or socket shared by several VMs would be written (or bound) by
   // all of them: the last trace would replace the others, the second
   // control socket would find the first one live and fail its VM.
-  static const char* const kOwnPaths[] = {"serial", "trace", "api"};
-  const auto own_path = [](const std::string& name) {
-    return std::find_if(std::begin(kOwnPaths), std::end(kOwnPaths), [&](const char* k) { return name == k; }) !=
-           std::end(kOwnPaths);
-  };
+  static const std::set<std::string> kOwnPaths = {"serial", "trace", "api"};
   for (const auto& g : common)
-    if (own_path(g.name))
+    if (kOwnPaths.count(g.name))
       fail("--{} outside --vm: every VM would use that {}; give {}=PATH per --vm", g.name,
            g.name == "api" ? "socket" : "file", g.name);
   std::set<std::string> own_paths;
@@ -179,7 +175,7 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
       else own.push_back({name, is_switch(*option), {value}});
     }
     for (const auto& g : own)
-      if (own_path(g.name) && !own_paths.insert(g.values.front()).second)
+      if (kOwnPaths.count(g.name) && !own_paths.insert(g.values.front()).second)
         fail("{}: {}={}: another VM uses that path", where, g.name, g.values.front());
     if (plan.label.empty()) plan.label = fmt::format("vm{}", i + 1);
     if (!labels.insert(plan.label).second) fail("{}: label '{}' is already another VM's", where, plan.label);

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "vmm/util/duration_text.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::inject {
@@ -56,20 +57,14 @@ struct Parser {
   }
 
   nanoseconds duration(std::string_view key, std::string_view text, nanoseconds min, nanoseconds max) const {
-    static constexpr std::pair<std::string_view, std::uint64_t> kUnits[] = {
-        {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
-    for (const auto& [unit, scale] : kUnits) {
-      if (text.size() <= unit.size() || !text.ends_with(unit)) continue;
-      const std::string_view digits = text.substr(0, text.size() - unit.size());
-      if (digits.back() < '0' || digits.back() > '9') continue;  // "5ms" must not match "s"
-      const std::uint64_t n = number(key, digits, 0, static_cast<std::uint64_t>(kMaxInterval.count()));
-      const auto out_of_range = [&] { bad(fmt::format("{}={} is out of range {}..{}", key, text, format_duration(min), format_duration(max))); };
-      if (n > static_cast<std::uint64_t>(max.count()) / scale) out_of_range();
-      const nanoseconds d{static_cast<std::int64_t>(n * scale)};
-      if (d < min || d > max) out_of_range();
-      return d;
-    }
-    bad(fmt::format("{}={}: expected an integer with a unit (ns, us, ms, s), e.g. 500us", key, text));
+    const auto split = split_duration_unit(text);
+    if (!split) bad(fmt::format("{}={}: expected an integer with a unit (ns, us, ms, s), e.g. 500us", key, text));
+    const std::uint64_t n = number(key, split->digits, 0, static_cast<std::uint64_t>(kMaxInterval.count()));
+    const auto out_of_range = [&] { bad(fmt::format("{}={} is out of range {}..{}", key, text, format_duration(min), format_duration(max))); };
+    if (n > static_cast<std::uint64_t>(max.count()) / split->ns_per_unit) out_of_range();
+    const nanoseconds d{static_cast<std::int64_t>(n * split->ns_per_unit)};
+    if (d < min || d > max) out_of_range();
+    return d;
   }
 
   std::optional<unsigned> index_or_all(std::string_view key, std::string_view text, std::string_view all,

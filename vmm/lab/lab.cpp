@@ -197,17 +197,14 @@ int run_lab(const LabOptions& o) {
     }
   }
   if (o.dry_run) {
-    for (const auto& p : points) {
-      std::string args;
-      for (const auto& a : run_arguments(p.settings)) args += ' ' + a;
-      fmt::print("{}  lockvisor run{}\n", p.id, args);
-    }
+    const auto print_run = [](const std::string& id, const std::vector<std::string>& args) {
+      std::string line;
+      for (const auto& a : args) line += ' ' + a;
+      fmt::print("{}  lockvisor run{}\n", id, line);
+    };
+    for (const auto& p : points) print_run(p.id, run_arguments(p.settings));
     const auto plans = o.timelines ? plan_timelines(scenario, points, o.out) : std::vector<TimelinePlan>{};
-    for (const auto& t : plans) {
-      std::string args;
-      for (const auto& a : t.args) args += ' ' + a;
-      fmt::print("{}  lockvisor run{}\n", t.id, args);
-    }
+    for (const auto& t : plans) print_run(t.id, t.args);
     fmt::print("{} points{}\n", points.size(),
                plans.empty() ? "" : fmt::format(", then {} traced runs for the timelines", plans.size()));
     return 0;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "vmm/lab/point_runner.h"
 #include "vmm/lab/python_script.h"
@@ -91,8 +92,8 @@ bool run_timelines(const std::vector<TimelinePlan>& plans, const std::string& di
   const fs::path dir(dir_text);
   fs::create_directories(dir / kTimelinesDir);
   const auto loaded = load_results((dir / kTimelinesLog).string());
-  std::map<std::string, bool> done;
-  for (const auto& r : loaded.records) done[r["id"].get<std::string>()] = true;
+  std::set<std::string> done;
+  for (const auto& r : loaded.records) done.insert(r["id"].get<std::string>());
   ResultsLog log((dir / kTimelinesLog).string(), loaded);
   std::size_t todo = 0;
   for (const auto& p : plans) todo += done.count(p.id) ? 0 : 1;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "vmm/util/duration_text.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::trace {
@@ -20,24 +21,18 @@ constexpr std::uint64_t kMaxNs = 3600ull * 1000000000ull;  // an hour: longer th
        text, why);
 }
 
-// "125ms" -> ns, like --inject's durations; nullopt when it is no such thing.
+// "125ms" -> ns; nullopt when it is no such thing (or longer than an hour).
 std::optional<std::uint64_t> try_duration_ns(std::string_view text, bool* too_long) {
-  static constexpr std::pair<std::string_view, std::uint64_t> kUnits[] = {
-      {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
-  for (const auto& [unit, scale] : kUnits) {
-    if (text.size() <= unit.size() || !text.ends_with(unit)) continue;
-    const auto digits = text.substr(0, text.size() - unit.size());
-    if (digits.back() < '0' || digits.back() > '9') continue;  // "5ms" is not "5m" + "s"
-    std::uint64_t n = 0;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-    if (ec != std::errc() || end != digits.data() + digits.size()) break;
-    if (n > kMaxNs / scale) {
-      *too_long = true;
-      return std::nullopt;
-    }
-    return n * scale;
+  const auto split = split_duration_unit(text);
+  if (!split) return std::nullopt;
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(split->digits.data(), split->digits.data() + split->digits.size(), n);
+  if (ec != std::errc() || end != split->digits.data() + split->digits.size()) return std::nullopt;
+  if (n > kMaxNs / split->ns_per_unit) {
+    *too_long = true;
+    return std::nullopt;
   }
-  return std::nullopt;
+  return n * split->ns_per_unit;
 }
 
 std::uint64_t duration_ns(std::string_view whole, std::string_view text) {
