@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vmm/machine/guest_limits.h"
-#include "vmm/machine/guest_text.h"
+#include "vmm/util/guest_text.h"
 #include "vmm/machine/report_channel.h"
 
 namespace {
@@ -43,13 +43,13 @@ bool console_safe(const std::string& text) {
     const auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7F) return false;
   }
-  return machine::valid_utf8(text) == text;
+  return lockvisor::valid_utf8(text) == text;
 }
 
 bool json_safe(const std::string& text) {
   try {
     (void)nlohmann::json(text).dump();
-    return machine::valid_utf8(text) == text;
+    return lockvisor::valid_utf8(text) == text;
   } catch (...) {
     return false;
   }
@@ -92,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case UcallAction::Kind::kPrint:
         check(action.text.size() <= 3 * abi::kUcallTextBytes);  // U+FFFD is 3 bytes for 1
         check(json_safe(action.text));
-        check(console_safe(machine::console_escape(action.text)));
+        check(console_safe(lockvisor::console_escape(action.text)));
         break;
       case UcallAction::Kind::kAssertFailed:
       case UcallAction::Kind::kGuestError:

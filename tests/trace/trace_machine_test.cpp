@@ -18,6 +18,7 @@
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/machine.h"
 #include "vmm/trace/trace.h"
+#include "vmm/trace/trace_service.h"
 #include "vmm/trace/trace_writer.h"
 
 namespace lockvisor::trace {
@@ -30,7 +31,7 @@ machine::RunResult traced_run(const kvm::KvmSystem& kvm, MachineConfig config, T
   config.capture_serial = true;
   config.timeout_s = 120;
   machine::Machine vm(kvm, std::move(config), embedded_guest_image());
-  vm.attach_trace(trace);
+  vm.add_service(std::make_unique<trace::TraceService>(trace));
   return vm.run();
 }
 

@@ -11,7 +11,7 @@
 
 #include "lockvisor/abi/ucall.h"
 #include "vmm/machine/guest_limits.h"
-#include "vmm/machine/guest_text.h"
+#include "vmm/util/guest_text.h"
 #include "vmm/machine/report_channel.h"
 
 namespace lockvisor::machine {

@@ -14,6 +14,7 @@
 #include "vmm/cli/commands.h"
 #include "vmm/machine/machine.h"
 #include "vmm/machine/run_result.h"
+#include "vmm/native/native_runner.h"
 #include "vmm/util/error.h"
 
 namespace {
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
   // report or one line, never by the signal (vmm/machine/machine.h).
   std::optional<machine::StopSignals> stop_signals;
   try {
-    stop_signals.emplace();
+    stop_signals.emplace([] { return native::runs_in_progress().load() > 0; });
   } catch (const Error& e) {
     fmt::print(stderr, "lockvisor: error: {}\n", e.what());
     return machine::exit_code(machine::Outcome::kHostError);

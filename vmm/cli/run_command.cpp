@@ -10,6 +10,7 @@
 
 #include "locks/registry.h"
 #include "vmm/cli/commands.h"
+#include "vmm/cli/linux_guest_run.h"
 #include "vmm/cli/machine_options.h"
 #include "vmm/cli/option_checks.h"
 #include "vmm/control/control_service.h"
@@ -27,6 +28,7 @@
 #include "vmm/native/native_runner.h"
 #include "vmm/report/run_report.h"
 #include "vmm/trace/trace.h"
+#include "vmm/trace/trace_service.h"
 #include "vmm/trace/trace_window.h"
 #include "vmm/trace/trace_writer.h"
 #include "vmm/util/error.h"
@@ -57,6 +59,8 @@ struct RunOptions {
   std::string trace_window = "all";
   std::string trace_merge_short;
   LockOptions lock;
+  // --kernel: an unmodified Linux kernel instead of the freestanding guest.
+  LinuxOptions linux_guest;
   // Several VMs side by side (multi_vm_command.cpp), host CPU hogs, and the
   // start gate a child VM of a multi-VM run waits at (multivm/start_gate.h).
   std::vector<std::string> vms;
@@ -225,6 +229,152 @@ int exit_code_of(ErrorKind kind) {
   return machine::exit_code(machine::Outcome::kHostError);
 }
 
+// The trace file after a run: the window resolved and the file written, or
+// why not. A trace that cannot be written costs the run nothing but its own
+// file (one line, and the exit code of the failure: 6 for a host write
+// error, 2 for an unusable path).
+struct TraceOutcome {
+  std::string line;
+  std::optional<std::string> error;
+};
+TraceOutcome write_trace_file(const RunOptions& o, trace::Trace& timeline, OutputFile& file,
+                              const trace::TraceWindowSpec& window, machine::Outcome outcome, int& code);
+
+int run_linux(RunOptions& o, const std::optional<OutputFile>& json, std::optional<OutputFile>& trace_file,
+              const trace::TraceWindowSpec& window, std::uint64_t merge_short_ns) {
+  auto& config = o.machine.config;
+  // First, before any file is read: PVM runs no ordinary kernel.
+  machine::refuse_linux_on_pvm();
+  const CLI::App& cmd = *o.command;
+  if (o.lock.native) fail("--kernel: not with --native (a kernel needs a VM)");
+  if (!o.params.empty()) fail("--param: the freestanding guest's parameters; a Linux guest takes --append");
+  if (cmd.count("--backend") > 0 && config.backend_kind != pvlock::BackendKind::kKvm)
+    fail("--kernel: a Linux guest uses KVM's in-kernel PV lock hypercalls (--backend kvm)");
+  config.backend_kind = pvlock::BackendKind::kKvm;
+  if (cmd.count("--workload") == 0) o.workload = "hello";
+  if (!is_linux_workload(o.workload))
+    fail("--workload {}: with --kernel, one of {}", o.workload, fmt::join(linux_workloads(), ", "));
+  if (cmd.count("--memory") == 0) config.memory_mib = kLinuxDefaultMemoryMib;
+  LinuxOptions lx = o.linux_guest;
+  lx.workload = o.workload;
+  lx.duration_ms = static_cast<std::uint64_t>(o.lock.w.duration_s * 1000 + 0.5);
+  // A kernel that never reaches its init must still end: boot (minutes in
+  // the emulated nested machine) plus the workload.
+  if (config.timeout_s == 0) config.timeout_s = kLinuxBootAllowanceS + 2 * o.lock.w.duration_s;
+  std::vector<inject::InjectSpec> specs;
+  for (const auto& value : o.inject)
+    for (auto& s : inject::parse_inject_specs(value)) {
+      if (s.targeted())
+        fail("--inject '{}': holder and waiter schedules need the guest's lock log, which a Linux guest has not; "
+             "use periodic or random", inject::format_inject_spec(s));
+      specs.push_back(std::move(s));
+    }
+  if (!specs.empty()) {
+    inject::validate_inject_specs(specs, config.vcpus);
+    for (const auto& s : specs) config.inject.push_back(inject::format_inject_spec(s));
+  }
+  if (window.kind == trace::TraceWindowSpec::Kind::kWorstWait)
+    fail("--trace-window worst-wait: needs the guest's lock log, which a Linux guest has not");
+  config.program = "linux";
+  machine::validate_config(config);
+  PreparedLinuxGuest guest(lx, config);
+  std::unique_ptr<control::ControlService> api;
+  if (!o.api.empty()) api = std::make_unique<control::ControlService>(o.api);
+  const auto origin = std::chrono::steady_clock::now();
+  const auto kvm = kvm::KvmSystem::open();
+  machine::Machine vm(kvm, config, guest.machine_guest(), origin);
+  if (api) vm.add_service(std::move(api));
+  if (!specs.empty()) vm.add_service(std::make_unique<inject::Injector>(std::move(specs), config.seed, config.vcpus));
+  std::optional<trace::Trace> timeline;
+  if (trace_file) {
+    timeline.emplace(trace::TraceOptions{o.trace_max_events, merge_short_ns});
+    vm.add_service(std::make_unique<trace::TraceService>(*timeline));
+  }
+  const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
+  fmt::print("lockvisor run: Linux {} ({}), guest lock {}, workload {}, {} vCPUs on host CPUs {} ({}), KVM {}\n",
+             o.linux_guest.kernel, guest.own_init() ? "lockvisor's initramfs" : o.linux_guest.initrd,
+             lx.guest_lock, o.workload, config.vcpus,
+             host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
+             config.pcpus.empty() ? "unpinned" : o.machine.pin, kvm_kind);
+  std::fflush(stdout);
+  nlohmann::json extras = nlohmann::json::object();
+  if (o.start_gate_fd >= 0) extras["start_gate"] = {{"start_monotonic_ns", multivm::wait_at_start_gate(o.start_gate_fd)}};
+  std::optional<multivm::HostHogs> hogs;
+  if (o.hogs > 0) hogs.emplace(o.hogs, config.pcpus);
+  auto result = vm.run();
+  if (hogs) extras["hogs"] = hogs->stop();
+  const auto report = guest.init_report();
+  const auto spinlock = guest.kernel_spinlock(report);
+  int code = machine::exit_code(result.outcome);
+  if (code == 0) code = linux_exit_code(guest, report, result);
+  std::exception_ptr json_error;
+  if (json) {
+    try {
+      auto run_json = report::run_to_json(result, config);
+      run_json["linux"] = linux_guest_json(guest, report, spinlock, result);
+      run_json.update(extras);
+      report::write_json_file(*json, run_json);
+    } catch (const Error& e) {
+      json_error = std::current_exception();
+      code = exit_code_of(e.kind());
+    }
+  }
+  TraceOutcome traced;
+  if (timeline) traced = write_trace_file(o, *timeline, *trace_file, window, result.outcome, code);
+  fmt::print("outcome: {}{}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
+             json_error ? ", --json not written" : "", traced.error ? ", --trace not written" : "", code, result.reason);
+  for (const auto& line : result.details) fmt::print("  {}\n", line);
+  fmt::print("wall {:.3f} s, first guest entry after {:.1f} ms\n", result.wall_seconds,
+             result.seconds_to_first_entry * 1e3);
+  report::print_run_table(result, stdout);
+  if (extras.contains("hogs")) fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
+  print_linux_summary(report, spinlock, guest.policy(), result);
+  if (!traced.line.empty()) fmt::print("{}\n", traced.line);
+  if (traced.error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *traced.error);
+  if (json_error) std::rethrow_exception(json_error);
+  return code;
+}
+
+TraceOutcome write_trace_file(const RunOptions& o, trace::Trace& timeline, OutputFile& file,
+                              const trace::TraceWindowSpec& window, machine::Outcome outcome, int& code) {
+  // The trace comes after the results: a trace that cannot be written costs
+  // the run nothing but its own file (one line, and the exit code of the
+  // failure: 6 for a host write error, 2 for an unusable path).
+  TraceOutcome out;
+  {
+    try {
+      timeline.metadata()["outcome"] = machine::outcome_name(outcome);
+      std::string window_note;
+      const auto resolved = trace::resolve_trace_window(window, timeline, &window_note);
+      if (!window_note.empty()) timeline.metadata()["window"] = {{"spec", o.trace_window}, {"note", window_note}};
+      const std::string text = trace::to_trace_json(timeline, resolved ? &*resolved : nullptr);
+      file.write(text);
+      std::string shown;
+      if (resolved && resolved->description.contains("worst_wait")) {
+        const auto& w = resolved->description["worst_wait"];
+        shown = fmt::format(", window {:.3f}..{:.3f} ms around the worst lock wait ({:.3f} ms, vCPU {})",
+                            resolved->description["begin_us"].get<double>() / 1e3,
+                            resolved->description["end_us"].get<double>() / 1e3, w["wait_us"].get<double>() / 1e3,
+                            w["vcpu"].get<unsigned>());
+      } else if (resolved) {
+        shown = fmt::format(", window {:.3f}..{:.3f} ms", resolved->description["begin_us"].get<double>() / 1e3,
+                            resolved->description["end_us"].get<double>() / 1e3);
+      } else if (!window_note.empty()) {
+        shown = ", " + window_note;
+      }
+      out.line = fmt::format("trace: {} ({} MiB, {} events dropped{}; docs/trace.md)", file.path(),
+                               (text.size() + (1u << 19)) >> 20, timeline.dropped_events(), shown);
+    } catch (const Error& e) {
+      out.error = e.what();
+      if (code == 0) code = exit_code_of(e.kind());
+    } catch (const std::bad_alloc&) {
+      out.error = "out of memory while building the trace";
+      if (code == 0) code = exit_code_of(ErrorKind::kHost);
+    }
+  }
+  return out;
+}
+
 int run(RunOptions& o) {
   if (!o.vms.empty()) return run_multi_vm(*o.command, o.vms, o.hogs, o.json);
   o.lock.w.workload = o.workload;
@@ -250,6 +400,11 @@ int run(RunOptions& o) {
     if (window.kind == trace::TraceWindowSpec::Kind::kWorstWait && !is_lock_workload(o.workload))
       fail("--trace-window worst-wait: needs a lock workload (lockbench, uncontended, torture)");
   }
+  for (const char* linux_only : {"--initrd", "--append", "--guest-lock", "--kvmclock"})
+    if (o.command->count(linux_only) > 0 && o.linux_guest.kernel.empty()) fail("{}: needs --kernel FILE", linux_only);
+  if (!o.linux_guest.kernel.empty()) return run_linux(o, json, trace_file, window, merge_short_ns);
+  if (std::find(kWorkloads.begin(), kWorkloads.end(), o.workload) == kWorkloads.end())
+    fail("--workload {}: not one of {} (a Linux guest's: --kernel)", o.workload, fmt::join(kWorkloads, ", "));
   if (o.lock.native) {
     if (trace_file) fail("--trace: not with --native (the timeline is the VM's)");
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
@@ -303,7 +458,7 @@ int run(RunOptions& o) {
   std::optional<trace::Trace> timeline;
   if (trace_file) {
     timeline.emplace(trace::TraceOptions{o.trace_max_events, merge_short_ns});
-    vm.attach_trace(*timeline);
+    vm.add_service(std::make_unique<trace::TraceService>(*timeline));
   }
   const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
   fmt::print("lockvisor run: workload {} ({}), {} vCPUs on host CPUs {} ({}), kick {}, KVM {}\n", o.workload,
@@ -353,42 +508,10 @@ int run(RunOptions& o) {
       code = exit_code_of(e.kind());
     }
   }
-  // The trace comes after the results: a trace that cannot be written costs
-  // the run nothing but its own file (one line, and the exit code of the
-  // failure: 6 for a host write error, 2 for an unusable path).
-  std::optional<std::string> trace_error;
-  std::string trace_line;
-  if (timeline) {
-    try {
-      timeline->metadata()["outcome"] = machine::outcome_name(result.outcome);
-      std::string window_note;
-      const auto resolved = trace::resolve_trace_window(window, *timeline, &window_note);
-      if (!window_note.empty()) timeline->metadata()["window"] = {{"spec", o.trace_window}, {"note", window_note}};
-      const std::string text = trace::to_trace_json(*timeline, resolved ? &*resolved : nullptr);
-      trace_file->write(text);
-      std::string shown;
-      if (resolved && resolved->description.contains("worst_wait")) {
-        const auto& w = resolved->description["worst_wait"];
-        shown = fmt::format(", window {:.3f}..{:.3f} ms around the worst lock wait ({:.3f} ms, vCPU {})",
-                            resolved->description["begin_us"].get<double>() / 1e3,
-                            resolved->description["end_us"].get<double>() / 1e3, w["wait_us"].get<double>() / 1e3,
-                            w["vcpu"].get<unsigned>());
-      } else if (resolved) {
-        shown = fmt::format(", window {:.3f}..{:.3f} ms", resolved->description["begin_us"].get<double>() / 1e3,
-                            resolved->description["end_us"].get<double>() / 1e3);
-      } else if (!window_note.empty()) {
-        shown = ", " + window_note;
-      }
-      trace_line = fmt::format("trace: {} ({} MiB, {} events dropped{}; docs/trace.md)", trace_file->path(),
-                               (text.size() + (1u << 19)) >> 20, timeline->dropped_events(), shown);
-    } catch (const Error& e) {
-      trace_error = e.what();
-      if (code == 0) code = exit_code_of(e.kind());
-    } catch (const std::bad_alloc&) {
-      trace_error = "out of memory while building the trace";
-      if (code == 0) code = exit_code_of(ErrorKind::kHost);
-    }
-  }
+  TraceOutcome traced;
+  if (timeline) traced = write_trace_file(o, *timeline, *trace_file, window, result.outcome, code);
+  const std::optional<std::string>& trace_error = traced.error;
+  const std::string& trace_line = traced.line;
   fmt::print("outcome: {}{}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
              json_error ? ", --json not written" : "", trace_error ? ", --trace not written" : "", code, result.reason);
   for (const auto& line : result.details) fmt::print("  {}\n", line);
@@ -420,7 +543,26 @@ int run(RunOptions& o) {
 namespace {
 
 void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& options) {
-  command->add_option("-w,--workload", options->workload, "Workload to run")->check(CLI::IsMember(kWorkloads));
+  // Checked in run(): the freestanding guest and a Linux guest's init have
+  // different workloads.
+  command->add_option("-w,--workload", options->workload,
+                      fmt::format("Workload to run: {} (with --kernel: {})", fmt::join(kWorkloads, ", "),
+                                  fmt::join(linux_workloads(), ", ")));
+  auto& lx = options->linux_guest;
+  command->add_option("--kernel", lx.kernel,
+                      "Boot this Linux bzImage instead of lockvisor's guest (hardware KVM or tools/nested-kvm; "
+                      "docs/linux-guests.md)");
+  command->add_option("--initrd", lx.initrd, "--kernel: this initramfs instead of lockvisor's (its /init runs --workload)");
+  command->add_option("--append", lx.append, "--kernel: more kernel command line, after lockvisor's own");
+  command->add_option("--guest-lock", lx.guest_lock,
+                      "--kernel: the kernel's spinlock, chosen through CPUID: pv (PV qspinlock), tas (virt_spin_lock "
+                      "test-and-set), native (qspinlock)")
+      ->check(CLI::IsMember({"pv", "tas", "native"}))
+      ->default_str("pv");
+  command->add_option_function<std::string>(
+             "--kvmclock", [&lx](const std::string& v) { lx.kvmclock = v == "on"; },
+             "--kernel: offer the kvmclock clocksource (default on)")
+      ->check(CLI::IsMember({"on", "off"}));
   // Every count is range-checked on its text (option_checks.h): CLI11 alone
   // would turn "-1" into 2^64 - 1.
   command->add_option("--rounds", options->rounds, "pingpong: turns each vCPU takes, up to 10^12 (0: default 1000)")

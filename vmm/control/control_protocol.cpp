@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "vmm/machine/guest_text.h"
+#include "vmm/util/guest_text.h"
 
 namespace lockvisor::control {
 namespace {
@@ -63,7 +63,7 @@ std::string allowed_fields(const CommandSpec& spec) {
 // Text from the request shown in an error: short, and never more than one line.
 std::string excerpt(std::string_view text) {
   constexpr std::size_t kMax = 40;
-  std::string shown = machine::console_escape(std::string(text.substr(0, kMax)));
+  std::string shown = lockvisor::console_escape(std::string(text.substr(0, kMax)));
   return fmt::format("'{}'{}", shown, text.size() > kMax ? "..." : "");
 }
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "vmm/machine/guest_text.h"
+#include "vmm/util/guest_text.h"
 #include "vmm/machine/vcpu_runner.h"
 
 namespace lockvisor::control {
@@ -61,7 +61,7 @@ json MachineControlTarget::stats() const {
               {"backend", std::string(run_.backend.name())},
               {"kick_mode", pvlock::kick_mode_name(run_.backend.kick_mode())},
               {"vcpus", std::move(vcpus)}};
-  if (run_.control.decided()) out["reason"] = machine::valid_utf8(run_.control.reason(), nullptr);
+  if (run_.control.decided()) out["reason"] = lockvisor::valid_utf8(run_.control.reason(), nullptr);
   return out;
 }
 

@@ -23,6 +23,8 @@ class Vcpu {
   unsigned index() const { return index_; }
   int fd() const { return fd_.get(); }
   kvm_run* run_state() const { return static_cast<kvm_run*>(run_.data()); }
+  // Size of the kvm_run mapping (KVM_GET_VCPU_MMAP_SIZE): port I/O data lies inside it.
+  std::size_t run_bytes() const { return run_.size(); }
 
   // KVM_RUN. Returns 0, or -errno (EINTR when a signal took the vCPU out).
   int run();

@@ -24,6 +24,19 @@ void Vm::create_irqchip() const {
   if (::ioctl(fd_.get(), KVM_CREATE_IRQCHIP, 0) != 0) fail_host("KVM_CREATE_IRQCHIP: {}", std::strerror(errno));
 }
 
+void Vm::create_pit() const {
+  kvm_pit_config config{};
+  config.flags = KVM_PIT_SPEAKER_DUMMY;
+  if (::ioctl(fd_.get(), KVM_CREATE_PIT2, &config) != 0) fail_host("KVM_CREATE_PIT2: {}", std::strerror(errno));
+}
+
+bool Vm::set_irq_line(unsigned irq, bool level) const {
+  kvm_irq_level line{};
+  line.irq = irq;
+  line.level = level ? 1 : 0;
+  return ::ioctl(fd_.get(), KVM_IRQ_LINE, &line) == 0;
+}
+
 void Vm::enable_cap(std::uint32_t cap, std::uint64_t arg0, const char* name) const {
   enable_capability(fd_.get(), cap, arg0, name, "VM");
 }

@@ -18,6 +18,13 @@ class Vm {
   // KVM_CREATE_IRQCHIP (before any vCPU): in-kernel PIC, IOAPIC and local
   // APICs. APs then start UNINITIALIZED (Vcpu::set_mp_state).
   void create_irqchip() const;
+  // KVM_CREATE_PIT2 (after the irqchip): the in-kernel 8254 timer on ports
+  // 0x40-0x43 with its speaker port 0x61 answered as a dummy.
+  void create_pit() const;
+  // KVM_IRQ_LINE: drives ISA interrupt line `irq` of the in-kernel PIC and
+  // I/O APIC. Returns false (errno set) when KVM refuses; callable from any
+  // thread.
+  bool set_irq_line(unsigned irq, bool level) const;
   // KVM_ENABLE_CAP on the VM; throws a host error naming `name`.
   void enable_cap(std::uint32_t cap, std::uint64_t arg0, const char* name) const;
   // KVM_CREATE_VCPU with vcpu id = apic_id.

@@ -15,15 +15,6 @@
 
 namespace lockvisor::lab {
 
-std::string outcome_for_exit_code(int code) {
-  using machine::Outcome;
-  for (auto o : {Outcome::kCompleted, Outcome::kGuestFailed, Outcome::kUsageError, Outcome::kGuestFault,
-                 Outcome::kTimeout, Outcome::kDeadlock, Outcome::kHostError, Outcome::kInterrupted})
-    if (machine::exit_code(o) == code) return machine::outcome_name(o);
-  if (code > 128) return fmt::format("killed-by-signal-{}", code - 128);
-  return fmt::format("exit-code-{}", code);
-}
-
 PointRun run_point(const std::string& lockvisor_path, const std::vector<std::string>& args, const std::string& json_path,
                    const std::string& log_path, double timeout_s) {
   std::vector<std::string> argv = {lockvisor_path, "run"};
@@ -56,7 +47,7 @@ PointRun run_point(const std::string& lockvisor_path, const std::vector<std::str
   }
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.exit_code = *code;
-  run.outcome = timed_out ? "lab-timeout" : outcome_for_exit_code(run.exit_code);
+  run.outcome = timed_out ? "lab-timeout" : machine::outcome_for_exit_code(run.exit_code);
   if (run.exit_code == 130) run.interrupted = true;
   std::ifstream in(json_path);
   if (in) {

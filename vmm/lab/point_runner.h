@@ -20,7 +20,6 @@ struct PointRun {
 };
 
 // The outcome name for a `lockvisor run` exit code.
-std::string outcome_for_exit_code(int code);
 
 // Runs `lockvisor_path run ARGS --json JSON_PATH` with stdout and stderr to
 // LOG_PATH; kills it after `timeout_s`. The child dies with the lab

@@ -29,14 +29,21 @@
 #include "vmm/loader/elf_loader.h"
 #include "vmm/machine/serial_console.h"
 #include "vmm/machine/steal_time.h"
+#include "vmm/devices/power_ports.h"
+#include "vmm/devices/uart_8250.h"
+#include "vmm/linux/kvm_entry.h"
+#include "vmm/machine/freestanding_ports.h"
+#include "vmm/machine/linux_console.h"
+#include "vmm/machine/linux_cpuid.h"
+#include "vmm/devices/io_bus.h"
+#include "vmm/machine/run_control.h"
 #include "vmm/machine/vcpu_runner.h"
+#include "lockvisor/abi/doorbell.h"
+#include "vmm/pvlock/hypercall_table.h"
 #include "vmm/machine/x86_boot.h"
 #include "vmm/pvlock/kvm_halt_poll.h"
 #include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
-#include "vmm/trace/lock_log.h"
-#include "vmm/trace/runstate_sampler.h"
-#include "vmm/trace/trace.h"
 #include "vmm/util/error.h"
 #include "vmm/util/mapping.h"
 
@@ -146,6 +153,11 @@ struct Machine::State {
         serial(config.capture_serial ? SerialConsole(SerialConsole::Capture{}, config.vcpus)
                                      : SerialConsole(config.serial_path, config.vcpus)),
         control(config, *backend, serial, origin),
+        hypercalls(pvlock::make_pv_hypercall_table(
+            *backend,
+            {config.pv_unhalt, config.sbi_pvlock, config.sbi_experimental_eid,
+             config.backend.enforce_pv_feature_cpuid, config.sbi_kick_proposed},
+            [this](std::uint64_t apic_id) { return control.apic_to_index(apic_id); })),
         vm(kvm, config.memory_mib << 20) {}
 
   MachineConfig config;
@@ -153,6 +165,16 @@ struct Machine::State {
   std::unique_ptr<pvlock::PvBackend> backend;  // through the interface only
   SerialConsole serial;
   RunControl control;
+  // Decodes and answers the PV hypercalls of the freestanding guest's doorbells.
+  std::unique_ptr<pvlock::HypercallTable> hypercalls;
+  // The VM's devices: the bus maps ports to them (io_bus.h); both outlive
+  // the vCPUs (declared before them).
+  IoBus bus;
+  bool linux_guest = false;
+  bool hypervisor_bit = false;                 // Linux guests: CPUID.1:ECX[31] as set
+  std::unique_ptr<LinuxConsole> linux_console;  // Linux guests: outlives the UART below
+  std::vector<std::unique_ptr<PortDevice>> devices;
+  ReportChannelPort* report_channel = nullptr;
   // The run-state page's host memory (one of the two, or neither before the
   // constructor maps it) outlives the VM and its slot: members are destroyed
   // in reverse order, so vCPUs, then the slot (deleted), then the VM, then these.
@@ -163,39 +185,80 @@ struct Machine::State {
   std::string runstate_kind = "unknown";  // "bpf" when the page is live
   std::string runstate_detail;
   std::vector<std::unique_ptr<VcpuRunner>> vcpus;
+  // What each service was shown before boot (run_service.h): kept while
+  // the services may use it, i.e. as long as they live.
+  std::vector<std::unique_ptr<BootContext>> boot_contexts;
   std::vector<std::unique_ptr<RunService>> services;
   std::uint64_t tsc_khz = 0;
   std::string kvm_kind;
-  // --trace (attach_trace): the trace, its guest log, the clock at the start.
-  trace::Trace* trace = nullptr;
-  trace::LockLogPlacement lock_log;
-  trace::ClockPair trace_clock_start;
-  std::optional<trace::TscOffset> trace_offset_start;
-  std::vector<std::optional<std::int64_t>> trace_offsets_attr;  // each vCPU's, before the run
 
   std::vector<std::string> vcpu_state_lines() const;
   bool deadlocked() const;
+  // The ports of lockvisor's freestanding guest (freestanding_ports.h).
+  void add_freestanding_ports();
+  template <typename Device, typename... Args>
+  Device& add_device(Args&&... args) {
+    devices.push_back(std::make_unique<Device>(std::forward<Args>(args)...));
+    return static_cast<Device&>(*devices.back());
+  }
 };
 
-Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<const std::byte> image,
-                 std::chrono::steady_clock::time_point origin) {
+void Machine::State::add_freestanding_ports() {
+  auto& hypercall = add_device<HypercallPorts>(*hypercalls);
+  bus.add_ports(abi::kPortKvmHypercall, 1, hypercall, ExitKind::kHypercall);
+  bus.add_ports(abi::kPortSbiCall, 1, hypercall, ExitKind::kSbi);
+  report_channel = &add_device<ReportChannelPort>(control, vm.memory(), config.vcpus);
+  bus.add_ports(abi::kPortUcall, 1, *report_channel, ExitKind::kUcall);
+  bus.add_ports(abi::kPortFault, 1, add_device<FaultPort>(), ExitKind::kFault);
+  bus.add_ports(abi::kPortNop, 1, add_device<NopPort>(), ExitKind::kNop);
+  bus.add_ports(abi::kPortCom1, 8, add_device<Com1Transmitter>(control), ExitKind::kSerial);
+}
+
+// The steps both kinds of guest share: checks, the VM and its backend's
+// set-up, the run-state page; then the guest's own memory, devices and vCPUs
+// (build_freestanding / build_linux); last, the serial file.
+void Machine::build_common(const kvm::KvmSystem& kvm, MachineConfig config, std::chrono::steady_clock::time_point origin,
+                           bool linux_guest) {
   throw_if_stop_signalled();
   validate_config(config);
+  if (linux_guest) validate_linux_host(kvm);
   validate_host(config, kvm);
   kvm.require_extension(KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS");
   kvm.require_extension(KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT");
   state_ = std::make_unique<State>(kvm, std::move(config), origin);
   State& s = *state_;
-  const MachineConfig& cfg = s.config;
+  s.linux_guest = linux_guest;
   // The backend's set-up, applied without knowing which backend it is.
   const pvlock::VmSetup setup = s.backend->vm_setup();
-  if (cfg.ple == PleMode::kOff)
+  if (s.config.ple == PleMode::kOff)
     s.vm.enable_cap(KVM_CAP_X86_DISABLE_EXITS, KVM_X86_DISABLE_EXITS_PAUSE, "KVM_CAP_X86_DISABLE_EXITS (PAUSE)");
   if (setup.in_kernel_irqchip) s.vm.create_irqchip();
   // --halt-poll with KVM's own halts: the VM's maximum poll window
   // (KVM_CAP_HALT_POLL); "off" leaves the module's halt_poll_ns in force.
-  if (setup.guest_uses_kvm_hypercalls && cfg.backend.halt_poll.mode != pvlock::HaltPollMode::kOff)
-    pvlock::apply_kvm_halt_poll(s.vm.fd(), cfg.backend.halt_poll);
+  if (setup.guest_uses_kvm_hypercalls && s.config.backend.halt_poll.mode != pvlock::HaltPollMode::kOff)
+    pvlock::apply_kvm_halt_poll(s.vm.fd(), s.config.backend.halt_poll);
+  map_runstate_page(kvm);
+  install_vcpu_interrupt_signal();
+}
+
+Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<const std::byte> image,
+                 std::chrono::steady_clock::time_point origin) {
+  build_common(kvm, std::move(config), origin, false);
+  build_freestanding(kvm, image);
+  finish_build();
+}
+
+Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, LinuxGuest guest,
+                 std::chrono::steady_clock::time_point origin) {
+  build_common(kvm, std::move(config), origin, true);
+  build_linux(kvm, std::move(guest));
+  finish_build();
+}
+
+void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std::byte> image) {
+  State& s = *state_;
+  const MachineConfig& cfg = s.config;
+  const pvlock::VmSetup setup = s.backend->vm_setup();
   const std::uint64_t bytes = cfg.memory_mib << 20;
   auto& memory = s.vm.memory();
 
@@ -208,8 +271,7 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
          minimum_memory_mib(cfg.vcpus, loaded.end_gpa));
 
   write_boot_tables(memory, cfg.vcpus);
-  map_runstate_page(kvm);
-
+  s.add_freestanding_ports();
   auto* boot = memory.at<abi::BootInfo>(abi::kBootInfoAddr);
   boot->magic = abi::kBootInfoMagic;
   boot->version = abi::kBootInfoVersion;
@@ -243,7 +305,6 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
 
   const auto supported = kvm.supported_cpuid();
   const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint, cfg.steal_time};
-  install_vcpu_interrupt_signal();
   for (unsigned i = 0; i < cfg.vcpus; ++i) {
     const unsigned apic_id = i;  // APIC ID == index, but every lookup goes through the map
     kvm::Vcpu vcpu = s.vm.create_vcpu(i, apic_id);
@@ -259,162 +320,109 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<cons
       vcpu.enable_local_apic();  // and KVM's APIC-ID map now includes this vCPU (kvm/vcpu.h)
     }
     s.backend->attach_vcpu(i, vcpu.stats_fd());
-    if (i == 0) {
-      const int khz = ::ioctl(vcpu.fd(), KVM_GET_TSC_KHZ, 0);
-      s.tsc_khz = khz > 0 ? static_cast<std::uint64_t>(khz) : calibrate_tsc_khz();
-    }
+    if (i == 0) s.tsc_khz = tsc_khz_of(vcpu);
     boot->vcpus[i] = {apic_id, 0, kernel_stack_top(bytes, i), user_stack_top(bytes, i)};
     s.control.map_apic(apic_id, i);
-    s.vcpus.push_back(std::make_unique<VcpuRunner>(std::move(vcpu), apic_id, memory, s.control));
+    s.vcpus.push_back(std::make_unique<VcpuRunner>(std::move(vcpu), apic_id, s.bus, s.control));
   }
   boot->tsc_khz = s.tsc_khz;
+  spdlog::debug("VM ready: {} vCPUs, {} MiB, image entry {:#x}, image end {:#x}, TSC {} kHz", cfg.vcpus,
+                cfg.memory_mib, loaded.entry, loaded.end_gpa, s.tsc_khz);
+}
+
+void Machine::build_linux(const kvm::KvmSystem& kvm, LinuxGuest guest) {
+  State& s = *state_;
+  const MachineConfig& cfg = s.config;
+  s.vm.create_pit();
+  auto& memory = s.vm.memory();
+  const auto ram = memory.all();
+  for (const auto& write : guest.plan.writes) {
+    const auto bytes = write.bytes();
+    // The plan keeps every write inside RAM; checked again where it lands.
+    if (write.gpa > ram.size() || bytes.size() > ram.size() - write.gpa)
+      fail("Linux boot: {} at {:#x}+{:#x} lies outside the {} MiB of guest memory", write.what, write.gpa,
+           bytes.size(), cfg.memory_mib);
+    std::memcpy(ram.data() + write.gpa, bytes.data(), bytes.size());
+  }
+
+  // The console: a 16550A on COM1 whose THR-empty interrupt is IRQ 4.
+  s.serial.use_one_stream();
+  s.linux_console = std::make_unique<LinuxConsole>(s.control, std::move(guest.on_console_line));
+  const kvm::Vm& vm = s.vm;
+  auto& uart = s.add_device<devices::Uart8250>(
+      devices::Uart8250::kCom1Base,
+      [console = s.linux_console.get()](devices::VcpuContext& vcpu, std::uint8_t byte) { return console->put(vcpu, byte); },
+      [&vm](bool level) { vm.set_irq_line(devices::Uart8250::kCom1Irq, level); });
+  s.bus.add_ports(devices::Uart8250::kCom1Base, devices::Uart8250::kPorts, uart, ExitKind::kSerial);
+  // Power-off and reset: the plan's ACPI ports, and the 8042's reset command.
+  auto& power = s.add_device<devices::PowerPorts>(guest.plan.power);
+  for (const auto& range : devices::PowerPorts::claimed_ports(guest.plan.power))
+    s.bus.add_ports(range.first, range.count, power, ExitKind::kDevice);
+
+  const auto supported = kvm.supported_cpuid();
+  s.hypervisor_bit = true;
+  for (unsigned i = 0; i < cfg.vcpus; ++i) {
+    const unsigned apic_id = i;  // as the MADT and the MP table say
+    kvm::Vcpu vcpu = s.vm.create_vcpu(i, apic_id);
+    vcpu.set_cpuid(linux_guest_cpuid(supported, apic_id, cfg.vcpus, guest.cpuid));
+    // Only the BSP starts at the kernel's entry; with the in-kernel irqchip
+    // the APs wait, UNINITIALIZED, for the kernel's INIT/SIPI.
+    if (i == 0) {
+      vcpu.set_sregs(linuxboot::entry_sregs(guest.plan.bsp, vcpu.sregs()));
+      vcpu.set_regs(linuxboot::entry_regs(guest.plan.bsp));
+      s.tsc_khz = tsc_khz_of(vcpu);
+    }
+    s.backend->attach_vcpu(i, vcpu.stats_fd());
+    s.control.map_apic(apic_id, i);
+    s.vcpus.push_back(std::make_unique<VcpuRunner>(std::move(vcpu), apic_id, s.bus, s.control));
+  }
+  spdlog::debug("Linux VM ready: {} vCPUs, {} MiB, kernel at {:#x}, initrd {:#x}+{:#x}, TSC {} kHz", cfg.vcpus,
+                cfg.memory_mib, guest.plan.kernel_placement.addr, guest.plan.initrd_addr, guest.plan.initrd_size,
+                s.tsc_khz);
+}
+
+void Machine::finish_build() {
+  State& s = *state_;
   s.kvm_kind = kvm::backend_name(kvm::detect_backend());
-  spdlog::debug("VM ready: {} vCPUs, {} MiB, image entry {:#x}, image end {:#x}, TSC {} kHz, KVM {}", cfg.vcpus,
-                cfg.memory_mib, loaded.entry, loaded.end_gpa, s.tsc_khz, s.kvm_kind);
   s.serial.open();  // last: a --serial file is created or truncated only once the VM is built
 }
 
-Machine::~Machine() = default;
-
-void Machine::add_service(std::unique_ptr<RunService> service) { state_->services.push_back(std::move(service)); }
-
-void Machine::attach_trace(trace::Trace& trace) {
-  State& s = *state_;
-  const MachineConfig& cfg = s.config;
-  s.trace = &trace;
-  trace.begin(cfg.vcpus,
-              static_cast<std::uint64_t>(
-                  std::chrono::duration_cast<std::chrono::nanoseconds>(s.origin.time_since_epoch()).count()),
-              kExitKindNames);
-  auto& meta = trace.metadata();
-  meta["clock"] = "CLOCK_MONOTONIC; ts = microseconds since the run's origin (before the VM was built)";
-  meta["vcpus"] = cfg.vcpus;
-  meta["program"] = cfg.program;
-  meta["args"] = cfg.args;
-  meta["backend"] = std::string(s.backend->name());
-  meta["kvm"] = s.kvm_kind;
-  meta["tsc_khz"] = s.tsc_khz;
-  meta["runstate"] = s.runstate_kind;
-  // Which host CPUs each vCPU thread may run on (the affinity set below in
-  // run()): who competes with whom for a CPU is half of every picture.
-  nlohmann::json cpus = nlohmann::json::array();
-  for (unsigned i = 0; i < cfg.vcpus; ++i) {
-    if (cfg.pcpus.empty()) {
-      cpus.push_back(nullptr);  // unpinned: any allowed CPU
-    } else if (cfg.pin == PinPolicy::kSpread) {
-      cpus.push_back(nlohmann::json::array({cfg.pcpus[i % cfg.pcpus.size()]}));
-    } else {
-      cpus.push_back(cfg.pcpus);
-    }
-  }
-  meta["vcpu_host_cpus"] = std::move(cpus);
-  // Lock workloads record their acquisitions in guest memory (lock_trace.h),
-  // carved from the top of the guest's free memory.
-  auto& memory = s.vm.memory();
-  auto* boot = memory.at<abi::BootInfo>(abi::kBootInfoAddr);
-  if (cfg.workload) {
-    s.lock_log = trace::place_lock_log(boot->free_start, boot->free_end, cfg.vcpus, trace.lock_records_per_vcpu());
-    if (s.lock_log.stride != 0) {
-      trace::init_lock_log(memory.all(), s.lock_log, cfg.vcpus);
-      boot->lock_trace_gpa = s.lock_log.gpa;
-      boot->lock_trace_stride = s.lock_log.stride;
-      boot->free_end = s.lock_log.gpa;
-      boot->flags |= abi::kBootFlagLockTrace;
-    }
-    meta["locks"]["records_per_vcpu"] = s.lock_log.capacity;
-  } else {
-    meta["locks"]["source"] = "none: not a lock workload";
-  }
-  // The host lanes, one writer each: with a live run-state page and its
-  // preemption history, the sampler below drains the history (every
-  // preemption exact); with the page alone each vCPU thread reads its own
-  // record after every KVM_RUN; without a page the sampler reads schedstat.
-  const bool history = s.runstate_page && s.runstate_page->history(0) != nullptr;
-  for (auto& v : s.vcpus) {
-    const unsigned i = v->index();
-    const bool reads_page = s.runstate_page && i < abi::kRunStateMaxVcpus && !history;
-    v->set_trace(&trace.vcpu_lane(i), reads_page ? &trace.host_lane(i) : nullptr,
-                 reads_page ? &trace.preemptions(i) : nullptr);
-  }
-  meta["kicks"] = s.backend->observe_kicks(&trace)
-                      ? "flows from the kicker's KICK_CPU to the halt it ended (userspace backend)"
-                      : "not visible: this backend's kicks never reach the VMM (KVM delivers KICK_CPU in the kernel)";
-  s.trace_offset_start = trace::measure_tsc_offset(s.vcpus.front()->vcpu_fd());
-  for (const auto& v : s.vcpus) s.trace_offsets_attr.push_back(trace::read_tsc_offset_attr(v->vcpu_fd()));
-  s.trace_clock_start = trace::sample_clock_pair();
-  add_service(std::make_unique<trace::RunStateSampler>(trace));
+std::uint64_t Machine::tsc_khz_of(const kvm::Vcpu& vcpu) {
+  const int khz = ::ioctl(vcpu.fd(), KVM_GET_TSC_KHZ, 0);
+  return khz > 0 ? static_cast<std::uint64_t>(khz) : calibrate_tsc_khz();
 }
 
-// After the run: the guest TSC's relation to the trace clock, measured again
-// (its change over the run is the error the metadata reports), and the
-// guest's lock log turned into slices.
-void Machine::finish_trace() {
+void refuse_linux_on_pvm() {
+  if (kvm::detect_backend() == kvm::Backend::kPvm)
+    fail("--kernel: Linux guests cannot run on this PVM host (PVM runs only kernels built as PVM guests, which no "
+         "distribution ships); use hardware KVM or tools/nested-kvm");
+}
+
+void validate_linux_host(const kvm::KvmSystem& kvm) {
+  refuse_linux_on_pvm();
+  kvm.require_extension(KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP");
+  kvm.require_extension(KVM_CAP_PIT2, "KVM_CAP_PIT2");
+}
+
+
+
+Machine::~Machine() = default;
+
+void Machine::add_service(std::unique_ptr<RunService> service) {
   State& s = *state_;
-  trace::Trace& trace = *s.trace;
-  auto& meta = trace.metadata();
-  const trace::ClockPair end = trace::sample_clock_pair();
-  const auto offset_end = trace::measure_tsc_offset(s.vcpus.front()->vcpu_fd());
-  // Each vCPU's offset: KVM's own value after the run when it tells it
-  // (exact; each vCPU has its own, and KVM may adjust it while the vCPU runs,
-  // e.g. when its thread moves to a CPU whose TSC differs), else vCPU 0's
-  // IA32_TSC read. The reads are recorded as an independent check.
-  std::vector<std::optional<std::int64_t>> attr_end;
-  for (const auto& v : s.vcpus) attr_end.push_back(trace::read_tsc_offset_attr(v->vcpu_fd()));
-  bool attr = true;
-  std::int64_t moved = 0;  // the largest change of a vCPU's offset over the run, cycles
-  for (std::size_t i = 0; i < attr_end.size(); ++i) {
-    attr = attr && attr_end[i] && s.trace_offsets_attr[i];
-    if (attr) moved = std::max<std::int64_t>(moved, std::abs(*attr_end[i] - *s.trace_offsets_attr[i]));
-  }
-  const std::int64_t read_offset = s.trace_offset_start ? s.trace_offset_start->offset : 0;
-  std::vector<trace::GuestClock> clocks;
-  for (std::size_t i = 0; i < s.vcpus.size(); ++i)
-    clocks.emplace_back(s.trace_clock_start, end, attr ? *attr_end[i] : read_offset, s.tsc_khz);
-  const double ns_per_cycle = clocks.front().ns_per_cycle();
-  auto& tsc = meta["guest_tsc"];
-  tsc["relation"] = "guest TSC = host TSC + offset (no TSC scaling)";
-  tsc["ns_per_cycle"] = ns_per_cycle;
-  tsc["offset_cycles"] = attr ? *attr_end.front() : read_offset;  // vCPU 0's
-  const double pair_ns = static_cast<double>(std::max(s.trace_clock_start.bracket_cycles, end.bracket_cycles)) / 2 *
-                         ns_per_cycle;
-  tsc["host_clock_pair_uncertainty_ns"] = pair_ns;
-  if (s.trace_offset_start && offset_end) {
-    auto& read = tsc["ia32_tsc_read"];
-    read["offset_cycles"] = s.trace_offset_start->offset;
-    read["offset_cycles_after"] = offset_end->offset;
-    read["uncertainty_ns"] =
-        static_cast<double>(std::max(s.trace_offset_start->bracket_cycles, offset_end->bracket_cycles)) / 2 *
-        ns_per_cycle;
-    if (attr)
-      read["differs_from_offset_ns"] =
-          std::abs(static_cast<double>(offset_end->offset - *attr_end.front())) * ns_per_cycle;
-  }
-  if (attr) {
-    tsc["source"] = "KVM_VCPU_TSC_OFFSET of each vCPU after the run (exact), checked by IA32_TSC reads";
-    tsc["offset_moved_ns"] = static_cast<double>(moved) * ns_per_cycle;
-    // A guest timestamp's error on the trace clock: the host clock pairs'
-    // half-width, plus how far any vCPU's offset moved during the run (a
-    // timestamp taken before the move is off by that much).
-    tsc["error_ns"] = pair_ns + static_cast<double>(moved) * ns_per_cycle;
-  } else if (s.trace_offset_start && offset_end) {
-    const double bracket = static_cast<double>(std::max(s.trace_offset_start->bracket_cycles, offset_end->bracket_cycles));
-    const double drift = std::abs(static_cast<double>(offset_end->offset - read_offset));
-    tsc["source"] = "vCPU 0's IA32_TSC reads (KVM_GET_MSRS between two host rdtsc, before and after the run)";
-    tsc["offset_moved_ns"] = drift * ns_per_cycle;
-    tsc["error_ns"] = pair_ns + std::max(bracket / 2, drift) * ns_per_cycle;
-  } else {
-    tsc["source"] = "none: KVM told neither the offset nor IA32_TSC; offset assumed 0";
-    tsc["error_ns"] = nullptr;
-  }
-  if (s.config.workload && s.lock_log.stride != 0) {
-    const std::uint32_t locks = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(s.config.workload->nlocks, 1, 16));
-    const auto stats = trace::read_lock_log(s.vm.memory().all(), s.lock_log, clocks, trace.origin_ns(), end.ns, locks,
-                                            trace);
-    meta["locks"]["source"] = "guest lock-trace log (no exits), guest TSC converted";
-    meta["locks"]["records"] = stats.records;
-    meta["locks"]["dropped_in_guest"] = stats.dropped;
-    meta["locks"]["rejected"] = stats.rejected;
-  }
+  BootContext boot{s.config,
+                   s.vm.memory(),
+                   s.linux_guest ? nullptr : s.vm.memory().at<abi::BootInfo>(abi::kBootInfoAddr),
+                   *s.backend,
+                   s.vcpus,
+                   s.runstate_page ? &*s.runstate_page : nullptr,
+                   s.runstate_kind,
+                   s.kvm_kind,
+                   s.tsc_khz,
+                   s.origin};
+  s.boot_contexts.push_back(std::make_unique<BootContext>(boot));
+  service->before_boot(*s.boot_contexts.back());
+  s.services.push_back(std::move(service));
 }
 
 // --runstate (docs/runstate.md, "Handing it to the guest"): the BPF-published
@@ -583,6 +591,9 @@ RunResult Machine::run() {
     const std::uint64_t epoch_at_tick = s.backend->epoch();
     if (s.control.decided()) {
       for (auto& v : s.vcpus) v->interrupt();
+    } else if (s.linux_guest) {
+      // A Linux guest whose every vCPU is halted is idle, not stuck: its
+      // timers wake it. Only --timeout ends such a run.
     } else if (const bool now = s.deadlocked(); std::exchange(deadlock_seen, now) && now &&
                                                  s.backend->epoch() == deadlock_epoch) {
       auto lines = s.vcpu_state_lines();
@@ -601,8 +612,8 @@ RunResult Machine::run() {
   on_signal.reset();
   for (auto& v : s.vcpus) v->join();
   for (auto& service : s.services) service->stop();
-  if (s.trace) finish_trace();
   spdlog::debug("run ended: {}", s.control.decided() ? s.control.reason() : "every vCPU finished");
+  if (s.linux_console) s.linux_console->flush();
   s.serial.flush_all();
   if (auto error = s.serial.write_error()) s.control.end(Outcome::kHostError, std::move(*error));
 
@@ -611,17 +622,23 @@ RunResult Machine::run() {
   result.seconds_to_first_entry = s.control.seconds_to_first_entry();
   result.seconds_to_first_exit = s.control.seconds_to_first_exit();
   result.backend = std::string(s.backend->name());
-  result.unknown_kvm_hypercalls = s.control.hypercalls().unknown_calls(pvlock::Transport::kKvm);
-  result.unknown_sbi_calls = s.control.hypercalls().unknown_calls(pvlock::Transport::kSbi);
+  result.unknown_kvm_hypercalls = s.hypercalls->unknown_calls(pvlock::Transport::kKvm);
+  result.unknown_sbi_calls = s.hypercalls->unknown_calls(pvlock::Transport::kSbi);
   result.kvm_kind = s.kvm_kind;
   result.tsc_khz = s.tsc_khz;
   result.guest_usage = s.control.usage();
   result.runstate = s.runstate_kind;
   result.runstate_detail = s.runstate_detail;
-  for (const auto& v : s.vcpus) result.vcpus.push_back(v->report());
+  for (const auto& v : s.vcpus) {
+    result.vcpus.push_back(v->report());
+    if (s.report_channel != nullptr) s.report_channel->fill(v->index(), result.vcpus.back());
+  }
   read_steal_time(s.vm.memory(), result.vcpus);
   for (auto& service : s.services) service->report(result);
   result.guest_prints = s.control.prints();
+  result.linux_guest = s.linux_guest;
+  if (s.linux_console) result.kernel_lines = s.linux_console->kept_lines();
+  result.guest_status = s.control.guest_status();
   result.serial_lines = s.serial.captured();
   if (s.control.decided()) {
     result.outcome = s.control.outcome();

@@ -16,14 +16,12 @@
 #include "vmm/util/unique_fd.h"
 
 #include "vmm/kvm/kvm_system.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/machine/linux_guest.h"
 #include "vmm/machine/machine_config.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/run_service.h"
 #include "vmm/machine/stop_signals.h"
-
-namespace lockvisor::trace {
-class Trace;
-}
 
 namespace lockvisor::machine {
 
@@ -33,6 +31,10 @@ class Machine {
   // with a one-line message for bad input, and Interrupted (below) when a
   // stop signal has already arrived: no VM is built after SIGINT/SIGTERM.
   Machine(const kvm::KvmSystem& kvm, MachineConfig config, std::span<const std::byte> image,
+          std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now());
+  // The same for an unmodified Linux kernel (linux_guest.h): refused on PVM
+  // before anything is built (one line, exit code 2).
+  Machine(const kvm::KvmSystem& kvm, MachineConfig config, LinuxGuest guest,
           std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now());
   ~Machine();
   Machine(const Machine&) = delete;
@@ -44,21 +46,19 @@ class Machine {
   RunResult run();
 
   // Something that works alongside the running VM (run_service.h): the
-  // preemption injector, the control socket, the trace. Add before run().
+  // preemption injector, the control socket, the timeline
+  // (trace::TraceService). Its before_boot() runs here; add before run().
   void add_service(std::unique_ptr<RunService> service);
-
-  // --trace (docs/trace.md): records this run's timeline into `trace`
-  // (which must outlive run()): allocates its lanes, gives lock workloads a
-  // lock-trace log in guest memory, hooks the vCPU loops and the backend's
-  // kicks, samples host preemptions, and after the run reads the guest's
-  // log and writes the clock's measured error into the trace's metadata.
-  // Call once, before run().
-  void attach_trace(trace::Trace& trace);
 
  private:
   struct State;
+  void build_common(const kvm::KvmSystem& kvm, MachineConfig config, std::chrono::steady_clock::time_point origin,
+                    bool linux_guest);
+  void build_freestanding(const kvm::KvmSystem& kvm, std::span<const std::byte> image);
+  void build_linux(const kvm::KvmSystem& kvm, LinuxGuest guest);
+  void finish_build();
+  static std::uint64_t tsc_khz_of(const kvm::Vcpu& vcpu);
   void map_runstate_page(const kvm::KvmSystem& kvm);
-  void finish_trace();
   std::unique_ptr<State> state_;
 };
 
@@ -72,6 +72,12 @@ void validate_config(const MachineConfig& config);
 // KVM_CAP_X86_DISABLE_EXITS(PAUSE). The Machine calls it; front ends may call
 // it first to refuse before anything runs.
 void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm);
+
+// Linux guests need hardware KVM (or the nested machine): on PVM, one line
+// (usage kind: exit 2) that says why; elsewhere the in-kernel irqchip and PIT.
+void validate_linux_host(const kvm::KvmSystem& kvm);
+// The PVM half of it, needing no /dev/kvm: front ends call it first.
+void refuse_linux_on_pvm();
 
 // Checks the guest image and that --memory fits it and the vCPU stacks,
 // also without KVM. Throws lockvisor::Error ("guest image: ...").

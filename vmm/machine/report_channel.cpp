@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "vmm/machine/guest_text.h"
+#include "vmm/util/guest_text.h"
 
 namespace lockvisor::machine {
 namespace abi = lockvisor::abi;

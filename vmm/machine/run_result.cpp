@@ -1,5 +1,7 @@
 #include "vmm/machine/run_result.h"
 
+#include <fmt/format.h>
+
 namespace lockvisor::machine {
 
 const char* outcome_name(Outcome outcome) {
@@ -44,6 +46,14 @@ const ResultValue* RunResult::result(unsigned vcpu, const std::string& key) cons
 const pvlock::PvCounts& RunResult::pv(unsigned vcpu) const {
   static const pvlock::PvCounts kNone;
   return vcpu < vcpus.size() ? vcpus[vcpu].pv : kNone;
+}
+
+std::string outcome_for_exit_code(int code) {
+  for (auto o : {Outcome::kCompleted, Outcome::kGuestFailed, Outcome::kUsageError, Outcome::kGuestFault,
+                 Outcome::kTimeout, Outcome::kDeadlock, Outcome::kHostError, Outcome::kInterrupted})
+    if (exit_code(o) == code) return outcome_name(o);
+  if (code > 128) return fmt::format("killed-by-signal-{}", code - 128);
+  return fmt::format("exit-code-{}", code);
 }
 
 }  // namespace lockvisor::machine

@@ -25,6 +25,9 @@ enum class Outcome {
 };
 const char* outcome_name(Outcome outcome);
 inline int exit_code(Outcome outcome) { return static_cast<int>(outcome); }
+// The outcome's name for a process exit code (a child lockvisor run's), or
+// "killed-by-signal-N" / "exit-code-N" for a code no outcome has.
+std::string outcome_for_exit_code(int code);
 
 // kStopped: the run was ended (by another vCPU, the watchdog, a signal)
 // while this vCPU was running or had not started yet.
@@ -142,6 +145,11 @@ struct RunResult {
   std::string runstate = "unknown";
   std::string runstate_detail;
   std::vector<KickModeChange> kick_mode_changes;  // in time order; empty: --kick held for the whole run
+  // A Linux guest: the kernel log lines the report keeps (linux_console.h)
+  // and the exit status its init reported before powering off.
+  bool linux_guest = false;
+  std::vector<std::string> kernel_lines;
+  std::optional<std::uint64_t> guest_status;
 
   // Guest strings with invalid UTF-8 replaced, over all vCPUs.
   std::uint64_t guest_text_replaced() const;

@@ -1,6 +1,8 @@
 // A RunService is something that works alongside a running VM on the
 // Machine's monitor thread: the preemption injector's schedules, the control
-// socket, the timeline's samplers. The Machine starts each one after the VM
+// socket, the timeline. When it is added to a built Machine, before_boot()
+// may change the guest's memory and hook the vCPUs (the guest has not run
+// one instruction yet). The Machine starts each one after the VM
 // is built and before the first vCPU thread starts (so per-vCPU hooks such as
 // VcpuRunner::on_parked are in place for the first instruction), and stops it
 // once every vCPU thread has left its loop, before it builds the result.
@@ -18,17 +20,43 @@
 #include <chrono>
 #include <memory>
 #include <span>
+#include <string_view>
 
+#include "vmm/machine/machine_config.h"
 #include "vmm/machine/run_result.h"
 
+namespace lockvisor::abi {
+struct BootInfo;
+}
+namespace lockvisor::kvm {
+class GuestMemory;
+}
 namespace lockvisor::pvlock {
 class PvBackend;
+}
+namespace lockvisor::runstate {
+class RunStatePage;
 }
 
 namespace lockvisor::machine {
 
 class RunControl;
 class VcpuRunner;
+
+// The built VM, as a service sees it before the first instruction. Valid
+// until the service's stop() returns.
+struct BootContext {
+  const MachineConfig& config;
+  kvm::GuestMemory& memory;
+  abi::BootInfo* boot_info;  // the freestanding guest's boot record; null for a Linux guest
+  pvlock::PvBackend& backend;
+  std::span<const std::unique_ptr<VcpuRunner>> vcpus;
+  const runstate::RunStatePage* runstate_page;  // null: the page reads "unknown"
+  std::string_view runstate_kind;
+  std::string_view kvm_kind;
+  std::uint64_t tsc_khz;
+  std::chrono::steady_clock::time_point origin;  // the run's time zero
+};
 
 struct RunContext {
   boost::asio::io_context& io;
@@ -41,6 +69,7 @@ struct RunContext {
 class RunService {
  public:
   virtual ~RunService() = default;
+  virtual void before_boot(BootContext& /*boot*/) {}
   virtual void start(RunContext& context) = 0;
   // The run has ended and every vCPU thread has left its loop. Cancel timers
   // and sockets here.

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "vmm/machine/guest_text.h"
+#include "vmm/util/guest_text.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::machine {
@@ -65,6 +65,10 @@ void SerialConsole::open() {
 bool SerialConsole::put(unsigned vcpu, char c) {
   std::lock_guard lock(mutex_);
   if (write_error_) return false;
+  if (one_stream_) {
+    vcpu = 0;
+    if (c == '\r') return true;  // the kernel ends console lines with CR LF
+  }
   if (vcpu >= pending_.size()) return true;
   Pending& line = pending_[vcpu];
   if (c == '\n') {
@@ -109,11 +113,14 @@ void SerialConsole::write_segment(unsigned vcpu, Pending& line, std::size_t leng
   const char mark = line.continued ? '+' : '|';
   if (capture_) {
     if (captured_.size() < kMaxCapturedLines)
-      captured_.push_back(fmt::format("vCPU {}{} {}", vcpu, line.continued ? "+" : ":", valid_utf8(bytes)));
+      captured_.push_back(one_stream_ ? fmt::format("console{} {}", line.continued ? "+" : ":", valid_utf8(bytes))
+                                      : fmt::format("vCPU {}{} {}", vcpu, line.continued ? "+" : ":", valid_utf8(bytes)));
   } else if (!write_error_) {
     std::FILE* out = file_ ? file_.get() : stdout;
     const std::string text =
-        fmt::format("{}vCPU {}{} {}\n", file_ ? "" : "serial ", vcpu, mark, console_escape(bytes));
+        one_stream_ ? (file_ ? fmt::format("{}\n", console_escape(bytes))
+                             : fmt::format("serial{} {}\n", mark, console_escape(bytes)))
+                    : fmt::format("{}vCPU {}{} {}\n", file_ ? "" : "serial ", vcpu, mark, console_escape(bytes));
     errno = 0;
     if (std::fwrite(text.data(), 1, text.size(), out) != text.size() || std::fflush(out) != 0)
       write_error_ = fmt::format("serial output ({}): write failed: {}", path_.empty() ? "stdout" : path_,

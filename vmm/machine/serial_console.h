@@ -30,6 +30,12 @@ class SerialConsole {
   SerialConsole(const SerialConsole&) = delete;
   SerialConsole& operator=(const SerialConsole&) = delete;
 
+  // One stream for the whole VM instead of one per vCPU (a Linux guest's
+  // console: the kernel serialises its writers, and any CPU may write):
+  // put() ignores its vCPU, lines are prefixed "serial| " on stdout and
+  // written bare in a --serial file. Call before the first put().
+  void use_one_stream() { one_stream_ = true; }
+
   // Opens the --serial file (creating or truncating a regular file), without
   // ever blocking: a FIFO with no reader is refused. Throws lockvisor::Error
   // (a usage error, one line). Does nothing for stdout or a capture.
@@ -59,6 +65,7 @@ class SerialConsole {
   };
   std::string path_;
   bool capture_ = false;
+  bool one_stream_ = false;
   std::unique_ptr<std::FILE, Closer> file_;
   mutable std::mutex mutex_;
   std::vector<Pending> pending_;

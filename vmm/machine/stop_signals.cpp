@@ -19,7 +19,6 @@
 
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/vcpu_runner.h"
-#include "vmm/native/native_runner.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::machine {
@@ -97,7 +96,7 @@ StopScope::~StopScope() {
   registry.on_stop = previous_;
 }
 
-StopSignals::StopSignals() {
+StopSignals::StopSignals(std::function<bool()> unstoppable) : unstoppable_(std::move(unstoppable)) {
   // Before anything else: no thread exists yet, so every later thread inherits
   // the block; SIGUSR1 (the vCPU kick-out) is never blocked, and gets its
   // no-op handler now so that a stray one cannot kill the process either.
@@ -136,7 +135,7 @@ void StopSignals::watch() {
       if (registry.on_stop != nullptr) (*registry.on_stop)(signal);
     }
     if (grace_end) {
-      if (native::runs_in_progress().load() > 0)
+      if (unstoppable_ && unstoppable_())
         hard_stop(stop_signal(), "a native run's host threads cannot be stopped mid-workload; no report");
       if (std::chrono::steady_clock::now() >= *grace_end)
         hard_stop(stop_signal(), fmt::format("still running {} s later; no report", kStopGrace.count()).c_str());

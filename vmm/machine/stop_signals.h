@@ -34,7 +34,10 @@ namespace lockvisor::machine {
 class StopSignals {
  public:
   static constexpr std::chrono::seconds kStopGrace{3};
-  StopSignals();
+  // `unstoppable`, when given, tells whether work that no signal can cut
+  // short is in progress (a native run's host threads): then a signal ends
+  // the process at once. It is called on the watcher thread.
+  explicit StopSignals(std::function<bool()> unstoppable = {});
   ~StopSignals();  // stops the watcher; the signals stay blocked
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
@@ -43,6 +46,7 @@ class StopSignals {
   void watch();
   UniqueFd signals_;
   UniqueFd quit_;
+  std::function<bool()> unstoppable_;
   std::thread watcher_;
 };
 

@@ -15,11 +15,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "lockvisor/abi/doorbell.h"
-#include "lockvisor/abi/ucall.h"
 #include "vmm/host/cpu_set.h"
-#include "vmm/machine/guest_text.h"
-#include "vmm/trace/trace_clock.h"
+#include "vmm/kvm/vcpu_exit.h"
+#include "vmm/util/monotonic_clock.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::machine {
@@ -48,83 +46,6 @@ VcpuRunStateCounts sample_runstate(const runstate::RunStatePage& page, unsigned 
 
 }  // namespace
 
-// ---------------------------------------------------------------- RunControl
-
-RunControl::RunControl(const MachineConfig& config, pvlock::PvBackend& backend, SerialConsole& serial,
-                       std::chrono::steady_clock::time_point origin)
-    : config_(config),
-      backend_(backend),
-      serial_(serial),
-      budget_(config.limits),
-      origin_(origin),
-      hypercalls_(pvlock::make_pv_hypercall_table(
-          backend,
-          {config.pv_unhalt, config.sbi_pvlock, config.sbi_experimental_eid, config.backend.enforce_pv_feature_cpuid,
-           config.sbi_kick_proposed},
-          [this](std::uint64_t apic_id) { return apic_to_index(apic_id); })) {}
-
-GuestUsage RunControl::usage() const {
-  return {budget_.messages(), budget_.report_bytes(), budget_.serial_bytes()};
-}
-
-void RunControl::end(Outcome outcome, std::string reason, std::vector<std::string> details) {
-  {
-    std::lock_guard lock(mutex_);
-    if (decided_) return;
-    decided_ = true;
-    outcome_ = outcome;
-    reason_ = std::move(reason);
-    details_ = std::move(details);
-  }
-  stopping_.store(true);
-  if (stop_hook_) stop_hook_();
-}
-
-Outcome RunControl::outcome() const {
-  std::lock_guard lock(mutex_);
-  return outcome_;
-}
-std::string RunControl::reason() const {
-  std::lock_guard lock(mutex_);
-  return reason_;
-}
-std::vector<std::string> RunControl::details() const {
-  std::lock_guard lock(mutex_);
-  return details_;
-}
-bool RunControl::decided() const {
-  std::lock_guard lock(mutex_);
-  return decided_;
-}
-
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point origin) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count();
-}
-void note_first(std::atomic<double>& slot, std::chrono::steady_clock::time_point origin) {
-  if (slot.load(std::memory_order_relaxed) != 0) return;
-  double expected = 0;
-  slot.compare_exchange_strong(expected, seconds_since(origin));
-}
-}  // namespace
-
-void RunControl::note_entry() { note_first(first_entry_s_, origin_); }
-void RunControl::note_exit() { note_first(first_exit_s_, origin_); }
-
-int RunControl::apic_to_index(std::uint64_t apic_id) const {
-  return apic_id < apic_map_.size() ? apic_map_[apic_id] : -1;
-}
-void RunControl::map_apic(unsigned apic_id, unsigned index) { apic_map_.at(apic_id) = static_cast<int>(index); }
-
-void RunControl::add_print(std::string line) {
-  std::lock_guard lock(mutex_);
-  prints_.push_back(std::move(line));
-}
-std::vector<std::string> RunControl::prints() const {
-  std::lock_guard lock(mutex_);
-  return prints_;
-}
-
 // ---------------------------------------------------------------- VcpuRunner
 
 void install_vcpu_interrupt_signal() {
@@ -139,20 +60,17 @@ void install_vcpu_interrupt_signal() {
   (void)installed;
 }
 
-VcpuRunner::VcpuRunner(kvm::Vcpu vcpu, unsigned apic_id, kvm::GuestMemory& memory, RunControl& control)
-    : vcpu_(std::move(vcpu)),
-      apic_id_(apic_id),
-      memory_(memory),
-      control_(control),
-      stats_(vcpu_.stats_fd()),
-      guest_report_(control.budget()) {
+VcpuRunner::VcpuRunner(kvm::Vcpu vcpu, unsigned apic_id, const IoBus& bus, RunControl& control)
+    : vcpu_(std::move(vcpu)), apic_id_(apic_id), bus_(bus), control_(control), stats_(vcpu_.stats_fd()) {
   vcpu_.request_sync_regs();
 }
 
 void VcpuRunner::start(std::vector<int> affinity) {
   thread_ = std::thread([this, affinity = std::move(affinity)]() mutable { thread_main(std::move(affinity)); });
   handle_ = thread_.native_handle();
-  started_.store(true);
+  // kLeft may already be set by a thread that ended at once: never go back.
+  Lifecycle created = Lifecycle::kCreated;
+  lifecycle_.compare_exchange_strong(created, Lifecycle::kActive);
 }
 
 void VcpuRunner::join() {
@@ -161,23 +79,18 @@ void VcpuRunner::join() {
 
 void VcpuRunner::interrupt() {
   vcpu_.run_state()->immediate_exit = 1;
-  if (started_.load() && !finished_.load()) pthread_kill(handle_, SIGUSR1);
-}
-
-void VcpuRunner::kick_out() {
-  vcpu_.run_state()->immediate_exit = 1;
-  if (started_.load() && !finished_.load()) pthread_kill(handle_, SIGUSR1);
+  if (lifecycle_.load() == Lifecycle::kActive) pthread_kill(handle_, SIGUSR1);
 }
 
 bool VcpuRunner::inject_preemption(std::chrono::nanoseconds duration) {
-  if (finished_.load() || control_.stopping() || !park_.inject(duration)) return false;
-  kick_out();
+  if (finished() || control_.stopping() || !park_.inject(duration)) return false;
+  interrupt();
   return true;
 }
 
 bool VcpuRunner::pause() {
-  if (finished_.load() || control_.stopping() || !park_.pause()) return false;
-  kick_out();
+  if (finished() || control_.stopping() || !park_.pause()) return false;
+  interrupt();
   return true;
 }
 
@@ -192,15 +105,7 @@ bool VcpuRunner::serve_park() {
   while (park_.pending()) {
     const auto interval = park_.wait_while_parked();
     if (!interval) break;
-    if (trace_) {
-      // steady_clock is CLOCK_MONOTONIC, the trace's clock.
-      const auto ns = [](VcpuPark::Clock::time_point t) {
-        return static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-      };
-      trace_->add({ns(interval->begin), ns(interval->end), 0, static_cast<std::uint32_t>(interval->cause),
-                   trace::EventKind::kParked});
-    }
+    if (observer_) observer_->parked(*interval);
     if (on_parked) on_parked(index(), *interval);
   }
   vcpu_.run_state()->immediate_exit = 0;
@@ -235,17 +140,17 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
     spdlog::debug("vCPU {} (APIC ID {}) starts on host CPUs {}", index(), apic_id_, host::format_cpu_list(affinity_));
     run_loop();
   } catch (const std::bad_alloc&) {
-    host_error("out of host memory while handling the guest (std::bad_alloc)");
+    host_error_noexcept("out of host memory while handling the guest (std::bad_alloc)");
   } catch (const Error& e) {
     try {
-      e.kind() == ErrorKind::kGuest ? guest_error(e.what()) : host_error(e.what());
+      e.kind() == ErrorKind::kGuest ? guest_error(e.what()) : host_error_noexcept(e.what());
     } catch (...) {
       control_.end(e.kind() == ErrorKind::kGuest ? Outcome::kGuestFault : Outcome::kHostError, std::string());
     }
   } catch (const std::exception& e) {
-    host_error("internal error: ", e.what());
+    host_error_noexcept("internal error: ", e.what());
   } catch (...) {
-    host_error("internal error: unknown exception");
+    host_error_noexcept("internal error: unknown exception");
   }
   const VcpuState left = state_.load();
   if (left == VcpuState::kRunning || left == VcpuState::kStarting) state_.store(VcpuState::kStopped);
@@ -268,7 +173,7 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
     runqueue_wait_ns_ = *wait_at_end - *wait_at_start;
   spdlog::debug("vCPU {} leaves its loop: {}, {:.3f} s CPU, last RIP {:#x}", index(), vcpu_state_name(state_.load()),
                 cpu_seconds_, rip());
-  finished_.store(true);
+  lifecycle_.store(Lifecycle::kLeft);
   if (on_finished) on_finished();
 }
 
@@ -277,17 +182,14 @@ void VcpuRunner::run_loop() {
   control_.note_entry();
   while (!control_.stopping()) {
     if (park_.pending() && !serve_park()) break;
-    // --trace: two clock reads and two stores per exit, nothing without it.
-    const std::uint64_t entered = trace_ ? trace::now_ns() : 0;
+    // Watched: two clock reads per exit and the observer's calls; nothing otherwise.
+    const std::uint64_t entered = observer_ ? monotonic_ns() : 0;
     const int rc = vcpu_.run();
-    const std::uint64_t left = trace_ ? trace::now_ns() : 0;
-    if (trace_) {
-      trace_->add({entered, left, 0, 0, trace::EventKind::kGuest});
-      trace_preemptions();
-    }
+    const std::uint64_t left = observer_ ? monotonic_ns() : 0;
+    if (observer_) observer_->guest_ran(entered, left);
     if (rc == -EINTR || rc == -EAGAIN) {
       count(ExitKind::kSignal);
-      if (trace_) trace_exit(left);
+      if (observer_) observer_->exit_handled(last_exit_, left, monotonic_ns());
       continue;
     }
     if (rc != 0) {
@@ -296,21 +198,10 @@ void VcpuRunner::run_loop() {
     }
     control_.note_exit();
     rip_.store(vcpu_.sync_regs().rip, std::memory_order_relaxed);
-    exited_.store(true, std::memory_order_relaxed);
     const bool go_on = handle_exit();
-    if (trace_) trace_exit(left);
+    if (observer_) observer_->exit_handled(last_exit_, left, monotonic_ns());
     if (!go_on) break;
   }
-}
-
-void VcpuRunner::trace_preemptions() {
-  if (trace_preemptions_ == nullptr) return;
-  const runstate::RunStatePage* page = control_.runstate_page();
-  trace_preemptions_->observe(runstate::read_record(page->records()[index()]), *trace_host_);
-}
-
-void VcpuRunner::trace_exit(std::uint64_t left) {
-  trace_->add({left, trace::now_ns(), 0, static_cast<std::uint32_t>(last_exit_), trace::EventKind::kExit});
 }
 
 std::string VcpuRunner::where() const {
@@ -336,9 +227,14 @@ bool VcpuRunner::guest_error(std::string what) {
   return false;
 }
 
+bool VcpuRunner::host_error(std::string what) {
+  control_.end(Outcome::kHostError, fmt::format("vCPU {}: {}", index(), what));
+  return false;
+}
+
 // Also used on the way out of a failed allocation: if even the reason line
 // cannot be built, the run still ends (an empty reason allocates nothing).
-bool VcpuRunner::host_error(const char* what, const char* detail) noexcept {
+bool VcpuRunner::host_error_noexcept(const char* what, const char* detail) noexcept {
   try {
     control_.end(Outcome::kHostError, fmt::format("vCPU {}: {}{}", index(), what, detail));
   } catch (...) {
@@ -347,203 +243,114 @@ bool VcpuRunner::host_error(const char* what, const char* detail) noexcept {
   return false;
 }
 
+// A status the guest reported earlier (its console protocol) wins over the
+// device's: a power-off says only that the guest ended, not how it fared.
+bool VcpuRunner::end_run(std::uint64_t status, std::string why) {
+  control_.set_guest_status(status);
+  const std::uint64_t final_status = control_.guest_status().value_or(status);
+  control_.end(final_status == 0 ? Outcome::kCompleted : Outcome::kGuestFailed,
+               final_status == 0 ? why : fmt::format("{}; the guest reported exit status {}", why, final_status));
+  return false;
+}
+
+bool VcpuRunner::program_done(std::uint64_t exit_code) {
+  state_.store(VcpuState::kDone);
+  if (exit_code != 0)
+    control_.end(Outcome::kGuestFailed, fmt::format("vCPU {}: program exited with code {}", index(), exit_code));
+  return false;
+}
+
+bool VcpuRunner::program_failed(std::string what) {
+  state_.store(VcpuState::kFaulted);
+  control_.end(Outcome::kGuestFailed, std::move(what));
+  return false;
+}
+
+VcpuRunner::PreemptVerdict VcpuRunner::preempt_point(std::span<const std::byte> memory,
+                                                     const std::uint64_t (&args)[3]) {
+  if (!on_preempt_point) return {{}, "preemption point (ucall 9) but no targeted --inject schedule is armed"};
+  return on_preempt_point(index(), memory, args);
+}
+
 bool VcpuRunner::handle_exit() {
   kvm_run* run = vcpu_.run_state();
-  switch (run->exit_reason) {
-    case KVM_EXIT_IO:
-      return handle_io();
-    case KVM_EXIT_HLT:
+  const VcpuExit exit = kvm::decode_exit(*run, vcpu_.run_bytes());
+  switch (exit.kind) {
+    case VcpuExit::Kind::kPortIo:
+      return handle_port_io(exit.io);
+    case VcpuExit::Kind::kMmio:
+      return handle_mmio(exit.mmio);
+    case VcpuExit::Kind::kHalt:
       count(ExitKind::kHlt);
       last_hypercall_.store(0, std::memory_order_relaxed);
       return halt();
-    case KVM_EXIT_MMIO:
-      count(ExitKind::kMmio);
-      // The run-state page is a read-only memslot: KVM drops a guest write to
-      // it and exits here. Never legitimate (the guest maps it read-only, so
-      // only a guest that rewrote its own page tables gets here): a guest
-      // error naming the page.
-      return guest_error(fmt::format("MMIO {} of {} bytes at GPA {:#x}{}", run->mmio.is_write ? "write" : "read",
-                                     run->mmio.len, run->mmio.phys_addr,
-                                     control_.in_runstate_page(run->mmio.phys_addr)
-                                         ? ": the vCPU run-state page is read-only"
-                                         : ", outside guest memory"));
-    case KVM_EXIT_SHUTDOWN:
-      return guest_error("triple fault (KVM_EXIT_SHUTDOWN)");
-    case KVM_EXIT_INTERNAL_ERROR:
-      return guest_error(fmt::format("KVM internal error, suberror {}", run->internal.suberror));
-    case KVM_EXIT_FAIL_ENTRY:
-      return guest_error(fmt::format("VM entry failed, hardware reason {:#x}",
-                                     run->fail_entry.hardware_entry_failure_reason));
-    case KVM_EXIT_INTR:
+    case VcpuExit::Kind::kIntr:
       count(ExitKind::kIntr);
       return true;
-    default:
-      return guest_error(fmt::format("unexpected KVM exit reason {}", run->exit_reason));
+    case VcpuExit::Kind::kShutdown:
+      count(ExitKind::kSystemEvent);
+      return guest_error("triple fault (KVM_EXIT_SHUTDOWN)");
+    case VcpuExit::Kind::kSystemEvent:
+      count(ExitKind::kSystemEvent);
+      return guest_error(fmt::format("KVM system event {} (shutdown, reset or crash)", exit.system_event));
+    case VcpuExit::Kind::kInternalError:
+      return guest_error(fmt::format("KVM internal error, suberror {}", exit.suberror));
+    case VcpuExit::Kind::kFailEntry:
+      return guest_error(fmt::format("VM entry failed, hardware reason {:#x}", exit.hardware_reason));
+    case VcpuExit::Kind::kMalformed:
+      return guest_error(exit.what);
+    case VcpuExit::Kind::kUnknown:
+      break;
   }
+  return guest_error(fmt::format("unexpected KVM exit reason {}", exit.reason));
+}
+
+bool VcpuRunner::handle_port_io(const VcpuExit::PortIo& io) {
+  const IoBus::PortClaim claim = bus_.port(io.port);
+  count(claim.kind);
+  if (claim.device == nullptr) {
+    // Nothing there: reads float high, writes are dropped, as on a PC.
+    float_high(io);
+    return true;
+  }
+  return claim.device->on_io(*this, io);
+}
+
+bool VcpuRunner::handle_mmio(const VcpuExit::Mmio& mmio) {
+  const IoBus::MmioClaim claim = bus_.mmio(mmio.gpa, mmio.len);
+  count(claim.kind);
+  if (claim.device != nullptr) return claim.device->on_mmio(*this, mmio);
+  // The run-state page is a read-only memslot: KVM drops a guest write to
+  // it and exits here. Never legitimate (the guest maps it read-only, so
+  // only a guest that rewrote its own page tables gets here): a guest
+  // error naming the page.
+  return guest_error(fmt::format("MMIO {} of {} bytes at GPA {:#x}{}", mmio.write ? "write" : "read", mmio.len,
+                                 mmio.gpa,
+                                 control_.in_runstate_page(mmio.gpa) ? ": the vCPU run-state page is read-only"
+                                                                     : ", outside guest memory"));
 }
 
 bool VcpuRunner::halt() {
   state_.store(VcpuState::kHalted);
-  // The record is read on both sides of the halt: a sleep in between
-  // (a blocked halt) must not be mistaken for the end of a preemption.
-  if (trace_) trace_preemptions();
-  const std::uint64_t halted = trace_ ? trace::now_ns() : 0;
+  if (observer_) observer_->halt_begins();
+  const std::uint64_t halted = observer_ ? monotonic_ns() : 0;
   const auto outcome = control_.backend().halt(index());
-  if (trace_) {
-    trace_->add({halted, trace::now_ns(), 0, 0, trace::EventKind::kHalt});
-    trace_preemptions();
-  }
+  if (observer_) observer_->halted(halted, monotonic_ns());
   if (outcome == pvlock::HaltOutcome::kStopped) return false;  // stays "halted" in the report
   state_.store(VcpuState::kRunning);
   return true;
 }
 
-bool VcpuRunner::handle_io() {
-  kvm_run* run = vcpu_.run_state();
-  const auto& io = run->io;
-  // KVM fills these, but a corrupt offset must not send us outside kvm_run.
-  const std::uint64_t data_end = std::uint64_t{io.data_offset} + std::uint64_t{io.size} * io.count;
-  if (io.size == 0 || data_end > 4096 * 4)
-    return guest_error(fmt::format("malformed port I/O exit (port {:#x}, size {}, count {})", io.port, io.size, io.count));
-  auto* data = reinterpret_cast<std::uint8_t*>(run) + io.data_offset;
-  const bool out = io.direction == KVM_EXIT_IO_OUT;
-  kvm_regs& regs = vcpu_.sync_regs();
-
-  // Reads float high on every port nothing answers, the doorbells included
-  // (they are write-only): as on real hardware.
-  const auto float_high = [&] {
-    if (!out) std::memset(data, 0xFF, std::size_t{io.size} * io.count);
-    return true;
-  };
-  switch (io.port) {
-    case abi::kPortKvmHypercall:
-      count(ExitKind::kHypercall);
-      return out ? handle_hypercall(pvlock::Transport::kKvm, regs) : float_high();
-    case abi::kPortSbiCall:
-      count(ExitKind::kSbi);
-      return out ? handle_hypercall(pvlock::Transport::kSbi, regs) : float_high();
-    case abi::kPortUcall:
-      count(ExitKind::kUcall);
-      return out ? handle_ucall(regs.rbx) : float_high();
-    case abi::kPortFault:
-      count(ExitKind::kFault);
-      return out ? handle_fault(regs) : float_high();  // only a write reports an exception
-    case abi::kPortNop:
-      count(ExitKind::kNop);
-      return float_high();
-    default:
-      break;
-  }
-  if (io.port >= abi::kPortCom1 && io.port < abi::kPortCom1 + 8) {
-    count(ExitKind::kSerial);
-    if (out && io.port == abi::kPortCom1) {
-      return handle_serial_out(data, io.size, io.count);
-    } else if (!out) {
-      std::memset(data, io.port == abi::kPortCom1Lsr ? 0x60 : 0, std::size_t{io.size} * io.count);
-    }
-    return true;
-  }
-  // Unclaimed port: reads float high, writes are dropped, as on real hardware.
-  count(ExitKind::kOtherIo);
-  return float_high();
-}
-
-bool VcpuRunner::handle_serial_out(const std::uint8_t* data, std::uint32_t size, std::uint32_t count) {
-  // Charged before anything is written: the limit bounds what a guest makes
-  // the VMM write to the console or the --serial file.
-  if (auto over = control_.budget().charge_serial_bytes(count)) return guest_error(std::move(*over));
-  for (std::uint32_t i = 0; i < count; ++i) {
-    if (!control_.serial().put(index(), static_cast<char>(data[std::size_t{i} * size]))) {
-      const auto why = control_.serial().write_error();
-      return host_error(why ? why->c_str() : "serial output: write failed");
-    }
-  }
-  return true;
-}
-
-bool VcpuRunner::handle_hypercall(pvlock::Transport transport, kvm_regs& regs) {
-  const pvlock::HypercallInput in{regs.rax, regs.rbx, regs.rcx, regs.rdx, regs.rsi, index()};
-  const pvlock::HypercallResult result = control_.hypercalls().dispatch(transport, in);
-  last_hypercall_.store(result.number, std::memory_order_relaxed);
-  regs.rax = result.output.rax;
-  if (result.output.rbx) regs.rbx = *result.output.rbx;
-  vcpu_.commit_sync_regs();
-  return result.output.halt ? halt() : true;
-}
-
-namespace {
-std::string exception_name(std::uint64_t vector) {
-  // Intel SDM vol. 3, table 6-1, and AMD's #HV, #VC, #SX.
-  static constexpr const char* kNames[32] = {"#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM",
-                                             "#DF", "CSO", "#TS", "#NP", "#SS", "#GP", "#PF", nullptr,
-                                             "#MF", "#AC", "#MC", "#XM", "#VE", "#CP", nullptr, nullptr,
-                                             nullptr, nullptr, nullptr, nullptr, "#HV", "#VC", "#SX", nullptr};
-  if (vector < 32 && kNames[vector] != nullptr) return fmt::format("{} (vector {})", kNames[vector], vector);
-  if (vector < 32) return fmt::format("vector {} (reserved)", vector);
-  if (vector < 256) return fmt::format("vector {} (not an exception: an interrupt vector)", vector);
-  return fmt::format("vector {} (no such vector)", vector);
-}
-}  // namespace
-
-bool VcpuRunner::handle_fault(const kvm_regs& regs) {
-  const std::uint64_t vector = regs.rbx;
-  rip_.store(regs.rdx, std::memory_order_relaxed);
-  std::string what = fmt::format("guest exception {}, error code {:#x}, CPL{}", exception_name(vector), regs.rcx,
-                                 regs.rdi & 3);
-  if (vector == 14) what += fmt::format(", CR2 {:#x}", regs.rsi);
-  return guest_error(std::move(what));
-}
-
-bool VcpuRunner::handle_ucall(std::uint64_t gpa) {
-  auto action = guest_report_.handle(memory_.all(), gpa);
-  switch (action.kind) {
-    case UcallAction::Kind::kContinue:
-      return true;
-    case UcallAction::Kind::kPrint:
-      // Shown escaped and prefixed, so that a guest line cannot pass for one
-      // of the VMM's own (no VMM line starts with "guest ").
-      if (control_.config().echo_guest_prints) fmt::print("guest vCPU {}| {}\n", index(), console_escape(action.text));
-      control_.add_print(fmt::format("vCPU {}: {}", index(), action.text));
-      return true;
-    case UcallAction::Kind::kAssertFailed:
-      state_.store(VcpuState::kFaulted);
-      control_.end(Outcome::kGuestFailed, fmt::format("vCPU {}: {}", index(), action.text));
-      return false;
-    case UcallAction::Kind::kDone:
-      guest_exit_code_ = action.exit_code;
-      state_.store(VcpuState::kDone);
-      if (action.exit_code != 0)
-        control_.end(Outcome::kGuestFailed, fmt::format("vCPU {}: program exited with code {}", index(), action.exit_code));
-      return false;
-    case UcallAction::Kind::kWindowMark:
-      (action.exit_code == abi::kWindowStart ? window_start_ : window_end_) = metrics::sample_thread_usage();
-      return true;
-    case UcallAction::Kind::kPreemptPoint: {
-      if (!on_preempt_point)
-        return guest_error("preemption point (ucall 9) but no targeted --inject schedule is armed");
-      auto verdict = on_preempt_point(index(), memory_.all(), action.args);
-      if (!verdict.refused.empty()) return guest_error(std::move(verdict.refused));
-      // On this thread: the park is served before the next KVM_RUN, so the
-      // vCPU stops exactly at its preemption point.
-      park_.inject(verdict.park);
-      return true;
-    }
-    case UcallAction::Kind::kGuestError:
-      break;
-  }
-  return guest_error(std::move(action.text));
-}
-
 std::optional<double> VcpuRunner::cpu_seconds_now() const {
-  if (!started_.load() || finished_.load()) return std::nullopt;
+  if (lifecycle_.load() != Lifecycle::kActive) return std::nullopt;
   clockid_t clock{};
   timespec used{};
   if (pthread_getcpuclockid(handle_, &clock) != 0 || clock_gettime(clock, &used) != 0) return std::nullopt;
   return static_cast<double>(used.tv_sec) + static_cast<double>(used.tv_nsec) * 1e-9;
 }
 
-std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> VcpuRunner::exit_counts() const {
-  std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> counts{};
+ExitCounts VcpuRunner::exit_counts() const {
+  ExitCounts counts{};
   for (std::size_t k = 0; k < counts.size(); ++k) counts[k] = exits_[k].load(std::memory_order_relaxed);
   return counts;
 }
@@ -560,7 +367,6 @@ VcpuReport VcpuRunner::report() {
   report.last_hypercall = last_hypercall();
   report.rip = rip();
   report.exited = exited();
-  report.guest_exit_code = guest_exit_code_;
   report.pv = control_.backend().counters(index()).snapshot();
   report.wake_latency_ns = control_.backend().wake_latencies(index());
   report.kvm = kvm_stats_;
@@ -573,12 +379,7 @@ VcpuReport VcpuRunner::report() {
   report.involuntary_switches = involuntary_switches_;
   report.runstate = runstate_;
   report.park = park_.counts();
-  report.window_start = window_start_;
-  report.window_end = window_end_;
   report.affinity = affinity_;
-  report.results = std::move(guest_report_.results());
-  report.cases = std::move(guest_report_.cases());
-  report.guest_text_replaced = guest_report_.replaced_strings();
   return report;
 }
 

@@ -1,4 +1,25 @@
-// The per-vCPU exit loop and everything it shares with the monitor thread.
+// One vCPU's host thread: its life cycle, its exit loop, parks and trace
+// hooks, and what it observed for the report.
+//
+// The loop enters the guest, decodes each exit (vcpu_exit.h) and hands port
+// and MMIO exits to the devices of the VM's I/O bus (io_bus.h), which act on
+// the vCPU through the VcpuContext this class implements.
+//
+// The vCPU's state, as the report and the state lines show it (VcpuState,
+// run_result.h); only this vCPU's thread changes it:
+//
+//   from       event                                   to
+//   kStarting  the thread enters the loop               kRunning
+//   kRunning   a VMM-side halt begins (backend halt)    kHalted
+//   kHalted    the halt ends with a wake-up             kRunning
+//   kHalted    the run stops during the halt            kHalted   (final)
+//   kRunning   the program reports done                 kDone     (final)
+//   any        a guest fault or failed check            kFaulted  (final)
+//   kStarting, kRunning  the loop ends otherwise        kStopped  (final)
+//
+// Independently, the thread itself is kCreated, then kActive once start()
+// made it, then kLeft once it has left its loop (after which report() may be
+// called). The RIP is known once the guest has exited at least once.
 #pragma once
 #include <pthread.h>
 
@@ -20,106 +41,31 @@
 #include "vmm/kvm/binary_stats.h"
 #include "vmm/kvm/vcpu.h"
 #include "vmm/kvm/vm.h"
+#include "vmm/devices/exit_kind.h"
+#include "vmm/machine/freestanding_ports.h"
+#include "vmm/devices/io_bus.h"
+#include "vmm/machine/run_control.h"
 #include "vmm/machine/guest_limits.h"
 #include "vmm/machine/machine_config.h"
-#include "vmm/machine/report_channel.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/serial_console.h"
+#include "vmm/machine/vcpu_observer.h"
 #include "vmm/machine/vcpu_park.h"
-#include "vmm/pvlock/hypercall_table.h"
 #include "vmm/pvlock/pv_backend.h"
 #include "vmm/runstate/runstate_page.h"
-#include "vmm/trace/preemption_tracker.h"
-#include "vmm/trace/trace_buffer.h"
 
 namespace lockvisor::machine {
 
-// How lockvisor classifies exits (counted per vCPU, reported by name).
-enum class ExitKind : unsigned {
-  kSignal, kHlt, kMmio, kIntr, kHypercall, kSbi, kUcall, kNop, kSerial, kOtherIo, kFault, kCount
-};
-inline constexpr const char* kExitKindNames[] = {"signal", "hlt",  "mmio", "intr",   "hypercall", "sbi",
-                                                 "ucall",  "nop",  "serial", "other_io", "fault"};
-static_assert(std::size(kExitKindNames) == static_cast<std::size_t>(ExitKind::kCount));
-
-// State shared by all vCPU threads of one run.
-class RunControl {
- public:
-  RunControl(const MachineConfig& config, pvlock::PvBackend& backend, SerialConsole& serial,
-             std::chrono::steady_clock::time_point origin);
-
-  const MachineConfig& config() const { return config_; }
-  pvlock::PvBackend& backend() { return backend_; }
-  // Decodes and answers the PV hypercalls (ports 0xE4 and 0xE5).
-  const pvlock::HypercallTable& hypercalls() const { return *hypercalls_; }
-  SerialConsole& serial() { return serial_; }
-  // The VM-wide counters config().limits apply to.
-  GuestBudget& budget() { return budget_; }
-  GuestUsage usage() const;
-  bool stopping() const { return stopping_.load(); }
-
-  // Ends the run with `outcome` unless an earlier call already decided it.
-  void end(Outcome outcome, std::string reason, std::vector<std::string> details = {});
-  Outcome outcome() const;
-  std::string reason() const;
-  std::vector<std::string> details() const;
-  bool decided() const;
-
-  // Registered by the Machine: takes every vCPU out of KVM_RUN and its halts.
-  void set_stop_hook(std::function<void()> hook) { stop_hook_ = std::move(hook); }
-
-  void note_entry();
-  void note_exit();
-  double seconds_to_first_entry() const { return first_entry_s_.load(); }
-  double seconds_to_first_exit() const { return first_exit_s_.load(); }
-
-  int apic_to_index(std::uint64_t apic_id) const;
-  void map_apic(unsigned apic_id, unsigned index);
-
-  void add_print(std::string line);
-  std::vector<std::string> prints() const;
-
-  // The vCPU run-state page: the live one (nullptr: a zero page) and where
-  // the guest sees it. Set once by the Machine before any vCPU starts.
-  void set_runstate_page(runstate::RunStatePage* page, std::uint64_t gpa, std::uint64_t bytes) {
-    runstate_page_ = page;
-    runstate_gpa_ = gpa;
-    runstate_bytes_ = bytes;
-  }
-  runstate::RunStatePage* runstate_page() const { return runstate_page_; }
-  bool in_runstate_page(std::uint64_t gpa) const { return gpa >= runstate_gpa_ && gpa - runstate_gpa_ < runstate_bytes_; }
-
- private:
-  const MachineConfig& config_;
-  pvlock::PvBackend& backend_;
-  SerialConsole& serial_;
-  GuestBudget budget_;
-  std::chrono::steady_clock::time_point origin_;
-  std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;
-  bool decided_ = false;
-  Outcome outcome_ = Outcome::kCompleted;
-  std::string reason_;
-  std::vector<std::string> details_;
-  std::vector<std::string> prints_;
-  std::function<void()> stop_hook_;
-  std::atomic<double> first_entry_s_{0};
-  std::atomic<double> first_exit_s_{0};
-  std::vector<int> apic_map_ = std::vector<int>(256, -1);
-  std::unique_ptr<pvlock::HypercallTable> hypercalls_;  // reads apic_map_ through apic_to_index()
-  runstate::RunStatePage* runstate_page_ = nullptr;
-  std::uint64_t runstate_gpa_ = 0;
-  std::uint64_t runstate_bytes_ = 0;
-};
-
 // One vCPU: its KVM object and what its thread observed.
-class VcpuRunner {
+class VcpuRunner final : private GuestProgramContext {
  public:
-  VcpuRunner(kvm::Vcpu vcpu, unsigned apic_id, kvm::GuestMemory& memory, RunControl& control);
+  // `bus` (the VM's devices) and `control` outlive the runner.
+  VcpuRunner(kvm::Vcpu vcpu, unsigned apic_id, const IoBus& bus, RunControl& control);
 
   void start(std::vector<int> affinity);
   void join();
-  // Kicks the thread out of KVM_RUN (immediate_exit + SIGUSR1).
+  // Takes the thread out of KVM_RUN now (immediate_exit + SIGUSR1); the
+  // loop then serves a pending park or sees the run stopping.
   void interrupt();
 
   // Deschedules this vCPU for `duration` as the host scheduler would
@@ -134,7 +80,7 @@ class VcpuRunner {
   // monitor thread while the run lasts (the thread is joined only after).
   std::optional<double> cpu_seconds_now() const;
   // Exits so far, by kind (kExitKindNames order); callable from any thread.
-  std::array<std::uint64_t, static_cast<std::size_t>(ExitKind::kCount)> exit_counts() const;
+  ExitCounts exit_counts() const;
   ParkCounts park_counts() const { return park_.counts(); }
   // Ends every park for good (the run is stopping).
   void stop_parking() { park_.stop(); }
@@ -146,34 +92,26 @@ class VcpuRunner {
   // is stable): how long to park the vCPU, or a one-line reason to refuse the
   // point (a guest error). Unset, every preemption point is a guest error: a
   // guest cannot park itself without an armed --inject schedule. Set before start().
-  struct PreemptVerdict {
-    std::chrono::nanoseconds park{0};
-    std::string refused;
-  };
+  using PreemptVerdict = GuestProgramContext::PreemptVerdict;
   std::function<PreemptVerdict(unsigned vcpu, std::span<const std::byte> memory, const std::uint64_t (&args)[3])>
       on_preempt_point;
 
-  // --trace: this vCPU's timeline lane (guest, exits, halts, parks) and,
-  // with a live run-state page, its host lane and record reader; written by
-  // its thread only; set before start(). Null: no tracing, no cost.
-  void set_trace(trace::TraceBuffer* lane, trace::TraceBuffer* host_lane, trace::PreemptionTracker* preemptions) {
-    trace_ = lane;
-    trace_host_ = host_lane;
-    trace_preemptions_ = preemptions;
-  }
+  // Who watches this vCPU's loop (vcpu_observer.h; the timeline); set
+  // before start(). Null: nothing is watched, no clock is read.
+  void set_observer(VcpuObserver* observer) { observer_ = observer; }
   // The vCPU's KVM fd, for reads while it is not in KVM_RUN (KVM_GET_MSRS).
   int vcpu_fd() const { return vcpu_.fd(); }
   // The vCPU thread's kernel thread id once it has started (0 before).
   pid_t thread_id() const { return thread_id_.load(std::memory_order_acquire); }
 
-  unsigned index() const { return vcpu_.index(); }
-  bool finished() const { return finished_.load(); }
+  unsigned index() const override { return vcpu_.index(); }
+  bool finished() const { return lifecycle_.load() == Lifecycle::kLeft; }
   VcpuState state() const { return state_.load(); }
   std::uint64_t last_hypercall() const { return last_hypercall_.load(std::memory_order_relaxed); }
-  std::uint64_t rip() const { return rip_.load(std::memory_order_relaxed); }
+  std::uint64_t rip() const { return exited() ? rip_.load(std::memory_order_relaxed) : 0; }
   // Whether the guest has exited to the VMM at least once (rip() is
   // meaningful only then).
-  bool exited() const { return exited_.load(std::memory_order_relaxed); }
+  bool exited() const { return rip_.load(std::memory_order_relaxed) != kNoRip; }
   // "vCPU 1: halted, kick not pending, last hypercall 0x4c560001, RIP 0x10bb34"
   // ("no exit yet" instead of a RIP): the state lines of deadlock, timeout
   // and signal reports. Callable from any thread while the vCPU runs.
@@ -186,39 +124,48 @@ class VcpuRunner {
   std::function<void()> on_finished;
 
  private:
+  enum class Lifecycle { kCreated, kActive, kLeft };
+  static constexpr std::uint64_t kNoRip = ~std::uint64_t{0};
+
   void thread_main(std::vector<int> affinity);
   void run_loop();
-  // Each returns false when this vCPU must leave its loop.
-  // Out of KVM_RUN now (immediate_exit + SIGUSR1), for a park.
-  void kick_out();
   // Sleeps through a pending park; false when the run is stopping.
   bool serve_park();
+  // Each returns false when this vCPU must leave its loop.
   bool handle_exit();
-  bool handle_io();
-  // Ports 0xE4 and 0xE5: the hypercall table decides, this applies.
-  bool handle_hypercall(pvlock::Transport transport, kvm_regs& regs);
-  bool handle_ucall(std::uint64_t gpa);
-  bool handle_fault(const kvm_regs& regs);
-  bool handle_serial_out(const std::uint8_t* data, std::uint32_t size, std::uint32_t count);
-  bool halt();
-  bool guest_error(std::string what);
-  bool host_error(const char* what, const char* detail = "") noexcept;
+  bool handle_port_io(const VcpuExit::PortIo& io);
+  bool handle_mmio(const VcpuExit::Mmio& mmio);
   std::string where() const;
+
+  // VcpuContext and GuestProgramContext: what the bus's devices may do.
+  kvm_regs& regs() override { return vcpu_.sync_regs(); }
+  void commit_regs() override { vcpu_.commit_sync_regs(); }
+  bool guest_error(std::string what) override;
+  bool host_error(std::string what) override;
+  bool halt() override;
+  bool end_run(std::uint64_t status, std::string why) override;
+  void note_hypercall(std::uint64_t number) override { last_hypercall_.store(number, std::memory_order_relaxed); }
+  void note_fault_rip(std::uint64_t rip) override { rip_.store(rip, std::memory_order_relaxed); }
+  bool program_done(std::uint64_t exit_code) override;
+  bool program_failed(std::string what) override;
+  PreemptVerdict preempt_point(std::span<const std::byte> memory, const std::uint64_t (&args)[3]) override;
+  void park(std::chrono::nanoseconds duration) override { park_.inject(duration); }
+  // The last resort of a failed allocation: ends the run without building a
+  // message when even that fails.
+  bool host_error_noexcept(const char* what, const char* detail = "") noexcept;
 
   kvm::Vcpu vcpu_;
   unsigned apic_id_;
-  kvm::GuestMemory& memory_;
+  const IoBus& bus_;
   RunControl& control_;
   kvm::BinaryStats stats_;
   std::thread thread_;
   pthread_t handle_{};
-  std::atomic<bool> started_{false};
+  std::atomic<Lifecycle> lifecycle_{Lifecycle::kCreated};
   std::atomic<pid_t> thread_id_{0};
-  std::atomic<bool> finished_{false};
   std::atomic<VcpuState> state_{VcpuState::kStarting};
   std::atomic<std::uint64_t> last_hypercall_{0};
-  std::atomic<std::uint64_t> rip_{0};
-  std::atomic<bool> exited_{false};
+  std::atomic<std::uint64_t> rip_{kNoRip};
   VcpuPark park_;
 
   // A load and a store, not a read-modify-write: this thread is the only
@@ -229,26 +176,17 @@ class VcpuRunner {
     counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     last_exit_ = kind;
   }
-  // The exit just handled, from `left` (KVM_RUN returned) to now.
-  void trace_exit(std::uint64_t left);
-  // Reads this vCPU's run-state record into its host lane (--trace, live page).
-  void trace_preemptions();
-  trace::TraceBuffer* trace_ = nullptr;
-  trace::TraceBuffer* trace_host_ = nullptr;
-  trace::PreemptionTracker* trace_preemptions_ = nullptr;
+  VcpuObserver* observer_ = nullptr;
   ExitKind last_exit_ = ExitKind::kSignal;
 
   // Written by the vCPU thread only; read live by exit_counts().
-  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(ExitKind::kCount)> exits_{};
-  GuestReport guest_report_;
-  std::optional<std::uint64_t> guest_exit_code_;
+  std::array<std::atomic<std::uint64_t>, kExitKindCount> exits_{};
   double cpu_seconds_ = 0;
   std::optional<std::uint64_t> runqueue_wait_ns_;
   std::uint64_t voluntary_switches_ = 0;
   std::uint64_t involuntary_switches_ = 0;
   std::optional<VcpuRunStateCounts> runstate_at_start_;  // registered: the first sample
   std::optional<VcpuRunStateCounts> runstate_;           // the counts while registered
-  std::optional<metrics::ThreadUsage> window_start_, window_end_;  // at the guest's window marks
   std::vector<int> affinity_;
   std::map<std::string, std::uint64_t> kvm_stats_;
 };

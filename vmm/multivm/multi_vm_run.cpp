@@ -13,7 +13,6 @@
 #include <sstream>
 #include <thread>
 
-#include "vmm/lab/point_runner.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/stop_signals.h"
 #include "vmm/multivm/host_hogs.h"
@@ -141,7 +140,7 @@ MultiRunResult run_vms(const MultiRunOptions& o) {
       // A VM that ends before the gate opens, or with a non-zero exit code,
       // has failed: the others are stopped.
       if (vm.exit_code && vm.stopped_by.empty() && !stopping && (!gate_open || *vm.exit_code != 0)) {
-        out.failure = fmt::format("VM '{}' failed: {}{}", vm.plan->label, lab::outcome_for_exit_code(*vm.exit_code),
+        out.failure = fmt::format("VM '{}' failed: {}{}", vm.plan->label, machine::outcome_for_exit_code(*vm.exit_code),
                                   gate_open ? "" : " before the start gate opened");
         stop_all(fmt::format("stopped because VM '{}' failed", vm.plan->label), &vm);
       }
@@ -195,7 +194,7 @@ MultiRunResult run_vms(const MultiRunOptions& o) {
     r.label = vm.plan->label;
     r.spec = vm.plan->spec;
     r.exit_code = *vm.exit_code;
-    r.outcome = lab::outcome_for_exit_code(r.exit_code);
+    r.outcome = machine::outcome_for_exit_code(r.exit_code);
     r.stopped_by = vm.stopped_by;
     r.log = read_text(vm.log);
     std::ifstream in(vm.json);

@@ -71,7 +71,7 @@ std::vector<abi::WorkloadStats> run_native(const NativeRunConfig& config,
 // Host threads running a workload cannot be stopped mid-run: the workload
 // loops on the TSC until its deadline or iteration count, with no wait that
 // could be cut short. While this count is non-zero, the lockvisor command's
-// signal watcher (StopSignals, vmm/machine/machine.h) ends the process at
+// signal watcher (StopSignals, vmm/machine/stop_signals.h; main() hands it this count) ends the process at
 // once on SIGINT/SIGTERM/SIGHUP (one line, exit 130) instead of waiting for
 // the run. Every other wait of a native run is bounded: the start/end
 // barriers by the other threads, BenchEnv::wait() by its futex timeout.

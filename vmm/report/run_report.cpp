@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "vmm/host/cpu_set.h"
-#include "vmm/machine/guest_text.h"
+#include "vmm/util/guest_text.h"
 #include "vmm/metrics/summary.h"
 #include "vmm/report/settings_json.h"
 #include "vmm/util/error.h"
@@ -30,12 +30,12 @@ using pvlock::kick_mode_name;
 // string that did not originate in the VMM goes through this. Guest strings
 // were already made valid when they arrived (report_channel.cpp), so this
 // only catches what comes from elsewhere (--param, paths in reasons).
-std::string utf8(std::string_view text, bool* replaced) { return machine::valid_utf8(text, replaced); }
+std::string utf8(std::string_view text, bool* replaced) { return lockvisor::valid_utf8(text, replaced); }
 
 std::vector<std::string> utf8(const std::vector<std::string>& lines, bool* replaced) {
   std::vector<std::string> out;
   out.reserve(lines.size());
-  for (const auto& line : lines) out.push_back(machine::valid_utf8(line, replaced));
+  for (const auto& line : lines) out.push_back(lockvisor::valid_utf8(line, replaced));
   return out;
 }
 

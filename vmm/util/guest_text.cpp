@@ -1,10 +1,10 @@
-#include "vmm/machine/guest_text.h"
+#include "vmm/util/guest_text.h"
 
 #include <cstdint>
 
 #include <fmt/format.h>
 
-namespace lockvisor::machine {
+namespace lockvisor {
 namespace {
 
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
@@ -92,4 +92,4 @@ std::string console_escape(std::string_view bytes) {
   return out;
 }
 
-}  // namespace lockvisor::machine
+}  // namespace lockvisor

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace lockvisor::machine {
+namespace lockvisor {
 
 // `bytes` as valid UTF-8: every byte sequence that is not well-formed UTF-8
 // (stray continuation bytes, overlong forms, surrogates, code points above
@@ -22,4 +22,4 @@ std::string valid_utf8(std::string_view bytes, bool* replaced = nullptr);
 // a guest can neither end the line nor move the cursor.
 std::string console_escape(std::string_view bytes);
 
-}  // namespace lockvisor::machine
+}  // namespace lockvisor

@@ -1,0 +1,159 @@
+#include "vmm/cli/linux_guest_run.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "vmm/linux/init_image.h"
+#include "vmm/linux/initramfs.h"
+#include "vmm/linux/linux_boot_plan.h"
+#include "vmm/util/error.h"
+#include "vmm/util/input_file.h"
+
+namespace lockvisor::cli {
+
+const std::vector<std::string>& linux_workloads() {
+  static const std::vector<std::string> kNames = {"hello", "idle", "futex-hash", "lockref", "pipe", "spawn"};
+  return kNames;
+}
+
+bool is_linux_workload(const std::string& name) {
+  const auto& names = linux_workloads();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+namespace {
+
+// What lockvisor always puts first on the kernel command line, and why:
+//   console=ttyS0   the 16550A on COM1 is the only console;
+//   quiet           the kernel prints only warnings: every console byte is a
+//                   port I/O exit, and the init reads the lines the report
+//                   needs from the kernel log itself (--append loglevel=7
+//                   brings the whole log back);
+//   panic=-1        a panic resets at once, which ends the run;
+//   pci=off         the machine has no PCI bus (nothing answers 0xCF8);
+//   io_delay=none   no port 0x80 writes between legacy port accesses (each
+//                   would be an exit for nothing).
+constexpr const char* kBaseCommandLine = "console=ttyS0 quiet panic=-1 pci=off io_delay=none";
+
+std::string seconds_text(std::uint64_t ms) { return fmt::format("{}.{:03}", ms / 1000, ms % 1000); }
+
+std::uint64_t stat_sum(const machine::RunResult& result, const char* name) {
+  std::uint64_t sum = 0;
+  for (const auto& v : result.vcpus)
+    if (auto it = v.kvm.find(name); it != v.kvm.end()) sum += it->second;
+  return sum;
+}
+
+}  // namespace
+
+PreparedLinuxGuest::PreparedLinuxGuest(const LinuxOptions& options, const machine::MachineConfig& config)
+    : options_(options) {
+  const auto policy = machine::parse_guest_lock(options.guest_lock);
+  if (!policy) fail("--guest-lock {}: must be pv, tas or native", options.guest_lock);
+  policy_ = *policy;
+  if (!is_linux_workload(options.workload))
+    fail("--workload {}: a Linux guest runs one of {}", options.workload, fmt::join(linux_workloads(), ", "));
+  kernel_ = read_input_file(options.kernel, "--kernel", kMaxKernelBytes);
+  own_init_ = options.initrd.empty();
+  std::vector<std::byte> initramfs;
+  if (own_init_) {
+    initramfs = linux_guest::build_initramfs(linux_guest::embedded_linux_init());
+    initrd_.resize(initramfs.size());
+    std::memcpy(initrd_.data(), initramfs.data(), initramfs.size());
+  } else {
+    initrd_ = read_input_file(options.initrd, "--initrd", kMaxInitrdBytes);
+  }
+  cmdline_ = kBaseCommandLine;
+  if (own_init_) {
+    cmdline_ += fmt::format(" lockvisor.workload={} lockvisor.duration={} lockvisor.threads={} lockvisor.seed={}",
+                            options.workload, seconds_text(options.duration_ms), options.threads, config.seed);
+  }
+  if (!options.append.empty()) cmdline_ += " " + options.append;
+
+  linuxboot::LinuxBootInput input;
+  input.kernel = kernel_;
+  input.kernel_name = options.kernel;
+  input.initrd = std::span<const std::uint8_t>(initrd_);
+  input.initrd_name = own_init_ ? "lockvisor's initramfs" : options.initrd;
+  input.cmdline = cmdline_;
+  input.memory_bytes = config.memory_mib << 20;
+  input.vcpu_count = config.vcpus;
+  plan_ = linuxboot::plan_linux_boot(input);
+}
+
+machine::LinuxGuest PreparedLinuxGuest::machine_guest() {
+  machine::LinuxGuest guest;
+  guest.plan = plan_;
+  guest.cpuid.lock = policy_;
+  guest.cpuid.kvmclock = options_.kvmclock;
+  linux_guest::InitReportParser* parser = parser_.get();
+  guest.on_console_line = [parser](std::string_view line) -> std::optional<std::uint64_t> {
+    parser->feed_line(line);
+    return parser->report().exit_status;
+  };
+  return guest;
+}
+
+linux_guest::InitReport PreparedLinuxGuest::init_report() { return parser_->finish(); }
+
+linuxboot::KernelSpinlock PreparedLinuxGuest::kernel_spinlock(const linux_guest::InitReport& report) const {
+  // The init's copy of the kernel log comes first; the console's (with a
+  // louder loglevel, or a guest of the user's own) after it.
+  return linuxboot::classify_kernel_spinlock(report.spinlock_log, true);
+}
+
+nlohmann::json linux_guest_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                                const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result) {
+  nlohmann::json j = linux_guest::init_report_json(report);
+  j["guest"] = "linux";
+  j["kernel_command_line"] = guest.command_line();
+  j["guest_lock_requested"] = std::string(machine::guest_lock_name(guest.policy()));
+  j["guest_spinlock"] = spinlock.policy;
+  j["guest_spinlock_line"] = spinlock.line;
+  j["guest_spinlock_why"] = spinlock.why;
+  j["kernel_lines"] = result.kernel_lines;
+  // KVM's own counts (binary statistics, summed over the vCPUs): with the
+  // in-kernel irqchip a halt and a KICK_CPU never reach the VMM.
+  nlohmann::json kvm = nlohmann::json::object();
+  for (const char* name : {"halt_exits", "halt_wakeup", "hypercalls", "directed_yield_attempted",
+                           "directed_yield_successful", "exits", "irq_injections"})
+    kvm[name] = stat_sum(result, name);
+  j["kvm_totals"] = std::move(kvm);
+  return j;
+}
+
+void print_linux_summary(const linux_guest::InitReport& report, const linuxboot::KernelSpinlock& spinlock,
+                         const machine::GuestLockPolicy asked, const machine::RunResult& result) {
+  fmt::print("linux: the kernel uses {} spinlocks ({}){}\n", spinlock.policy, spinlock.why,
+             spinlock.policy == machine::guest_lock_name(asked) ? ""
+                                                                  : fmt::format("; asked for {}", machine::guest_lock_name(asked)));
+  if (report.cpus)
+    fmt::print("linux: {} CPUs online ({})\n", report.cpus->sysfs.value_or(report.cpus->sysconf), report.cpus->list);
+  if (report.result && report.result->elapsed_ns > 0) {
+    const double seconds = static_cast<double>(report.result->elapsed_ns) * 1e-9;
+    fmt::print("linux: {} {} operations in {:.3f} s on {} threads: {:.0f} ops/s\n", report.workload,
+               report.result->ops, seconds, report.result->threads, static_cast<double>(report.result->ops) / seconds);
+  }
+  fmt::print("kvm: halt exits {}, halt wake-ups {}, hypercalls {} (KICK_CPU and other PV calls), directed yields {}\n",
+             stat_sum(result, "halt_exits"), stat_sum(result, "halt_wakeup"), stat_sum(result, "hypercalls"),
+             stat_sum(result, "directed_yield_attempted"));
+  for (const auto& e : report.errors) fmt::print("linux: init error: {}\n", e);
+  for (const auto& p : report.problems) fmt::print("linux: init report: {}\n", p);
+}
+
+int linux_exit_code(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                    const machine::RunResult& result) {
+  if (result.outcome != machine::Outcome::kCompleted) return 0;
+  for (const auto& line : result.kernel_lines)
+    if (line.find("Kernel panic") != std::string::npos) return machine::exit_code(machine::Outcome::kGuestFault);
+  if (!guest.own_init()) return 0;
+  if (!report.exit_status) return machine::exit_code(machine::Outcome::kGuestFault);
+  if (*report.exit_status != 0) return machine::exit_code(machine::Outcome::kGuestFailed);
+  if (!report.complete) return machine::exit_code(machine::Outcome::kGuestFault);
+  return 0;
+}
+
+}  // namespace lockvisor::cli

@@ -1,0 +1,88 @@
+// lockvisor run --kernel: an unmodified Linux kernel as the guest, with
+// lockvisor's own initramfs (its /init runs one kernel-lock workload and
+// reports on the console) unless --initrd names another.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vmm/linux/init_report.h"
+#include "vmm/linux/kernel_spinlock.h"
+#include "vmm/machine/linux_guest.h"
+#include "vmm/machine/machine_config.h"
+#include "vmm/machine/run_result.h"
+
+namespace lockvisor::cli {
+
+struct LinuxOptions {
+  std::string kernel;   // --kernel: a bzImage
+  std::string initrd;   // --initrd: replaces lockvisor's initramfs
+  std::string append;   // --append: more kernel command line, after lockvisor's
+  std::string guest_lock = "pv";  // --guest-lock pv|tas|native
+  std::string workload = "hello";  // the in-guest init's workload
+  std::uint64_t duration_ms = 1000;
+  unsigned threads = 0;  // 0: one per online CPU
+  bool kvmclock = true;  // --kvmclock on|off
+};
+
+// The in-guest init's workloads.
+const std::vector<std::string>& linux_workloads();
+bool is_linux_workload(const std::string& name);
+
+// A Linux guest's memory unless --memory says otherwise: a distribution
+// kernel, its initramfs and a workload's threads fit with room to spare.
+inline constexpr std::uint64_t kLinuxDefaultMemoryMib = 512;
+// --timeout unless given: booting takes seconds on hardware KVM and minutes
+// in the emulated nested machine; the workload's time comes on top.
+inline constexpr double kLinuxBootAllowanceS = 900;
+
+// The most a kernel or an initrd file may be.
+inline constexpr std::uint64_t kMaxKernelBytes = 256ull << 20;
+inline constexpr std::uint64_t kMaxInitrdBytes = 2048ull << 20;
+
+// A Linux guest ready to build: the files read and checked, the initramfs
+// assembled, the command line composed and the boot planned. Everything
+// here fails (one line, exit code 2) before any KVM object exists.
+class PreparedLinuxGuest {
+ public:
+  PreparedLinuxGuest(const LinuxOptions& options, const machine::MachineConfig& config);
+
+  const std::string& command_line() const { return cmdline_; }
+  machine::GuestLockPolicy policy() const { return policy_; }
+  // The Machine's view (linux_guest.h); its console lines feed this
+  // object's parser, which must outlive the run.
+  machine::LinuxGuest machine_guest();
+  // After the run: what the init reported, and what the kernel chose.
+  linux_guest::InitReport init_report();
+  linuxboot::KernelSpinlock kernel_spinlock(const linux_guest::InitReport& report) const;
+  bool own_init() const { return own_init_; }
+
+ private:
+  LinuxOptions options_;
+  std::vector<std::uint8_t> kernel_;
+  std::vector<std::uint8_t> initrd_;
+  std::string cmdline_;
+  machine::GuestLockPolicy policy_;
+  bool own_init_ = true;
+  linuxboot::LinuxBootPlan plan_;
+  std::unique_ptr<linux_guest::InitReportParser> parser_ = std::make_unique<linux_guest::InitReportParser>();
+};
+
+// The Linux half of the JSON report: the kernel's choice, the init's
+// figures, KVM's halt and hypercall counts.
+nlohmann::json linux_guest_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                                const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result);
+// Lines for people, after the run table.
+void print_linux_summary(const linux_guest::InitReport& report, const linuxboot::KernelSpinlock& spinlock,
+                         const machine::GuestLockPolicy asked, const machine::RunResult& result);
+// The exit code the Linux half adds (0 when it adds nothing): the init
+// reported a failure (1), or lockvisor's init never finished (3: nothing
+// usable was measured).
+int linux_exit_code(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                    const machine::RunResult& result);
+
+}  // namespace lockvisor::cli

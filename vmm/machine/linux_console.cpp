@@ -1,0 +1,52 @@
+#include "vmm/machine/linux_console.h"
+
+#include "vmm/machine/run_control.h"
+
+namespace lockvisor::machine {
+
+LinuxConsole::LinuxConsole(RunControl& control, LineObserver on_line)
+    : control_(control), on_line_(std::move(on_line)) {}
+
+bool is_report_worthy_kernel_line(std::string_view line) {
+  static constexpr std::string_view kMarks[] = {"PV spinlocks", "smpboot: ", "Brought up", "Kernel panic",
+                                                "BUG: ",        "Oops",      "soft lockup", "hard LOCKUP",
+                                                "Run /init",    "clocksource: Switched", "kvm-clock", "tsc: "};
+  for (auto mark : kMarks)
+    if (line.find(mark) != std::string_view::npos) return true;
+  return false;
+}
+
+bool LinuxConsole::put(devices::VcpuContext& vcpu, std::uint8_t byte) {
+  if (auto over = control_.budget().charge_serial_bytes(1)) return vcpu.guest_error(std::move(*over));
+  if (!control_.serial().put(vcpu.index(), static_cast<char>(byte))) {
+    const auto why = control_.serial().write_error();
+    return vcpu.host_error(why ? *why : "serial output: write failed");
+  }
+  std::lock_guard lock(mutex_);
+  if (byte == '\n') {
+    end_line();
+  } else if (byte != '\r') {
+    line_.push_back(static_cast<char>(byte));
+    if (line_.size() >= kMaxLineBytes) end_line();
+  }
+  return true;
+}
+
+void LinuxConsole::end_line() {
+  if (is_report_worthy_kernel_line(line_) && kept_.size() < kMaxKeptLines) kept_.push_back(line_);
+  if (on_line_)
+    if (const auto status = on_line_(line_)) control_.set_guest_status(*status);
+  line_.clear();
+}
+
+void LinuxConsole::flush() {
+  std::lock_guard lock(mutex_);
+  if (!line_.empty()) end_line();
+}
+
+std::vector<std::string> LinuxConsole::kept_lines() const {
+  std::lock_guard lock(mutex_);
+  return kept_;
+}
+
+}  // namespace lockvisor::machine

@@ -1,0 +1,46 @@
+// --trace as a run service (docs/trace.md): before the VM's first
+// instruction it allocates the trace's lanes, gives lock workloads of the
+// freestanding guest a lock-trace log in guest memory, watches every vCPU
+// (VcpuTraceObserver), the backend's kicks and the host's preemptions
+// (RunStateSampler); after the run it measures the guest clock's relation to
+// the trace clock again and turns the guest's lock log into slices.
+#pragma once
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "vmm/machine/run_service.h"
+#include "vmm/trace/lock_log.h"
+#include "vmm/trace/runstate_sampler.h"
+#include "vmm/trace/trace.h"
+#include "vmm/trace/trace_clock.h"
+#include "vmm/trace/vcpu_trace_observer.h"
+
+namespace lockvisor::trace {
+
+class TraceService final : public machine::RunService {
+ public:
+  // `trace` must outlive the run.
+  explicit TraceService(Trace& trace) : trace_(trace) {}
+
+  void before_boot(machine::BootContext& boot) override;
+  void start(machine::RunContext& context) override { sampler_->start(context); }
+  void stop() override {
+    sampler_->stop();
+    finish();
+  }
+
+ private:
+  void finish();
+
+  Trace& trace_;
+  const machine::BootContext* boot_ = nullptr;
+  LockLogPlacement lock_log_;
+  ClockPair clock_start_;
+  std::optional<TscOffset> offset_start_;
+  std::vector<std::optional<std::int64_t>> offsets_attr_;  // each vCPU's, before the run
+  std::vector<std::unique_ptr<VcpuTraceObserver>> observers_;
+  std::optional<RunStateSampler> sampler_;
+};
+
+}  // namespace lockvisor::trace
