@@ -1,0 +1,52 @@
+#include "guest/linux/cpus.h"
+
+#include <charconv>
+#include <fstream>
+#include <iterator>
+
+#include <unistd.h>
+
+namespace lockvisor::linux_init {
+namespace {
+
+std::optional<unsigned> parse_cpu_number(std::string_view text) {
+  unsigned value = 0;
+  if (text.empty()) return std::nullopt;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value > 65535) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::optional<unsigned> count_cpu_list(std::string_view list) {
+  unsigned count = 0;
+  if (list.empty()) return std::nullopt;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view range = list.substr(0, comma);
+    list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
+    const std::size_t dash = range.find('-');
+    const auto first = parse_cpu_number(range.substr(0, dash));
+    const auto last = dash == std::string_view::npos ? first : parse_cpu_number(range.substr(dash + 1));
+    if (!first || !last || *last < *first) return std::nullopt;
+    count += *last - *first + 1;
+  }
+  return count;
+}
+
+OnlineCpus online_cpus() {
+  OnlineCpus cpus;
+  cpus.sysconf = ::sysconf(_SC_NPROCESSORS_ONLN);
+  std::ifstream file("/sys/devices/system/cpu/online");
+  if (file) {
+    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    if (text.size() > 200) text.resize(200);
+    cpus.sysfs = count_cpu_list(text);
+    cpus.sysfs_list = text;
+  }
+  return cpus;
+}
+
+}  // namespace lockvisor::linux_init
