@@ -1,10 +1,10 @@
 #include "guest/linux/cpus.h"
 
 #include <charconv>
-#include <fstream>
-#include <iterator>
 
 #include <unistd.h>
+
+#include "guest/linux/read_file.h"
 
 namespace lockvisor::linux_init {
 namespace {
@@ -38,11 +38,9 @@ std::optional<unsigned> count_cpu_list(std::string_view list) {
 OnlineCpus online_cpus() {
   OnlineCpus cpus;
   cpus.sysconf = ::sysconf(_SC_NPROCESSORS_ONLN);
-  std::ifstream file("/sys/devices/system/cpu/online");
-  if (file) {
-    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (auto read = read_small_file("/sys/devices/system/cpu/online", 200)) {
+    std::string text = std::move(*read);
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    if (text.size() > 200) text.resize(200);
     cpus.sysfs = count_cpu_list(text);
     cpus.sysfs_list = text;
   }

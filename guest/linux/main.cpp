@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +20,7 @@
 #include "guest/linux/kernel_log.h"
 #include "guest/linux/parameters.h"
 #include "guest/linux/pid1.h"
+#include "guest/linux/read_file.h"
 #include "guest/linux/report_line.h"
 #include "guest/linux/workload.h"
 #include "guest/linux/workloads/workloads.h"
@@ -55,14 +54,13 @@ ParsedParameters read_parameters(bool pid1, int argc, char** argv) {
     std::vector<std::string_view> args(argv + 1, argv + argc);
     return parse_program_options(args);
   }
-  std::ifstream file("/proc/cmdline");
-  if (!file) {
+  const auto cmdline = read_small_file("/proc/cmdline");
+  if (!cmdline) {
     ParsedParameters parsed;
     parsed.errors.push_back("cannot read /proc/cmdline");
     return parsed;
   }
-  const std::string cmdline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  return parse_kernel_command_line(cmdline);
+  return parse_kernel_command_line(*cmdline);
 }
 
 bool known_workload(std::string_view name) {
