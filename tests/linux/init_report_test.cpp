@@ -3,6 +3,8 @@
 // out-of-range lines, bad escapes, wrong checksums and binary garbage.
 #include "vmm/linux/init_report.h"
 
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -422,6 +424,30 @@ TEST(InitReport, BinaryGarbageNeverBreaksIt) {
   EXPECT_LE(r.problems.size(), kMaxProblems);
   EXPECT_FALSE(r.exit_status);  // no exit line was ever fed
   EXPECT_NO_THROW(init_report_json(r).dump());
+}
+
+// A real console: Debian 12's kernel 6.1.0-57-amd64 booted by QEMU (TCG,
+// two CPUs, no KVM, so the kernel printed no PV spinlock line) with this
+// initramfs and lockvisor.workload=lockref lockvisor.duration=0.5
+// lockvisor.threads=2, firmware and kernel messages included.
+TEST(InitReport, ARealGuestConsole) {
+  std::ifstream in(LOCKVISOR_LINUX_TEST_DATA "/qemu-tcg-debian-6.1-lockref.console", std::ios::binary);
+  ASSERT_TRUE(in);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const InitReport r = parse_init_report(text);
+  EXPECT_TRUE(r.complete) << (r.problems.empty() ? "" : r.problems[0]);
+  EXPECT_EQ(r.lines_rejected, 0u);
+  EXPECT_GT(r.lines_ignored, 300u);
+  EXPECT_TRUE(r.pid1);
+  EXPECT_EQ(r.workload, "lockref");
+  ASSERT_EQ(r.mounts.size(), 3u);
+  for (const auto& m : r.mounts) EXPECT_EQ(m.error, 0u) << m.target;
+  EXPECT_EQ(r.spinlock_log_source, "kmsg");
+  EXPECT_TRUE(r.spinlock_log.empty());
+  EXPECT_EQ(r.cpus->sysfs, 2u);
+  EXPECT_EQ(r.per_thread_ops(), (std::vector<std::uint64_t>{5128, 5626}));
+  EXPECT_EQ(r.exit_status, 0u);
+  EXPECT_EQ(init_report_json(r)["guest_cpus_online"], 2);
 }
 
 TEST(InitReport, ParseWholeText) {
