@@ -26,6 +26,9 @@
 //  * crc32 is the last field: CRC-32 (IEEE 802.3, the zlib one) of every byte
 //    of the line before " crc32=", the prefix included, in lower-case hex.
 //  * The line ends with '\n'; a '\r' the serial port adds is ignored.
+//  * A reader ignores fields it does not know (a later init speaking
+//    version 1 may add some) and refuses records it does not know; a start
+//    line with another version makes it refuse the whole report.
 //
 // Records, in the order the init writes them (only start and exit are always
 // written; a record appears at most once unless marked "repeated"):

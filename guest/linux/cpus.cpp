@@ -26,6 +26,7 @@ std::optional<unsigned> count_cpu_list(std::string_view list) {
     const std::size_t comma = list.find(',');
     const std::string_view range = list.substr(0, comma);
     list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
+    if (comma != std::string_view::npos && list.empty()) return std::nullopt;  // "0-3,"
     const std::size_t dash = range.find('-');
     const auto first = parse_cpu_number(range.substr(0, dash));
     const auto last = dash == std::string_view::npos ? first : parse_cpu_number(range.substr(dash + 1));
