@@ -326,5 +326,39 @@ TEST(AcpiIasl, AcpicaDisassemblesEveryTable) {
   }
 }
 
+// ACPICA itself (acpiexec, the same interpreter Linux uses, in Debian's
+// acpica-tools) installs the FADT, FACS, MADT and DSDT, loads the DSDT's
+// namespace and evaluates \_S5_ to the package the power-off path reads.
+TEST(AcpiIasl, AcpicaLoadsTheTablesAndEvaluatesS5) {
+  if (std::system("command -v acpiexec >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "acpiexec not installed (Debian: acpica-tools)";
+  for (const auto model : {AcpiPowerModel::kFixedHardware, AcpiPowerModel::kHardwareReduced}) {
+    AcpiOptions o;
+    o.power_model = model;
+    const Parsed p = build(4, o);
+    char dir_template[] = "/tmp/lockvisor-acpi-XXXXXX";
+    ASSERT_NE(mkdtemp(dir_template), nullptr);
+    const std::filesystem::path dir = dir_template;
+    std::string files;
+    for (const std::string signature : {"DSDT", "FACP", "APIC", "FACS"}) {
+      if (!p.by_signature.count(signature)) continue;
+      const auto bytes = p.by_signature.at(signature);
+      std::ofstream(dir / (signature + ".dat"), std::ios::binary)
+          .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      files += " " + signature + ".dat";
+    }
+    const std::string log = run("cd " + dir.string() + " && timeout 60 acpiexec -b 'Evaluate _S5_'" + files);
+    std::filesystem::remove_all(dir);
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("[iasl failed]"))) << log;
+    EXPECT_THAT(log, HasSubstr("1 ACPI AML tables successfully acquired and loaded")) << log;
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("ACPI Warning"))) << log;
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("ACPI Error"))) << log;
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("ACPI BIOS"))) << log;
+    EXPECT_THAT(log, HasSubstr("[Package] Contains 4 Elements:\n"
+                               "    [Integer] = 0000000000000005\n"
+                               "    [Integer] = 0000000000000005\n")) << log;
+  }
+}
+
 }  // namespace
 }  // namespace lockvisor::linuxboot
