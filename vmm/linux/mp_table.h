@@ -11,10 +11,10 @@
 //
 // Debian's linux-image-amd64 has CONFIG_X86_MPPARSE and can use it;
 // linux-image-cloud-amd64 does not and relies on ACPI alone. When a kernel
-// finds both, ACPI wins: Linux reads the MADT first and parses the MP table
-// only when ACPI gave it no local APICs (arch/x86/kernel/setup.c,
-// acpi_boot_init()/get_smp_config(); "acpi=off" makes it fall back to the
-// MP table). The two must therefore describe the same machine: APIC IDs
+// finds both, ACPI wins: setup_arch() runs acpi_boot_init() before
+// get_smp_config(), and default_get_smp_config() (arch/x86/kernel/mpparse.c,
+// Linux 6.1) returns without reading the MP table once the MADT gave it
+// local APICs and an I/O APIC; with "acpi=off" the kernel uses the MP table. The two must therefore describe the same machine: APIC IDs
 // 0..n-1, the I/O APIC (ID n) at 0xFEC00000, ISA IRQs identity-mapped to
 // I/O APIC pins, or IRQ 0 on pin 2 with `irq0_to_gsi2`.
 #pragma once
