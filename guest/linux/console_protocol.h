@@ -85,6 +85,10 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitWorkloadFailed = 1;
 inline constexpr int kExitBadParameters = 2;
 
+// The workloads the init runs (lockvisor.workload=): the VMM's --workload
+// choices with --kernel are these.
+inline constexpr std::string_view kWorkloadNames[] = {"hello", "idle", "futex-hash", "lockref", "pipe", "spawn"};
+
 // The argument that makes the program exit at once: the child the spawn
 // workload executes.
 inline constexpr std::string_view kSpawnChildArgument = "--spawn-child";

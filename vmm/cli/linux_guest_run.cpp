@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "guest/linux/console_protocol.h"
 #include "vmm/linux/init_image.h"
 #include "vmm/linux/initramfs.h"
 #include "vmm/linux/linux_boot_plan.h"
@@ -15,7 +16,8 @@
 namespace lockvisor::cli {
 
 const std::vector<std::string>& linux_workloads() {
-  static const std::vector<std::string> kNames = {"hello", "idle", "futex-hash", "lockref", "pipe", "spawn"};
+  static const std::vector<std::string> kNames(std::begin(linux_init::kWorkloadNames),
+                                               std::end(linux_init::kWorkloadNames));
   return kNames;
 }
 

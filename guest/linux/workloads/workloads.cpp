@@ -1,5 +1,9 @@
 #include "guest/linux/workloads/workloads.h"
 
+#include <iterator>
+
+#include "guest/linux/console_protocol.h"
+
 namespace lockvisor::linux_init {
 
 std::unique_ptr<Workload> make_workload(std::string_view name, const std::string& self) {
@@ -11,7 +15,7 @@ std::unique_ptr<Workload> make_workload(std::string_view name, const std::string
 }
 
 std::vector<std::string_view> workload_names() {
-  return {"hello", "idle", "futex-hash", "lockref", "pipe", "spawn"};
+  return {std::begin(kWorkloadNames), std::end(kWorkloadNames)};
 }
 
 }  // namespace lockvisor::linux_init

@@ -1,0 +1,21 @@
+// Copies a Linux boot EntryState (vmm/linux/x86_entry.h) into KVM's register
+// structures (struct kvm_sregs / kvm_regs, <linux/kvm.h>; the KVM API,
+// Documentation/virt/kvm/api.rst, KVM_SET_SREGS / KVM_SET_REGS).
+//
+// The caller reads the vCPU's current kvm_sregs first (KVM_GET_SREGS) and
+// passes them in: TR, LDTR, the IDT register and the APIC base stay as KVM
+// reset them (the boot protocol does not care about them, and VMX needs a
+// usable TR, which KVM's reset value is). Only the BSP gets this state; with
+// an in-kernel irqchip the APs stay in KVM's reset state until the kernel
+// starts them with INIT/SIPI.
+#pragma once
+#include <linux/kvm.h>
+
+#include "vmm/linux/x86_entry.h"
+
+namespace lockvisor::linuxboot {
+
+kvm_sregs entry_sregs(const EntryState& state, kvm_sregs current);
+kvm_regs entry_regs(const EntryState& state);
+
+}  // namespace lockvisor::linuxboot
