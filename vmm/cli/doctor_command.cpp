@@ -76,6 +76,14 @@ int doctor() {
            system->check_extension(KVM_CAP_ENFORCE_PV_FEATURE_CPUID) <= 0)
     kvm_backend = "cannot run: needs SYNC_REGS, IMMEDIATE_EXIT, IRQCHIP and ENFORCE_PV_FEATURE_CPUID";
   fmt::print("  kvm            {}\n", kvm_backend);
+  const bool linux_ok = backend != kvm::Backend::kPvm && system->check_extension(KVM_CAP_IRQCHIP) > 0 &&
+                        system->check_extension(KVM_CAP_PIT2) > 0;
+  fmt::print("Linux guests   : {}\n",
+             backend == kvm::Backend::kPvm
+                 ? "cannot run: PVM runs only kernels built as PVM guests (no distribution ships one); use hardware "
+                   "KVM or tools/nested-kvm"
+                 : linux_ok ? "can run (run --kernel; docs/linux-guests.md)"
+                            : "cannot run: needs KVM_CAP_IRQCHIP and KVM_CAP_PIT2");
   fmt::print("guest ring 0   : {}\n", backend == kvm::Backend::kPvm
                                           ? "refused: PVM emulates guest CPL0 at ~1 us per instruction"
                                           : "can run (--guest-ring 0)");
