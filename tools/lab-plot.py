@@ -141,6 +141,8 @@ def format_rate(v):
 
 
 def format_ms(v):
+    if v >= 1000:
+        return f"{v / 1000:.3g} s"
     if v >= 100:
         return f"{v:.0f} ms"
     if v >= 1:
@@ -213,7 +215,7 @@ def bars(points, metric, xlabel, title, path, scale=1.0, fixed_range=None, bette
                    plt.Rectangle((0, 0), 1, 1, color="#888888", label=xlabel.split(",")[0] + " (bar)")]
     bottom_text = "bars: median of the runs; whiskers: 95% bootstrap interval" + (f"; {note}" if note else "")
     if handles:
-        fig.legend(handles=handles, loc="lower right", fontsize=8, frameon=False, ncol=2)
+        fig.legend(handles=handles, loc="upper right", fontsize=8, frameon=False, ncol=2)
     fig.text(0.01, 0.005, bottom_text, fontsize=7, color="#555555", ha="left", va="bottom")
     fig.tight_layout(rect=(0, 0.04, 1, 0.95))
     save(fig, path)
@@ -327,7 +329,7 @@ def tradeoff(points, goal, path):
         for p, t, w in entries:
             ax.errorbar([w[0]], [t[0]], xerr=[[max(0, w[0] - w[1])], [max(0, w[2] - w[0])]],
                         yerr=[[max(0, t[0] - t[1])], [max(0, t[2] - t[0])]], fmt="o", color=colours[p.name],
-                        markersize=6, elinewidth=1, capsize=2, zorder=3)
+                        markersize=6, elinewidth=0.8, capsize=2, zorder=3, alpha=0.8)
         x0, x1 = min(xs) / 2.5, max(xs) * 2.5
         if ylog:
             y0, y1 = min(ys) / 2.5, max(ys) * 2.5
