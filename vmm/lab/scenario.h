@@ -1,6 +1,6 @@
 // A lab scenario: settings every point shares, the axes whose product is the
-// matrix, the repeat count, and the claims from the seeds that the report
-// checks this run's numbers against. Read from TOML (docs/lab-example.toml
+// matrix, the repeat count, and the claims (from published work or this
+// project's goals) that the report checks this run's numbers against. Read from TOML (docs/lab-example.toml
 // is the annotated reference; the presets are the same format).
 #pragma once
 #include <cstddef>
@@ -26,14 +26,14 @@ struct Axis {
   std::vector<AxisValue> values;
 };
 
-// A claim from the seeds, checked against the summary.
+// A claim (published work or this project's own), checked against the summary.
 //   `where` names an axis and a label (or a list of labels) per entry.
 //   ratio:   metric(a) / metric(b) along `axis`, at the points matching `where`;
 //            expect "a>b", "a<b" or "a~b" (no difference beyond the spread).
 //   outcome: the share of runs matching `where` that ended with `outcome`;
 //            expect "some" (at least one) or "none".
 struct Claim {
-  std::string source;  // where the seeds say it, e.g. "seed 000, section 3.7"
+  std::string source;  // who says it, where and when: author, subject, list, date
   std::string text;    // what they say
   std::string kind = "ratio";
   std::string metric = "ops_per_sec";
