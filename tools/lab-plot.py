@@ -69,7 +69,9 @@ class Point:
         cpus = cpu_count(row.get("pcpus"))
         cpu_text = "all host CPUs" if cpus is None else f"{cpus} CPU{'' if cpus == 1 else 's'}"
         native = row.get("native") == "true"
-        placement = f"{vcpus} {'threads' if native else 'vCPUs'} on {cpu_text}"
+        # A native twin runs the same placement with host threads for vCPUs:
+        # same panel, its own point ("ticket (native)").
+        placement = f"{vcpus} vCPUs on {cpu_text}"
         extra = [f"{a}={self.labels[a]}" for a in other_axes if a in self.labels and a != "mode"]
         self.panel = ", ".join([placement] + extra)
         self.sort_key = (int(vcpus) if vcpus.isdigit() else 0, cpus or 0, tuple(extra))
@@ -203,6 +205,9 @@ def bars(points, metric, xlabel, title, path, scale=1.0, fixed_range=None, bette
         ax.grid(True, axis="x", alpha=0.3, which="major")
         fmt_value = format_ms if in_ms else format_rate if fixed_range is None else (lambda v: f"{v:.2f}")
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: fmt_value(v) if v > 0 else "0"))
+        if log:
+            lo, hi = ax.get_xlim()
+            label_minor_ticks(ax.xaxis, lo, hi, fmt_value)
         for y, (p, e) in zip(ys, entries):
             # The median as text right of its whisker: exact values without a legend.
             ax.annotate(fmt_value(e[0]), (max(e[2], e[0]), y), xytext=(4, 0), textcoords="offset points",
@@ -352,6 +357,9 @@ def tradeoff(points, goal, path):
             shaded = True
         ax.set_xlim(x0, x1)
         ax.set_ylim(y0, y1)
+        label_minor_ticks(ax.xaxis, x0, x1, format_ms)
+        if ylog:
+            label_minor_ticks(ax.yaxis, y0, y1, format_rate)
         if goal_box:
             ax.text(0.02, 0.98, "goal", transform=ax.transAxes, ha="left", va="top", fontsize=8, color="#2ca02c",
                     fontweight="bold")
@@ -376,6 +384,17 @@ def tradeoff(points, goal, path):
         place_labels(ax, fig, [(w[0], t[0], p.name, colours[p.name], (w[1], w[2], t[1], t[2])) for p, t, w in entries])
     save(fig, path)
     return True
+
+
+def label_minor_ticks(axis, lo, hi, text):
+    """A log axis spanning under two decades has few or no major ticks:
+    label its minor ticks too, in the same units (never 2x10^1)."""
+    if lo > 0 and hi / lo < 100:
+        axis.set_minor_locator(matplotlib.ticker.LogLocator(base=10, subs=(2.0, 3.0, 5.0)))
+        axis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: text(v)))
+        axis.set_tick_params(which="minor", labelsize=6)
+    else:
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def goal_region(goal, entries):
