@@ -187,6 +187,8 @@ def bars(points, metric, xlabel, title, path, scale=1.0, fixed_range=None, bette
             left = 0
             if fixed_range:
                 ax.set_xlim(*fixed_range)
+                # Room right of 1 for the value text, but no tick past the index's maximum.
+                ax.set_xticks([t / 5 for t in range(6)])
             else:
                 ax.set_xlim(0, max(values) * 1.3 if max(values) > 0 else 1)
         widths = [max(m, left) - left for m in meds]
