@@ -64,7 +64,8 @@ machine::RunResult boot(const kvm::KvmSystem& kvm, std::span<const std::byte> im
 // Picoseconds per uncontended lock/unlock pair, from guest- or host-reported stats.
 std::uint64_t ps_per_pair(const abi::WorkloadStats& s) {
   if (s.ops == 0 || s.tsc_khz == 0) fail_guest("uncontended run: no operations or no TSC frequency reported");
-  return static_cast<std::uint64_t>(static_cast<unsigned __int128>(bench::tsc_cycles_to_ns(s.elapsed_cycles, s.tsc_khz)) * 1000 / s.ops);
+  const auto ns = bench::tsc_cycles_to_ns(s.elapsed_cycles, s.tsc_khz);
+  return static_cast<std::uint64_t>(static_cast<unsigned __int128>(ns) * 1000 / s.ops);
 }
 
 // 5. (--contended) lockbench under overcommit, guest vs native, every lock:

@@ -158,13 +158,15 @@ std::string goal_lines(const GoalSpec& goal, const Summary& summary) {
     if (goal.min_throughput_ratio)
       for (const auto* p : points)
         if (lock(p) == goal.relative_to)
-          if (const auto ref = median(p, "ops_per_sec")) floor = std::max(floor.value_or(0), *goal.min_throughput_ratio * *ref);
+          if (const auto ref = median(p, "ops_per_sec"))
+            floor = std::max(floor.value_or(0), *goal.min_throughput_ratio * *ref);
     std::string inside, outside;
     for (const auto* p : points) {
       const auto tput = median(p, "ops_per_sec");
       const auto wait = median(p, "latency_max_ns");
       if (!tput || !wait) continue;
-      const bool ok = (!goal.max_worst_wait_ms || *wait <= *goal.max_worst_wait_ms * 1e6) && (!floor || *tput >= *floor);
+      const bool ok =
+          (!goal.max_worst_wait_ms || *wait <= *goal.max_worst_wait_ms * 1e6) && (!floor || *tput >= *floor);
       auto& list = ok ? inside : outside;
       list += fmt::format("{}{} ({:.0f} acq/s, worst wait {:.2f} ms)", list.empty() ? "" : ", ", lock(p), *tput,
                           *wait * 1e-6);
