@@ -59,9 +59,30 @@ void case_end(const char* name, bool passed) {
   ucall_doorbell(&u);
 }
 
+// The repository's name of a source file, which is what the VMM prints to
+// users: __FILE__ is whatever path the compiler was handed, absolute or
+// relative to the build directory ("../../guest/runtime/lock_tuning.cpp"),
+// by generator and by ccache's base_dir rewriting (ccache also leaves
+// -fmacro-prefix-map out of its hash, so a compiler flag cannot be relied
+// on). Every guest source lives under guest/: the path from the last path
+// component "guest/" on.
+namespace {
+const char* repository_path(const char* file) {
+  constexpr char kTop[] = "guest/";
+  const char* out = file;
+  for (const char* p = file; *p != '\0'; ++p) {
+    if (p != file && p[-1] != '/') continue;
+    unsigned i = 0;
+    while (kTop[i] != '\0' && p[i] == kTop[i]) ++i;
+    if (kTop[i] == '\0') out = p;
+  }
+  return out;
+}
+}  // namespace
+
 void assert_fail(const char* file, u32 line, const char* text) {
   Ucall& u = slot(UcallType::kAssertFail);
-  str_copy(u.file, file, kUcallFileBytes);
+  str_copy(u.file, repository_path(file), kUcallFileBytes);
   str_copy(u.text, text, kUcallTextBytes);
   u.args[0] = line;
   ucall_doorbell(&u);

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -32,6 +33,7 @@
 #include "lockvisor/abi/ucall.h"
 #include "lockvisor/abi/workload.h"
 #include "tests/support/kvm_required.h"
+#include "vmm/report/pingpong_rate.h"
 
 
 namespace {
@@ -270,6 +272,47 @@ void expect_lock_report_keys(const nlohmann::json& j) {
   EXPECT_GT(j["ops_total"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(j["violations"].get<std::uint64_t>(), 0u);
   EXPECT_GT(j["cpu_seconds"].get<double>(), 0.0);
+}
+
+// A pingpong guest's elapsed_ns is untrusted: missing, empty, multi-valued
+// or zero, there is no hand-off rate, and the run is a guest fault (exit 3,
+// "unusable results"), not a completed run with exit 0.
+TEST(CliPingpongRate, UnusableElapsedReportIsAGuestFaultExit3) {
+  namespace m = lockvisor::machine;
+  const auto run_with = [](std::optional<std::vector<std::uint64_t>> elapsed) {
+    m::RunResult r;
+    r.vcpus.resize(2);
+    if (elapsed) r.vcpus[0].results.push_back({"elapsed_ns", *elapsed, 0});
+    return r;
+  };
+  const struct {
+    std::optional<std::vector<std::uint64_t>> elapsed;
+    const char* reason;
+  } cases[] = {
+      {std::vector<std::uint64_t>{}, "pingpong: the guest's elapsed_ns report has 0 values, not 1: no hand-off rate"},
+      {std::vector<std::uint64_t>{5, 6}, "pingpong: the guest's elapsed_ns report has 2 values, not 1: no hand-off rate"},
+      {std::vector<std::uint64_t>{0}, "pingpong: the guest's elapsed_ns is 0: no hand-off rate"},
+      {std::nullopt, "pingpong: the guest reported no elapsed_ns: no hand-off rate"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_with(c.elapsed);
+    EXPECT_FALSE(lockvisor::report::pingpong_rate(r, 10).has_value()) << c.reason;
+    EXPECT_EQ(m::exit_code(r.outcome), 3) << c.reason;
+    EXPECT_EQ(r.reason, c.reason);
+    EXPECT_EQ(r.reason.find('\n'), std::string::npos);
+  }
+  // A usable report: 2 vCPUs x 10 rounds in 2 ms, the run stays completed.
+  auto ok = run_with(std::vector<std::uint64_t>{2000000});
+  const auto rate = lockvisor::report::pingpong_rate(ok, 10);
+  ASSERT_TRUE(rate.has_value());
+  EXPECT_EQ(rate->handoffs, 20u);
+  EXPECT_DOUBLE_EQ(rate->us_per_handoff, 100.0);
+  EXPECT_EQ(m::exit_code(ok.outcome), 0);
+  // A run that did not complete keeps its own outcome.
+  auto timed_out = run_with(std::vector<std::uint64_t>{});
+  timed_out.outcome = m::Outcome::kTimeout;
+  EXPECT_FALSE(lockvisor::report::pingpong_rate(timed_out, 10).has_value());
+  EXPECT_EQ(timed_out.outcome, m::Outcome::kTimeout);
 }
 
 TEST(CliNative, LockbenchJsonHasEveryKey) {
@@ -735,6 +778,23 @@ TEST(CliKvm, MutualExclusionViolationExits1) {
   const auto j = read_json(dir / "r.json");
   EXPECT_EQ(j["violations"], 3);
   EXPECT_EQ(j["vm"]["exit_code"], 1);
+}
+
+// A failed guest check names the repository's file ("guest/programs/
+// pingpong.cpp:26"), not where the tree was built: the guest is compiled
+// with -fmacro-prefix-map (guest/CMakeLists.txt). pingpong needs two vCPUs
+// and checks it.
+TEST(CliKvm, GuestCheckNamesTheRepositoryRelativeFile) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const auto o = lockvisor("run --workload pingpong --vcpus 1");
+  EXPECT_EQ(o.exit_code, 1) << o.output;
+  expect_outcome_line(o, "guest-failed");
+  EXPECT_NE(o.output.find("guest check failed at guest/programs/pingpong.cpp:"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("../"), std::string::npos) << o.output;
+  const auto build_dir = std::filesystem::path(LOCKVISOR_BINARY).parent_path().parent_path().string();
+  EXPECT_EQ(o.output.find(build_dir), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("at /"), std::string::npos) << o.output;
 }
 
 // Exit code 1 through conformance: a case that cannot finish in its time.

@@ -7,7 +7,8 @@ expect_usage() {  # expect_usage WHAT ARGS...
   local what=$1
   shift
   set +e
-  "$LOCKVISOR" lab "$@" > /dev/null 2> "$work/err"
+  # A bound: a lab that reads a device forever fails the test instead of hanging it.
+  timeout 60 "$LOCKVISOR" lab "$@" > /dev/null 2> "$work/err"
   local code=$?
   set -e
   [ "$code" -eq 2 ] || fail "$what: exit code $code, not 2"
@@ -27,4 +28,14 @@ expect_usage "broken TOML" --scenario "$work/broken.toml" --out "$work/b"
 expect_usage "missing file" --scenario "$work/none.toml" --out "$work/c"
 expect_usage "unknown preset" --preset nosuch --out "$work/d"
 expect_usage "bad shard" --scenario "$work/scenario.toml" --shard 4/3 --out "$work/e"
+# A scenario is a regular file of at most 1 MiB: a device, a directory or a
+# huge file is refused before anything is read or run.
+expect_usage "a device as scenario" --scenario /dev/zero --out "$work/f"
+grep -q "/dev/zero: not a regular file" "$work/err" || fail "/dev/zero: $(cat "$work/err")"
+expect_usage "a directory as scenario" --scenario "$work" --out "$work/g"
+grep -q "not a regular file" "$work/err" || fail "directory: $(cat "$work/err")"
+{ cat "$work/scenario.toml"; head -c 1100000 /dev/zero | tr '\0' '#'; } > "$work/huge.toml"
+expect_usage "a scenario over 1 MiB" --scenario "$work/huge.toml" --out "$work/h"
+grep -q "larger than 1024 KiB" "$work/err" || fail "huge: $(cat "$work/err")"
+[ ! -e "$work/f" ] && [ ! -e "$work/h" ] || fail "an --out was made for an unreadable scenario"
 echo "bad input: ok"

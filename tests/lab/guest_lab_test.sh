@@ -11,7 +11,7 @@ require_kvm
 guest_scenario guest 3 ticket pvticket < /dev/null
 "$LOCKVISOR" lab --scenario "$work/guest.toml" --out "$work/out" > "$work/log" || fail "lab: $(tail -3 "$work/log")"
 /usr/bin/python3 - "$work/out" <<'PY' || fail "summary check"
-import csv, json, sys
+import csv, json, os, sys
 d = sys.argv[1]
 runs = [json.loads(l) for l in open(d + "/results.jsonl")]
 assert len(runs) == 6, len(runs)
@@ -24,5 +24,26 @@ for lock in ("ticket", "pvticket"):
 for lock in ("ticket", "pvticket"):
     assert rows[lock]["halts_n"] == "3" and rows[lock]["kicks_n"] == "3", rows[lock]
 assert float(rows["ticket"]["halts_hi"]) == 0, rows["ticket"]
+# The platform's part is measured at the lab's start and printed with its
+# numbers: this host's exits, not a figure from another machine.
+platform = json.load(open(d + "/lab.json"))["machine"]["platform"]
+exits = platform["exits"]
+assert "not_measured" not in exits, exits
+for key in ("bare_pio_exit_us", "doorbell_us", "kick_wake_same_cpu_us"):
+    assert exits[key]["median"] > 0 and exits[key]["samples"] > 0, (key, exits)
+assert "module" in platform["pause_loop_exiting"], platform
+report = open(d + "/report.md").read()
+bare = "%.1f us" % exits["bare_pio_exit_us"]["median"]
+assert "A bare exit from the guest to the VMM and back (port I/O): " + bare in report, bare
+assert "Pause-loop exiting: " in report and "kvm halt_poll_ns: " in report
+# The trade-off picture, shown inline (when matplotlib is there to draw it).
+try:
+    import matplotlib  # noqa: F401
+except ImportError:
+    matplotlib = None
+if matplotlib:
+    assert "](tradeoff.png)" in report
+    assert os.path.getsize(os.path.join(d, "tradeoff.png")) > 10000
+    assert os.path.getsize(os.path.join(d, "tradeoff.svg")) > 10000
 PY
 echo "guest lab: ok"

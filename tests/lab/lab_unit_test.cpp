@@ -312,6 +312,90 @@ values = ["tas", { label = "tas-tuned", lock = "tas", param = "x=1" }]
   EXPECT_NE(md.find("| (all) | tas-tuned | 2002 | tas |"), std::string::npos) << md;
 }
 
+// A verdict cites its public source and says in plain words what it
+// expects; the goal lists the locks inside it; the platform's part prints the
+// numbers measured at the lab's start, not a figure from another machine.
+TEST(LabReport, VerdictsCiteTheirSourceTheGoalNamesItsLocksThePlatformIsMeasured) {
+  const auto s = parse_scenario(std::string(kTwoAxes) + R"(
+[goal]
+text = "at least 0.9x tas with a worst wait of at most 1 ms"
+max_worst_wait_ms = 1
+min_throughput_ratio = 0.9
+relative_to = "tas"
+where = { placement = "4:1" }
+[[claim]]
+source = "Jane Doe, \"[PATCH] locks\", LKML, 1 April 2014"
+text = "tas beats ticket at 4:1"
+a = "tas"
+b = "ticket"
+where = { placement = "4:1" }
+expect = "a>b"
+)",
+                                "t");
+  const auto records = completed_records(s, [](const Point& p) {
+    return (p.key.find("lock=tas") != std::string::npos ? 1000.0 : 100.0) + p.repeat;
+  });
+  const auto summary = summarize(s, records, 2);
+  const nlohmann::json platform = {
+      {"exits",
+       {{"bare_pio_exit_us", {{"median", 23.5}, {"p99", 30.0}}},
+        {"doorbell_us", {{"median", 41.0}, {"p99", 50.0}}},
+        {"kick_wake_same_cpu_us", {{"median", 90.0}, {"p99", 120.0}}}}},
+      {"pause_loop_exiting", {{"module", "none"}, {"values", nlohmann::json::object()}}},
+      {"halt_poll_ns", 200000}};
+  const nlohmann::json manifest = {
+      {"machine", {{"cpu_vendor", "GenuineIntel"}, {"cpu_family", "6"}, {"cpu_model", "167"}, {"platform", platform}}},
+      {"repeats", 2}};
+  const auto md = report_markdown(s, summary, manifest, "no plots");
+  EXPECT_NE(md.find("- Source: Jane Doe, \"[PATCH] locks\", LKML, 1 April 2014\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- Expected here: tas's throughput (acquisitions/s) is higher than ticket's at placement 4:1"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("## This project's goal"), std::string::npos) << md;
+  EXPECT_NE(md.find("- placement=4:1: met by tas ("), std::string::npos) << md;
+  EXPECT_EQ(md.find("placement=1:1: "), std::string::npos) << "the goal applies at 4:1 only\n" << md;
+  EXPECT_NE(md.find("A bare exit from the guest to the VMM and back (port I/O): 23.5 us (p99 30.0 us)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("on two host CPUs: not measured"), std::string::npos) << md;
+  EXPECT_NE(md.find("Pause-loop exiting: absent"), std::string::npos) << md;
+  EXPECT_NE(md.find("kvm halt_poll_ns: 200000"), std::string::npos) << md;
+  EXPECT_NE(md.find("Host: GenuineIntel family 6 model 167"), std::string::npos) << md;
+  // A lab directory from before the measurement says so instead of guessing.
+  const nlohmann::json old_manifest = {{"machine", nlohmann::json::object()}, {"repeats", 2}};
+  EXPECT_NE(report_markdown(s, summary, old_manifest, "").find("Exit costs were not measured"), std::string::npos);
+}
+
+TEST(LabScenario, BadGoalTablesAreOneLineErrors) {
+  const auto goal_error = [](const std::string& goal) { return scenario_error(std::string(kTwoAxes) + goal); };
+  EXPECT_NE(goal_error("[goal]\nmax_worst_wait_ms = 1\n").find("needs 'text'"), std::string::npos);
+  EXPECT_NE(goal_error("[goal]\ntext = \"g\"\n").find("states no bound"), std::string::npos);
+  EXPECT_NE(goal_error("[goal]\ntext = \"g\"\nmin_throughput_ratio = 0.9\n").find("go together"), std::string::npos);
+  EXPECT_NE(goal_error("[goal]\ntext = \"g\"\nmin_throughput_ratio = 0.9\nrelative_to = \"nosuch\"\n")
+                .find("relative_to 'nosuch'"),
+            std::string::npos);
+  EXPECT_NE(goal_error("[goal]\ntext = \"g\"\nmax_worst_wait_ms = -1\n").find("positive"), std::string::npos);
+  EXPECT_NE(goal_error("[goal]\ntext = \"g\"\nmax_worst_wait_ms = 1\nfrob = 2\n").find("unknown key 'frob'"),
+            std::string::npos);
+  EXPECT_NE(goal_error("[goal]\ntext = \"g\"\nmax_worst_wait_ms = 1\nwhere = { placement = \"9:1\" }\n")
+                .find("no value '9:1'"),
+            std::string::npos);
+  EXPECT_EQ(goal_error("[goal]\ntext = \"g\"\n").find('\n'), std::string::npos);
+}
+
+// What a user reads names public sources in their own words: no internal
+// tags, no paths outside the repository, no exit cost measured elsewhere.
+TEST(LabScenario, PresetsSpeakInPublicWords) {
+  for (const auto& p : presets()) {
+    const std::string text(p.text);
+    for (const char* banned : {"seed 0", "Seed 0", "seeds", "issue 1", "issue 2", "issue 8", "issue 9", "Issue ",
+                               "anchor", "/work/", "../", "~20 us", "80-90 us", "section 3."})
+      EXPECT_EQ(text.find(banned), std::string::npos) << p.name << ": " << banned;
+    for (const auto& c : parse_scenario(text, std::string(p.name)).claims)
+      EXPECT_FALSE(c.source.empty()) << p.name << ": " << c.text;
+  }
+}
+
 TEST(Experiment, LongHoldEveryZeroTurnsLongHoldsOff) {
   experiment::WorkloadSettings w;
   w.workload = "torture";

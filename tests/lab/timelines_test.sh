@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The lab's [timeline] (issue 11: "the report shows the timeline of the worst
-# wait of each lock"): after a small guest matrix, one traced run per
+# The lab's [timeline] (the report shows the timeline of the worst wait of
+# each lock): after a small guest matrix, one traced run per
 # selected cell. Each leaves a trace windowed on its longest lock wait (no
 # wait in the file is longer than the one the window was built around, and
 # that one is in it), its swimlane PNG, a record in timelines.jsonl, and a

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "locks/registry.h"
+#include "vmm/bench/exit_costs.h"
 #include "vmm/cli/bench_knobs.h"
 #include "vmm/cli/commands.h"
 #include "vmm/cli/option_checks.h"
@@ -60,28 +61,11 @@ machine::RunResult boot(const kvm::KvmSystem& kvm, std::span<const std::byte> im
   }
 }
 
-// A guest-reported cycle count in ns: 128-bit and saturating, so that no
-// count wraps around to a plausible value.
-std::uint64_t to_ns(std::uint64_t cycles, std::uint64_t tsc_khz) {
-  const unsigned __int128 ns = static_cast<unsigned __int128>(cycles) * 1000000 / tsc_khz;
-  return ns > ~std::uint64_t{0} ? ~std::uint64_t{0} : static_cast<std::uint64_t>(ns);
-}
-
-// The samples the guest reported under `key`; missing ones mean the guest
-// did not run the benchmark (a guest problem, exit 3), not a zero cost.
-std::vector<std::uint64_t> cycles_to_ns(const machine::RunResult& run, const char* key) {
-  const auto* r = run.result(0, key);
-  if (r == nullptr || r->values.empty()) fail_guest("benchmark run: the guest reported no '{}' samples", key);
-  if (run.tsc_khz == 0) fail_host("benchmark run: the TSC frequency is unknown");
-  std::vector<std::uint64_t> ns;
-  for (auto c : r->values) ns.push_back(to_ns(c, run.tsc_khz));
-  return ns;
-}
-
 // Picoseconds per uncontended lock/unlock pair, from guest- or host-reported stats.
 std::uint64_t ps_per_pair(const abi::WorkloadStats& s) {
   if (s.ops == 0 || s.tsc_khz == 0) fail_guest("uncontended run: no operations or no TSC frequency reported");
-  return static_cast<std::uint64_t>(static_cast<unsigned __int128>(to_ns(s.elapsed_cycles, s.tsc_khz)) * 1000 / s.ops);
+  const auto ns = bench::tsc_cycles_to_ns(s.elapsed_cycles, s.tsc_khz);
+  return static_cast<std::uint64_t>(static_cast<unsigned __int128>(ns) * 1000 / s.ops);
 }
 
 // 5. (--contended) lockbench under overcommit, guest vs native, every lock:
@@ -160,13 +144,11 @@ int bench_all(const BenchOptions& o) {
   out["settings"] = report::settings_json(machine::MachineConfig{});  // bench runs with the defaults
   fmt::print("lockvisor bench on KVM {}, {} host CPUs\n", out["kvm"].get<std::string>(), host::host_cpu_count());
 
+  const bench::BootFn boot_fn = [&](machine::MachineConfig config) { return boot(kvm, image, std::move(config)); };
   {  // 1. doorbell hypercall vs bare PIO exit, interleaved batches in one guest
-    machine::MachineConfig config;
-    config.vcpus = 1;
-    config.program = "bench-doorbell";
-    const auto run = boot(kvm, image, config);
-    const auto doorbell = metrics::summarize_latency(cycles_to_ns(run, "doorbell_cycles"));
-    const auto bare = metrics::summarize_latency(cycles_to_ns(run, "bare_exit_cycles"));
+    const auto costs = bench::measure_exit_costs(boot_fn);
+    const auto& doorbell = costs.doorbell_ns;
+    const auto& bare = costs.bare_exit_ns;
     fmt::print("doorbell hypercall round trip : median {:8.2f} us  (bare PIO exit {:8.2f} us, ratio {:.2f})\n",
                doorbell.p50 / 1000, bare.p50 / 1000, doorbell.p50 / bare.p50);
     out["doorbell_ns"] = {{"median", doorbell.p50}, {"p99", doorbell.p99}, {"batches", doorbell.count}};
@@ -187,15 +169,9 @@ int bench_all(const BenchOptions& o) {
     placements.push_back({"unpinned", {}, machine::PinPolicy::kFloat});
   }
   for (const auto& p : placements) {
-    machine::MachineConfig config;
-    config.vcpus = 2;
-    config.program = "kick-wake";
-    config.args = fmt::format("rounds={}", std::min<std::uint64_t>(o.kick_rounds, 4096));
-    config.pcpus = p.pcpus;
-    config.pin = p.pin;
-    const auto run = boot(kvm, image, config);
-    const auto guest = metrics::summarize_latency(cycles_to_ns(run, "kick_wake_cycles"));
-    const auto vmm = report::wake_latency_json(run);
+    const auto kick = bench::measure_kick_wake(boot_fn, p.pcpus, p.pin, o.kick_rounds);
+    const auto& guest = kick.guest_ns;
+    const auto& vmm = kick.vmm;
     fmt::print("kick->wake {:<13}      : median {:8.2f} us, p99 {:8.2f} us (guest clock); VMM wake median {:.2f} us\n",
                p.name, guest.p50 / 1000, guest.p99 / 1000, vmm["p50"].get<double>() / 1000);
     out["kick_wake_ns"][p.name] = {{"median", guest.p50}, {"p99", guest.p99}, {"rounds", guest.count},

@@ -8,7 +8,6 @@
 
 #include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "vmm/cli/commands.h"
 #include "vmm/cli/option_checks.h"
@@ -76,11 +75,7 @@ int lab_main(const LabCommandOptions& o) {
     lab.scenario_text = p->text;
     lab.origin = fmt::format("preset {}", p->name);
   } else if (!o.scenario.empty()) {
-    std::ifstream in(o.scenario, std::ios::binary);
-    if (!in) fail("--scenario {}: cannot read", o.scenario);
-    std::stringstream text;
-    text << in.rdbuf();
-    lab.scenario_text = text.str();
+    lab.scenario_text = lab::read_scenario_file(o.scenario);
     lab.origin = o.scenario;
   } else if (!o.resume) {
     fail("lab: give --preset NAME (one of {}) or --scenario FILE", preset_names());
@@ -108,7 +103,8 @@ Action add_lab_command(CLI::App& app) {
              "summaries with confidence intervals, plots and a report (docs/lab.md)");
   command->require_subcommand(0, 1);
   command->add_option("--preset", o->preset, "A built-in scenario (--list shows them)");
-  command->add_option("--scenario", o->scenario, "A scenario file (TOML; docs/lab-example.toml explains the format)");
+  command->add_option("--scenario", o->scenario,
+                      "A scenario file: TOML, a regular file of at most 1 MiB (docs/lab-example.toml explains it)");
   command->add_option("--out", o->out, "Result directory: must be absent or empty, unless --resume");
   command->add_flag("--resume", o->resume, "Continue the lab in --out: run only the points it has no result for");
   command->add_flag("--native", o->native, "Also run every point natively on host threads (twins; the 'mode' axis)");

@@ -1,5 +1,5 @@
 // What one "host time slice" is on this machine, so that waits can be stated
-// in slices (issue 11: a descheduled waiter cannot be served faster than the
+// in slices (a descheduled waiter cannot be served faster than the
 // host gives its vCPU back the CPU).
 //
 // DEFINITION: the mean time a CPU-bound thread runs before the host scheduler

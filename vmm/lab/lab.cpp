@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "vmm/host/cpu_set.h"
+#include "vmm/lab/platform_part.h"
 #include "vmm/lab/point_runner.h"
 #include "vmm/lab/python_script.h"
 #include "vmm/lab/report.h"
@@ -139,9 +141,13 @@ void write_outputs(const std::string& dir_text) {
                                          (dir / "logs" / "lab-plot.log").string(), kPlotTimeoutS);
   std::string plots_note;
   if (plotted.ok) {
-    plots_note = "throughput.png/.svg (throughput vs overcommit per lock), fairness.png/.svg (Jain vs overcommit), "
-                 "cpu.png/.svg (CPU seconds per million acquisitions), latency.png/.svg (p50 and p99 acquisition "
-                 "latency).";
+    plots_note = fmt::format(
+        "![Throughput against worst wait, one panel per placement](tradeoff.png)\n\n"
+        "tradeoff.png/.svg: each lock's throughput against its worst wait, one panel per placement (vCPUs on host "
+        "CPUs); upper left is fast and bounded; whiskers are 95% intervals{}. Per placement, locks sorted: "
+        "throughput.png (acquisitions/s), latency.png (worst and p99 wait), fairness.png (Jain index over per-CPU "
+        "operations), cpu.png (host CPU seconds per million acquisitions); each also as .svg.",
+        scenario.goal.enabled ? "; the shaded region is this scenario's goal" : "");
   } else {
     plots_note = fmt::format("No plots: {} (needs /usr/bin/python3 with matplotlib: tools/install-deps.sh installs "
                              "python3-matplotlib).",
@@ -210,7 +216,22 @@ int run_lab(const LabOptions& o) {
     return 0;
   }
   prepare_out(dir, o.resume);
-  if (!fs::exists(dir / kManifest)) write_text(dir / kManifest, manifest.dump(2) + "\n");
+  if (!fs::exists(dir / kManifest)) {
+    // What exits cost on this host, for the report's "platform's part": a
+    // lab of native points only boots no VM and measures none.
+    const bool any_guest = std::any_of(points.begin(), points.end(), [](const Point& p) {
+      const auto* native = lookup(p.settings, "native");
+      return native == nullptr || *native != "true";
+    });
+    if (any_guest) {
+      fmt::print("lockvisor lab: measuring this host's exit, doorbell and kick->wake costs\n");
+      std::fflush(stdout);
+      manifest["machine"]["platform"] = measure_platform_part();
+    } else {
+      manifest["machine"]["platform"] = {{"exits", {{"not_measured", "every point runs natively"}}}};
+    }
+    write_text(dir / kManifest, manifest.dump(2) + "\n");
+  }
   const auto loaded = load_results((dir / kResults).string());
   if (loaded.torn) fmt::print("lab: dropped a torn last line of {} (that point runs again)\n", kResults);
   std::set<std::string> done;

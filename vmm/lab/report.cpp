@@ -4,10 +4,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "vmm/host/cpu_set.h"
 #include "vmm/lab/host_slice.h"
+#include "vmm/lab/metrics.h"
+#include "vmm/lab/platform_part.h"
 #include "vmm/kvm/kvm_system.h"
 
 namespace lockvisor::lab {
@@ -84,6 +87,96 @@ std::string best_lock_lines(const Summary& summary) {
   return out;
 }
 
+// A metric in words: "throughput" rather than ops_per_sec.
+std::string metric_words(const std::string& metric) {
+  if (metric == "ops_per_sec") return "throughput (acquisitions/s)";
+  if (metric == "latency_max_ns") return "worst wait";
+  if (metric == "latency_p99_ns") return "p99 wait";
+  if (metric == "latency_p999_ns") return "p99.9 wait";
+  if (metric == "jain") return "fairness (Jain index over per-CPU operations)";
+  if (const auto* m = find_metric(metric)) return fmt::format("{} ({})", metric, m->unit);
+  return metric;
+}
+
+std::string where_words(const Claim& c) {
+  std::string out;
+  for (const auto& [axis, labels] : c.where) {
+    std::string list;
+    for (std::size_t i = 0; i < labels.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == labels.size() ? " and " : ", ") + labels[i];
+    out += fmt::format("{}{} {}", out.empty() ? " at " : "; ", axis, list);
+  }
+  return out;
+}
+
+// What the claim expects this run to show, in plain words.
+std::string expectation_words(const Claim& c) {
+  if (c.kind != "ratio")
+    return fmt::format("{} run ends '{}'{}", c.expect == "some" ? "at least one" : "no", c.outcome, where_words(c));
+  const auto metric = metric_words(c.metric);
+  const char* relation = c.expect == "a>b" ? "higher than" : c.expect == "a<b" ? "lower than" : "the same as";
+  return fmt::format("{}'s {} is {} {}'s{} (the 95% interval of the ratio {})", c.a, metric, relation, c.b,
+                     where_words(c),
+                     c.expect == "a>b" ? "above 1" : c.expect == "a<b" ? "below 1" : "contains 1");
+}
+
+bool matches(const std::map<std::string, std::vector<std::string>>& where, const PointSummary& p) {
+  for (const auto& [axis, labels] : where) {
+    bool found = false;
+    for (const auto& [a, l] : p.labels)
+      if (a == axis && std::find(labels.begin(), labels.end(), l) != labels.end()) found = true;
+    if (!found) return false;
+  }
+  return true;
+}
+
+// Per setting (all axes but lock) the goal selects: the locks inside the
+// goal region of the trade-off picture, by their medians.
+std::string goal_lines(const GoalSpec& goal, const Summary& summary) {
+  std::map<std::string, std::vector<const PointSummary*>> groups;
+  for (const auto& p : summary.points) {
+    if (!matches(goal.where, p)) continue;
+    std::string group;
+    for (const auto& [a, l] : p.labels)
+      if (a != "lock") group += (group.empty() ? "" : ",") + a + "=" + l;
+    groups[group.empty() ? "(all)" : group].push_back(&p);
+  }
+  auto median = [](const PointSummary* p, const char* metric) -> std::optional<double> {
+    const auto it = p->estimates.find(metric);
+    if (it == p->estimates.end()) return std::nullopt;
+    return it->second.median;
+  };
+  auto lock = [](const PointSummary* p) {
+    for (const auto& [a, v] : p->labels)
+      if (a == "lock") return v;
+    const auto* l = lookup(p->settings, "lock");
+    return l ? *l : std::string("?");
+  };
+  std::string out;
+  for (const auto& [group, points] : groups) {
+    std::optional<double> floor = goal.min_ops_per_sec;
+    if (goal.min_throughput_ratio)
+      for (const auto* p : points)
+        if (lock(p) == goal.relative_to)
+          if (const auto ref = median(p, "ops_per_sec"))
+            floor = std::max(floor.value_or(0), *goal.min_throughput_ratio * *ref);
+    std::string inside, outside;
+    for (const auto* p : points) {
+      const auto tput = median(p, "ops_per_sec");
+      const auto wait = median(p, "latency_max_ns");
+      if (!tput || !wait) continue;
+      const bool ok =
+          (!goal.max_worst_wait_ms || *wait <= *goal.max_worst_wait_ms * 1e6) && (!floor || *tput >= *floor);
+      auto& list = ok ? inside : outside;
+      list += fmt::format("{}{} ({:.0f} acq/s, worst wait {:.2f} ms)", list.empty() ? "" : ", ", lock(p), *tput,
+                          *wait * 1e-6);
+    }
+    out += fmt::format("- {}: {}{}\n", group, inside.empty() ? "no lock meets it" : "met by " + inside,
+                       outside.empty() ? "" : "; outside it: " + outside);
+  }
+  return out;
+}
+
 // The first three fields of /proc/loadavg ("1.00 0.50 0.25"): how busy the
 // host was when the lab started (other jobs skew every absolute number).
 std::string loadavg() {
@@ -127,23 +220,34 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
                             const std::string& plots_note, const std::string& timelines) {
   const auto& m = manifest.at("machine");
   std::string out = fmt::format("# {}\n\n{}\n\n", s.title, s.description);
-  out += "## Verdicts against the seeds\n\n";
+  out += "## Verdicts: what published work and this project's goals expect, and what this run shows\n\n";
   if (summary.claims.empty()) out += "This scenario states no claims.\n";
   for (const auto& c : summary.claims) {
-    out += fmt::format("### {}: {}\n\n- The seeds ({}): {}\n", c.verdict, c.claim->text, c.claim->source,
-                       c.claim->kind == "ratio"
-                           ? fmt::format("expect {} ({} of {} vs {})", c.claim->expect, c.claim->metric, c.claim->a,
-                                         c.claim->b)
-                           : fmt::format("expect {} run ending '{}'",
-                                         c.claim->expect == "some" ? "at least one" : "no", c.claim->outcome));
+    out += fmt::format("### {}: {}\n\n", c.verdict, c.claim->text);
+    if (!c.claim->source.empty()) out += fmt::format("- Source: {}\n", c.claim->source);
+    out += fmt::format("- Expected here: {}\n", expectation_words(*c.claim));
     out += "- This run:\n";
     for (const auto& f : c.findings) out += fmt::format("  - {}\n", f);
+    out += "\n";
+  }
+  if (s.goal.enabled) {
+    out += fmt::format("## This project's goal\n\n{}\n\nBy the medians of this run (the shaded region of "
+                       "tradeoff.png):\n\n",
+                       s.goal.text);
+    out += goal_lines(s.goal, summary);
     out += "\n";
   }
   out += "## Headline: the fastest lock per setting\n\n"
          "| setting | fastest | median acq/s | runner-up | fastest / runner-up [95% CI] |\n|---|---|---|---|---|\n";
   out += best_lock_lines(summary);
-  if (!s.platform_note.empty()) out += fmt::format("\n## The platform's part\n\n{}\n", s.platform_note);
+  out += fmt::format("\n## The platform's part\n\nHost: {} family {} model {} stepping {}, Linux {}, KVM {}. ",
+                     m.value("cpu_vendor", "?"), m.value("cpu_family", "?"), m.value("cpu_model", "?"),
+                     m.value("cpu_stepping", "?"), m.value("kernel", "?"), m.value("kvm", "?"));
+  if (m.contains("platform") && m.at("platform").is_object())
+    out += platform_part_markdown(m.at("platform"));
+  else
+    out += "Exit costs were not measured when this lab started (lab.json has no machine.platform).\n";
+  if (!s.platform_note.empty()) out += fmt::format("\n{}\n", s.platform_note);
   out += fmt::format("\n## Plots\n\n{}\n", plots_note);
   out += timelines;
   out += "\n## Machine and run\n\n";

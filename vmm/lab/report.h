@@ -1,6 +1,8 @@
 // report.md: what a person choosing a lock strategy reads. Per claim of the
-// scenario (the seeds' words), what this run measured and a verdict; the
-// best lock per placement; the machine (CPU vendor/family/model/stepping,
+// scenario (its public source and the claim in plain words), what this run
+// measured and a verdict; the scenario's goal and the locks that meet it; the
+// best lock per placement; the platform's part as measured at the lab's start
+// (exit costs, pause-loop exiting, halt polling); the machine (CPU vendor/family/model/stepping,
 // host kernel, KVM kind), backend settings, lockvisor version and the exact
 // command, so the numbers can be reproduced or discounted.
 #pragma once

@@ -1,11 +1,19 @@
 #include "vmm/lab/scenario.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <toml++/toml.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <set>
 #include <sstream>
 
 #include "vmm/util/error.h"
+#include "vmm/util/unique_fd.h"
 
 namespace lockvisor::lab {
 namespace {
@@ -172,6 +180,45 @@ TimelineSpec parse_timeline(const toml::node& node, const std::string& origin) {
   return spec;
 }
 
+GoalSpec parse_goal(const toml::node& node, const std::string& origin) {
+  const auto* t = node.as_table();
+  if (t == nullptr) fail("{}: goal: expected a table [goal]", where_of(node, origin));
+  GoalSpec goal;
+  goal.enabled = true;
+  const auto positive = [&](const toml::node& value, const std::string& name) {
+    const auto d = value.value<double>();
+    if (!d || !(*d > 0) || *d > 1e12) fail("{}: [goal] {}: a positive number", where_of(value, origin), name);
+    return *d;
+  };
+  for (const auto& [key, value] : *t) {
+    const std::string name(key.str());
+    if (name == "text") {
+      goal.text = required_string(*t, "text", "[goal]", origin);
+    } else if (name == "where") {
+      goal.where = parse_where(value, "[goal]", origin);
+    } else if (name == "max_worst_wait_ms") {
+      goal.max_worst_wait_ms = positive(value, name);
+    } else if (name == "min_throughput_ratio") {
+      goal.min_throughput_ratio = positive(value, name);
+    } else if (name == "min_ops_per_sec") {
+      goal.min_ops_per_sec = positive(value, name);
+    } else if (name == "relative_to") {
+      goal.relative_to = required_string(*t, "relative_to", "[goal]", origin);
+    } else {
+      fail("{}: [goal]: unknown key '{}' (keys: text, where, max_worst_wait_ms, min_throughput_ratio, relative_to, "
+           "min_ops_per_sec)",
+           where_of(value, origin), name);
+    }
+  }
+  if (goal.text.empty()) fail("{}: [goal] needs 'text': the goal in words", where_of(node, origin));
+  if (goal.min_throughput_ratio.has_value() != !goal.relative_to.empty())
+    fail("{}: [goal]: min_throughput_ratio and relative_to go together", where_of(node, origin));
+  if (!goal.max_worst_wait_ms && !goal.min_throughput_ratio && !goal.min_ops_per_sec)
+    fail("{}: [goal] states no bound (max_worst_wait_ms, min_throughput_ratio or min_ops_per_sec)",
+         where_of(node, origin));
+  return goal;
+}
+
 Claim parse_claim(const toml::table& t, const std::string& origin) {
   Claim c;
   c.text = required_string(t, "text", "[[claim]]", origin);
@@ -224,6 +271,14 @@ void check_claims(const Scenario& s, const std::string& origin) {
   auto axes = s.axes;
   if (!s.vms.empty()) axes.push_back(vm_axis(s));
   if (s.timeline.enabled) check_where(s.axes, s.timeline.where, "[timeline]", origin);
+  if (s.goal.enabled) {
+    check_where(axes, s.goal.where, "[goal]", origin);
+    if (!s.goal.relative_to.empty()) {
+      const Axis* lock = find_axis(axes, "lock");
+      if (lock == nullptr || !has_label(*lock, s.goal.relative_to))
+        fail("{}: [goal] relative_to '{}': not a value of the axis 'lock'", origin, s.goal.relative_to);
+    }
+  }
   for (const auto& c : s.claims) {
     check_where(axes, c.where, fmt::format("claim '{}'", c.text), origin);
     if (c.kind == "ratio") {
@@ -237,6 +292,33 @@ void check_claims(const Scenario& s, const std::string& origin) {
 
 }  // namespace
 
+std::string read_scenario_file(const std::string& path) {
+  // Checked on the path first, so that opening a FIFO cannot block; then on
+  // the descriptor (the path may have been swapped in between), and the read
+  // stops one byte past the limit whatever the size said.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail("--scenario {}: cannot read: {}", path, std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail("--scenario {}: not a regular file", path);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) fail("--scenario {}: cannot read: {}", path, std::strerror(errno));
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) fail("--scenario {}: not a regular file", path);
+  const auto too_big = [&] {
+    fail("--scenario {}: larger than {} KiB: not a scenario", path, kMaxScenarioBytes >> 10);
+  };
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxScenarioBytes) too_big();
+  std::string text;
+  char buffer[16384];
+  for (;;) {
+    const auto n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("--scenario {}: cannot read: {}", path, std::strerror(errno));
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > kMaxScenarioBytes) too_big();
+  }
+  return text;
+}
+
 Scenario parse_scenario(const std::string& text, const std::string& origin) {
   toml::table root;
   try {
@@ -247,11 +329,11 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
   Scenario s;
   static const std::set<std::string> kKeys = {"name",  "title", "description", "platform_note", "repeats",
                                               "native", "fixed", "vm",          "axis",          "claim",
-                                              "timeline"};
+                                              "timeline", "goal"};
   for (const auto& [key, node] : root)
     if (!kKeys.count(std::string(key.str())))
       fail("{}: unknown key '{}' (keys: name, title, description, platform_note, repeats, native, [fixed], [[vm]], "
-           "[[axis]], [[claim]], [timeline])",
+           "[[axis]], [[claim]], [timeline], [goal])",
            where_of(node, origin), key.str());
   s.name = required_string(root, "name", "the scenario", origin);
   s.title = optional_string(root, "title", "the scenario", origin, s.name);
@@ -313,6 +395,7 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
     s.timeline = parse_timeline(*node, origin);
     if (!s.vms.empty()) fail("{}: [timeline] traces one VM; a scenario with [[vm]] tables cannot have it", origin);
   }
+  if (const auto* node = root.get("goal")) s.goal = parse_goal(*node, origin);
   if (s.native) add_native_twins(s);  // before the claims, which may name its axis
   check_claims(s, origin);
   return s;

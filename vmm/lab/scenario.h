@@ -1,8 +1,9 @@
 // A lab scenario: settings every point shares, the axes whose product is the
-// matrix, the repeat count, and the claims from the seeds that the report
-// checks this run's numbers against. Read from TOML (docs/lab-example.toml
+// matrix, the repeat count, and the claims (from published work or this
+// project's goals) that the report checks this run's numbers against. Read from TOML (docs/lab-example.toml
 // is the annotated reference; the presets are the same format).
 #pragma once
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,14 +26,14 @@ struct Axis {
   std::vector<AxisValue> values;
 };
 
-// A claim from the seeds, checked against the summary.
+// A claim (published work or this project's own), checked against the summary.
 //   `where` names an axis and a label (or a list of labels) per entry.
 //   ratio:   metric(a) / metric(b) along `axis`, at the points matching `where`;
 //            expect "a>b", "a<b" or "a~b" (no difference beyond the spread).
 //   outcome: the share of runs matching `where` that ended with `outcome`;
 //            expect "some" (at least one) or "none".
 struct Claim {
-  std::string source;  // where the seeds say it, e.g. "seed 000, section 3.7"
+  std::string source;  // who says it, where and when: author, subject, list, date
   std::string text;    // what they say
   std::string kind = "ratio";
   std::string metric = "ops_per_sec";
@@ -63,6 +64,22 @@ struct TimelineSpec {
 };
 inline constexpr double kMaxTimelineSeconds = 0.5;
 
+// [goal] (optional): what "good" means for this scenario, stated as a region
+// of the trade-off picture (throughput against worst wait): a worst wait at
+// most max_worst_wait_ms, and a throughput at least min_throughput_ratio
+// times that of the lock `relative_to` in the same panel (or at least
+// min_ops_per_sec). The plot shades it in the panels `where` selects; the
+// report names the locks inside it.
+struct GoalSpec {
+  bool enabled = false;
+  std::string text;  // the goal in words, for the picture and the report
+  std::optional<double> max_worst_wait_ms;
+  std::optional<double> min_throughput_ratio;
+  std::string relative_to;  // a label of the lock axis; needed with min_throughput_ratio
+  std::optional<double> min_ops_per_sec;
+  std::map<std::string, std::vector<std::string>> where;  // like a claim's; empty: every panel
+};
+
 // Per-VM settings travel in a point's SettingValues as "vm:LABEL:NAME"
 // (settings.h, kVmSettingPrefix); run_arguments turns them into --vm options.
 struct Scenario {
@@ -77,6 +94,7 @@ struct Scenario {
   std::vector<VmSpec> vms;  // empty: one VM per point
   std::vector<Claim> claims;
   TimelineSpec timeline;
+  GoalSpec goal;
 };
 
 // The axis "vm" the summary adds for a multi-VM scenario (one value per VM,
@@ -84,6 +102,13 @@ struct Scenario {
 Axis vm_axis(const Scenario& s);
 
 inline constexpr unsigned kDefaultRepeats = 5;
+
+// A scenario file's text. It must be a regular file of at most
+// kMaxScenarioBytes: a device (/dev/zero), a FIFO or a huge file would make
+// the lab read forever or exhaust memory before anything runs. Throws a usage
+// lockvisor::Error with one line otherwise.
+inline constexpr std::size_t kMaxScenarioBytes = std::size_t{1} << 20;
+std::string read_scenario_file(const std::string& path);
 
 // Parses a scenario; `origin` names it in messages (a file name, "preset quick").
 // Throws a usage lockvisor::Error with one line: the place and what is wrong.

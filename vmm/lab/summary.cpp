@@ -293,7 +293,9 @@ std::string summary_markdown(const Scenario& s, const Summary& summary) {
   if (!summary.claims.empty()) {
     out += "\n## Comparisons\n\n";
     for (const auto& c : summary.claims) {
-      out += fmt::format("- **{}** ({}): {}\n", c.verdict, c.claim->source, c.claim->text);
+      out += c.claim->source.empty() ? fmt::format("- **{}**: {}\n", c.verdict, c.claim->text)
+                                     : fmt::format("- **{}**: {} (source: {})\n", c.verdict, c.claim->text,
+                                                   c.claim->source);
       for (const auto& f : c.findings) out += fmt::format("  - {}\n", f);
     }
   }
