@@ -797,6 +797,25 @@ TEST(CliKvm, GuestCheckNamesTheRepositoryRelativeFile) {
   EXPECT_EQ(o.output.find("at /"), std::string::npos) << o.output;
 }
 
+// A pingpong guest that reports an empty elapsed_ns completes, but its
+// result is unusable: exit 3 and the reason in the outcome line.
+TEST(CliKvm, PingpongWithAnEmptyElapsedReportExits3) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  namespace abi = lockvisor::abi;
+  HandMadeGuest guest;
+  const std::uint64_t nothing = 0;
+  const std::uint32_t array = guest.place(&nothing, sizeof nothing);
+  guest.ucall(HandMadeGuest::message(abi::UcallType::kResultArray, "elapsed_ns", {array, 0, 0})).done(0);
+  ScratchDir dir;
+  const auto o = lockvisor("run --workload pingpong --vcpus 2 --image " + guest.write(dir / "empty-elapsed.elf"));
+  EXPECT_EQ(o.exit_code, 3) << o.output;
+  expect_outcome_line(o, "guest-fault");
+  EXPECT_NE(o.output.find("pingpong: the guest's elapsed_ns report has 0 values, not 1: no hand-off rate"),
+            std::string::npos)
+      << o.output;
+}
+
 // Exit code 1 through conformance: a case that cannot finish in its time.
 TEST(CliKvm, FailingConformanceCaseExits1) {
   LOCKVISOR_REQUIRE_KVM(kvm);

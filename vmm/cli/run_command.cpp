@@ -26,6 +26,7 @@
 #include "vmm/multivm/start_gate.h"
 #include "vmm/native/native_env.h"
 #include "vmm/native/native_runner.h"
+#include "vmm/report/pingpong_rate.h"
 #include "vmm/report/run_report.h"
 #include "vmm/trace/trace.h"
 #include "vmm/trace/trace_service.h"
@@ -489,6 +490,9 @@ int run(RunOptions& o) {
   std::optional<GuestLockReport> lock_report;
   if (is_lock_workload(o.workload) && result.outcome == machine::Outcome::kCompleted)
     lock_report = guest_lock_report(o, result, kvm_kind);
+  // pingpong's rate comes from a guest-reported time: unusable is exit 3.
+  std::optional<report::PingpongRate> pingpong;
+  if (o.workload == "pingpong") pingpong = report::pingpong_rate(result, o.rounds);
   int code = machine::exit_code(result.outcome);
   std::exception_ptr json_error;
   if (json) {
@@ -519,18 +523,9 @@ int run(RunOptions& o) {
              result.seconds_to_first_entry * 1e3, result.seconds_to_first_exit * 1e3);
   report::print_run_table(result, stdout);
   if (extras.contains("hogs")) fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
-  if (o.workload == "pingpong" && result.outcome == machine::Outcome::kCompleted) {
-    if (const auto* elapsed = result.result(0, "elapsed_ns"); elapsed != nullptr && elapsed->values.size() != 1) {
-      // Guest-reported: an array, even an empty one, is no elapsed time.
-      fmt::print("pingpong: the guest's elapsed_ns report has {} values, not 1: no hand-off rate\n",
-                 elapsed->values.size());
-    } else if (elapsed != nullptr) {
-      const double seconds = static_cast<double>(elapsed->values[0]) * 1e-9;
-      const std::uint64_t handoffs = (o.rounds ? o.rounds : 1000) * result.vcpus.size();
-      fmt::print("pingpong: {} hand-offs in {:.3f} s (guest clock): {:.1f} us per hand-off\n", handoffs, seconds,
-                 seconds * 1e6 / static_cast<double>(handoffs));
-    }
-  }
+  if (pingpong)
+    fmt::print("pingpong: {} hand-offs in {:.3f} s (guest clock): {:.1f} us per hand-off\n", pingpong->handoffs,
+               pingpong->seconds, pingpong->us_per_handoff);
   if (lock_report) lockstat::print_summary(lock_report->run, lock_report->metrics, stdout);
   if (!trace_line.empty()) fmt::print("{}\n", trace_line);
   if (trace_error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *trace_error);
