@@ -17,6 +17,9 @@ packages=(
   # lockvisor lab: scenario files (TOML), plots (matplotlib, run with
   # /usr/bin/python3), and GNU parallel for sharded labs and their test
   libtomlplusplus-dev python3-matplotlib parallel
+  # tests/linux: ACPICA's iasl and acpiexec decode and load the ACPI tables
+  # built for Linux guests (those tests skip without them)
+  acpica-tools
 )
 
 missing=()

@@ -6,8 +6,11 @@
 // passes them in: TR, LDTR, the IDT register and the APIC base stay as KVM
 // reset them (the boot protocol does not care about them, and VMX needs a
 // usable TR, which KVM's reset value is). Only the BSP gets this state; with
-// an in-kernel irqchip the APs stay in KVM's reset state until the kernel
-// starts them with INIT/SIPI.
+// an in-kernel irqchip the APs stay in KVM's reset state (mp_state
+// UNINITIALIZED, not set RUNNABLE by the VMM) until the kernel starts them
+// with INIT/SIPI through its local APIC. An AP's KVM_RUN returns EAGAIN when
+// the INIT/SIPI arrives: call it again (seen on kvm_amd in the nested-KVM
+// machine, Linux 6.1 guest).
 #pragma once
 #include <linux/kvm.h>
 
