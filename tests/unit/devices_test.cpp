@@ -236,13 +236,32 @@ TEST(PowerPorts, S5PowersOffOtherSleepStatesAreRefusedResetResets) {
   FakeVcpu vcpu;
   RunPage page;
   auto read = page.io(cnt, 2, 1, false);
-  EXPECT_TRUE(power.on_io(vcpu, read));
+  EXPECT_TRUE(power.on_io(vcpu, read.io));
   EXPECT_EQ(read.io.data[0], 1);  // SCI_EN: always in ACPI mode
   auto exit = page.io(cnt, 2, 1, true);
   std::memcpy(exit.io.data.data(), &s5, 2);
   EXPECT_FALSE(power.on_io(vcpu, exit.io));
   ASSERT_EQ(vcpu.ended.size(), 1u);
   EXPECT_NE(vcpu.ended[0].find("powered off"), std::string::npos);
+}
+
+TEST(PowerPorts, Pm1EnableReadsBackWhatWasWritten) {
+  const auto tables = linuxboot::build_acpi_tables(1, linuxboot::kAcpiAddr, {});
+  PowerPorts power(tables.power);
+  FakeVcpu vcpu;
+  RunPage page;
+  const std::uint16_t enable = linuxboot::kPm1aEventPort + 2;
+  auto write = page.io(enable, 2, 1, true);
+  write.io.data[0] = 0x20;  // GBL_EN
+  write.io.data[1] = 0x01;
+  EXPECT_TRUE(power.on_io(vcpu, write.io));
+  auto read = page.io(enable, 2, 1, false);
+  EXPECT_TRUE(power.on_io(vcpu, read.io));
+  EXPECT_EQ(read.io.data[0], 0x20);
+  EXPECT_EQ(read.io.data[1], 0x01);
+  auto status = page.io(linuxboot::kPm1aEventPort, 2, 1, false);
+  EXPECT_TRUE(power.on_io(vcpu, status.io));
+  EXPECT_EQ(status.io.data[0], 0);
 }
 
 TEST(PowerPorts, ClaimsTheRegistersOfItsPowerModel) {

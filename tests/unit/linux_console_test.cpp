@@ -33,12 +33,15 @@ class Vcpu final : public devices::VcpuContext {
   std::vector<std::string> errors;
 };
 
+MachineConfig config_with(std::uint64_t serial_limit) {
+  MachineConfig config;
+  config.vcpus = 4;
+  config.limits.serial_bytes = serial_limit;
+  return config;
+}
+
 struct Bench {
-  explicit Bench(std::uint64_t serial_limit = 1 << 20) {
-    config.vcpus = 4;
-    config.limits.serial_bytes = serial_limit;
-    serial.use_one_stream();
-  }
+  explicit Bench(std::uint64_t serial_limit = 1 << 20) : config(config_with(serial_limit)) { serial.use_one_stream(); }
   MachineConfig config;
   std::unique_ptr<pvlock::PvBackend> backend = pvlock::make_backend(pvlock::BackendKind::kUserspace, 4, config.backend);
   SerialConsole serial{SerialConsole::Capture{}, 4};

@@ -1,5 +1,6 @@
 #include "vmm/devices/power_ports.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -31,11 +32,25 @@ PowerPorts::Request PowerPorts::decode(std::uint16_t port, std::uint64_t value, 
 }
 
 bool PowerPorts::on_io(VcpuContext& vcpu, const kvm::VcpuExit::PortIo& io) {
+  const bool fixed = control_.model == lb::AcpiPowerModel::kFixedHardware;
+  // PM1a enable: the upper half of the 4-byte event block.
+  const std::uint16_t enable_port = lb::kPm1aEventPort + 2;
   if (!io.write) {
     std::memset(io.data.data(), 0, io.data.size());
-    // SCI_EN (bit 0) of PM1a control: always in ACPI mode.
-    if (control_.model == lb::AcpiPowerModel::kFixedHardware && io.port == lb::kPm1aControlPort)
-      for (std::uint32_t i = 0; i < io.count; ++i) io.data[std::size_t{i} * io.size] = 1;
+    for (std::uint32_t i = 0; i < io.count; ++i) {
+      std::uint8_t* at = io.data.data() + std::size_t{i} * io.size;
+      if (fixed && io.port == lb::kPm1aControlPort) at[0] = 1;  // SCI_EN: always in ACPI mode
+      if (fixed && io.port == enable_port) {
+        const std::uint16_t enable = pm1_enable_.load(std::memory_order_relaxed);
+        std::memcpy(at, &enable, std::min<std::size_t>(io.size, sizeof enable));
+      }
+    }
+    return true;
+  }
+  if (fixed && io.port == enable_port) {
+    std::uint16_t enable = 0;
+    std::memcpy(&enable, io.data.data() + std::size_t{io.count - 1} * io.size, std::min<std::size_t>(io.size, 2));
+    pm1_enable_.store(enable, std::memory_order_relaxed);
     return true;
   }
   for (std::uint32_t i = 0; i < io.count; ++i) {

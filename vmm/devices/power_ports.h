@@ -8,9 +8,12 @@
 // as a guest error (no suspend here).
 //
 // Reads: PM1a control reads SCI_EN (the system is always in ACPI mode, so
-// the kernel never tries to switch it through an SMI command port), every
-// other claimed register reads 0 (no wake events, controller idle).
+// the kernel never tries to switch it through an SMI command port); PM1a
+// enable reads back what was last written (ACPICA checks that it took, or
+// reports that the Global Lock cannot be used); every other claimed register
+// reads 0 (no wake events, controller idle).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,6 +45,7 @@ class PowerPorts final : public PortDevice {
 
  private:
   linuxboot::PowerControl control_;
+  std::atomic<std::uint16_t> pm1_enable_{0};
 };
 
 }  // namespace lockvisor::devices

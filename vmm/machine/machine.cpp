@@ -345,6 +345,7 @@ void Machine::build_linux(const kvm::KvmSystem& kvm, LinuxGuest guest) {
     std::memcpy(ram.data() + write.gpa, bytes.data(), bytes.size());
   }
 
+  s.control.set_shutdown_is_reset(true);
   // The console: a 16550A on COM1 whose THR-empty interrupt is IRQ 4.
   s.serial.use_one_stream();
   s.linux_console = std::make_unique<LinuxConsole>(s.control, std::move(guest.on_console_line));

@@ -40,6 +40,11 @@ class RunControl {
   std::string reason() const;
   std::vector<std::string> details() const;
   bool decided() const;
+  // A Linux guest resets the machine (reboot=t, a panic) by a triple
+  // fault: for it, KVM_EXIT_SHUTDOWN ends the run like a reset. For the
+  // freestanding guest it is a fault. Set before any vCPU runs.
+  void set_shutdown_is_reset(bool yes) { shutdown_is_reset_ = yes; }
+  bool shutdown_is_reset() const { return shutdown_is_reset_; }
   // A guest that asked for the end of the run (a power-off) reports its
   // exit status here; the run's exit code follows it.
   void set_guest_status(std::uint64_t status);
@@ -83,6 +88,7 @@ class RunControl {
   std::string reason_;
   std::vector<std::string> details_;
   std::optional<std::uint64_t> guest_status_;
+  bool shutdown_is_reset_ = false;
   std::vector<std::string> prints_;
   std::function<void()> stop_hook_;
   std::atomic<double> first_entry_s_{0};
