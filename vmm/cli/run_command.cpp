@@ -12,7 +12,9 @@
 #include "vmm/cli/commands.h"
 #include "vmm/cli/machine_options.h"
 #include "vmm/cli/option_checks.h"
+#include "vmm/cli/setting_options.h"
 #include "vmm/control/control_service.h"
+#include "vmm/experiment/run_settings.h"
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
@@ -44,17 +46,17 @@ struct LockOptions {
 
 struct RunOptions {
   MachineOptions machine;
-  std::string workload = "pingpong";
+  std::string workload;  // defaults: the rows of vmm/experiment/run_settings.cpp
   std::uint64_t rounds = 0;
   std::uint64_t spin = 0;
-  std::string halt = "hypercall";
+  std::string halt;
   std::vector<std::string> params;
   std::string json;
   std::string api;  // --api SOCK: the control socket (vmm/control/)
   std::vector<std::string> inject;  // --inject values (docs/preemption.md)
   std::string trace;
   std::uint64_t trace_max_events = trace::TraceOptions{}.max_events;
-  std::string trace_window = "all";
+  std::string trace_window;
   std::string trace_merge_short;
   LockOptions lock;
   // Several VMs side by side (multi_vm_command.cpp), host CPU hogs, and the
@@ -64,25 +66,6 @@ struct RunOptions {
   int start_gate_fd = -1;
   const CLI::App* command = nullptr;
 };
-
-const std::vector<std::string> kWorkloads = {"pingpong", "lockbench", "uncontended", "torture", "hello", "empty"};
-
-// Guest parameter keys that run's own options generate (guest/programs/
-// lock_workloads.cpp and pingpong.cpp parse them): --param may not set them.
-const char* option_for_param(const std::string& key) {
-  static const std::pair<const char*, const char*> kOwned[] = {
-      {"lock", "--lock"},         {"cs", "--cs"},
-      {"cs_lines", "--cs-lines"}, {"delay", "--delay"},
-      {"duration_ms", "--duration"}, {"iterations", "--iterations"},
-      {"layout", "--layout"},     {"locks", "--locks"},
-      {"long_hold_ns", "--long-hold-ns"}, {"long_hold_every", "--long-hold-every"},
-      {"rounds", "--rounds"},     {"spin", "--spin"},
-      {"halt", "--halt"},
-  };
-  for (const auto& [name, option] : kOwned)
-    if (key == name) return option;
-  return nullptr;
-}
 
 using experiment::is_lock_workload;
 
@@ -279,7 +262,7 @@ int run(RunOptions& o) {
   for (const auto& p : o.params) {
     if (p.find('=') == std::string::npos || p.find(' ') != std::string::npos)
       fail("--param '{}': expected key=value without spaces", p);
-    if (const char* option = option_for_param(p.substr(0, p.find('='))))
+    if (const char* option = experiment::option_for_guest_key(p.substr(0, p.find('='))))
       fail("--param '{}': '{}' has its own option, {}; use that", p, p.substr(0, p.find('=')), option);
     explicit_params += p + ' ';
   }
@@ -420,92 +403,41 @@ int run(RunOptions& o) {
 namespace {
 
 void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& options) {
-  command->add_option("-w,--workload", options->workload, "Workload to run")->check(CLI::IsMember(kWorkloads));
-  // Every count is range-checked on its text (option_checks.h): CLI11 alone
-  // would turn "-1" into 2^64 - 1.
-  command->add_option("--rounds", options->rounds, "pingpong: turns each vCPU takes, up to 10^12 (0: default 1000)")
-      ->transform(unsigned_in(0, 1000000000000));
-  command->add_option("--spin", options->spin, "pingpong: pause iterations before halting, up to 10^9")
-      ->transform(unsigned_in(0, 1000000000));
-  command->add_option("--halt", options->halt, "pingpong: hypercall (CPL3 HALT) or kernel (`hlt` at CPL0)")
-      ->check(CLI::IsMember({"hypercall", "kernel"}));
+  // Every option is a row of vmm/experiment/run_settings.cpp: flag, help,
+  // range (checked on the text: CLI11 alone would turn "-1" into 2^64 - 1)
+  // and default come from there.
+  add_setting(*command, "workload", options->workload);
+  add_setting(*command, "rounds", options->rounds);
+  add_setting(*command, "spin", options->spin);
+  add_setting(*command, "halt", options->halt);
   auto& l = options->lock;
   auto& w = l.w;
-  const experiment::WorkloadSettings defaults;
-  command->add_option("-l,--lock", w.lock, "Lock algorithm for lock workloads (see 'lockvisor locks')")
-      ->default_str(defaults.lock);
-  command->add_option("--cs", w.cs_ns, "Critical section length, ns (at most 1 s)")
-      ->transform(unsigned_in(0, 1000000000))
-      ->default_str(std::to_string(defaults.cs_ns));
-  command->add_option("--cs-lines", w.cs_lines, "Shared cache lines written in the critical section (1-16)")
-      ->transform(unsigned_in(1, 16))
-      ->default_str(std::to_string(defaults.cs_lines));
-  command->add_option("--delay", w.delay_ns, "Work outside the critical section, ns (at most 1 s)")
-      ->transform(unsigned_in(0, 1000000000))
-      ->default_str(std::to_string(defaults.delay_ns));
-  auto* duration = command->add_option("--duration", w.duration_s, "Measured window, seconds (0.001..3600)")
-                       ->check(seconds_in(0.001, 3600))
-                       ->default_str(fmt::format("{}", defaults.duration_s));
-  command->add_option("--iterations", w.iterations, "Acquisitions per vCPU instead of a duration, up to 10^12")
-      ->transform(unsigned_in(0, 1000000000000))
-      ->excludes(duration);
-  command->add_option("--layout", w.layout, "standalone: lock and data in different cache lines; embedded: same line")
-      ->check(CLI::IsMember({"standalone", "embedded"}))
-      ->default_str(defaults.layout);
-  command
-      ->add_option_function<std::uint64_t>(
-          "--locks", [&w](const std::uint64_t& n) { w.locks = n; },
-          fmt::format("torture: number of locks, up to 16 (default {}; 0: the default)", experiment::kTortureLocks))
-      ->transform(unsigned_in(0, 16));
-  command->add_option("--long-hold-ns", w.long_hold_ns, "torture: length of the occasional long hold (at most 1 s)")
-      ->transform(unsigned_in(0, 1000000000))
-      ->default_str(std::to_string(defaults.long_hold_ns));
-  command
-      ->add_option_function<std::uint64_t>(
-          "--long-hold-every", [&w](const std::uint64_t& n) { w.long_hold_every = n; },
-          fmt::format("torture: one long hold per N acquisitions on average, up to 10^9 (default {}; 0: no long holds)",
-                      experiment::kTortureLongHoldEvery))
-      ->transform(unsigned_in(0, 1000000000));
-  command->add_option("--wait-halt-delay-ns", w.wait_halt_delay_ns,
-                      "Test knob: busy-wait between a PV wait's re-check and its halt, widening the lost-wake-up "
-                      "window (guest only, at most 10 ms)")
-      ->transform(unsigned_in(0, 10000000));
-  command->add_option("--inject", options->inject,
-                      "Inject preemptions (repeatable; docs/preemption.md): periodic:vcpu=N|all,every=DUR,for=DUR"
-                      "[,phase=DUR][,count=N] | random:vcpu=N|all,rate=HZ,for=DUR[,seed=N][,count=N] | "
-                      "holder|waiter:lock=N|any,every=N|p=P,for=DUR[,seed=N]");
-  command->add_flag("--native", l.native, "Run the lock workload on host threads (no VM), pinned the same way");
-  command->add_option("--param", options->params, "Extra workload parameter key=value (repeatable)");
-  command->add_option("--json", options->json,
-                      "Write the full report as JSON to FILE"
-                      " (absent or a regular file, checked first; replaced atomically)");
-  command->add_option("--api", options->api,
-                      "Serve the control socket at SOCK while the VM runs (owner-only; see 'lockvisor ctl' and "
-                      "docs/control-socket.md)");
-  command->add_option("--trace", options->trace,
-                      "Write the run's timeline as Chrome trace-event JSON to FILE (Perfetto, chrome://tracing;"
-                      " docs/trace.md; absent or a regular file, replaced atomically)");
-  command->add_option("--trace-max-events", options->trace_max_events,
-                      "--trace: at most this many events (1000..10^9; later ones are counted as dropped)")
-      ->transform(unsigned_in(1000, 1000000000))
-      ->default_str(std::to_string(trace::TraceOptions{}.max_events));
-  command->add_option("--trace-window", options->trace_window,
-                      "--trace: write only all | START:END (e.g. 120ms:125ms since the start) | worst-wait[:PAD] "
-                      "(the longest lock wait with PAD around it, default half the wait, at least 1ms)")
-      ->default_str("all");
-  command->add_option("--trace-merge-short", options->trace_merge_short,
-                      "--trace: write back-to-back lock waits and holds shorter than DUR (e.g. 10us) as one "
-                      "'acquisitions' slice each run of them (longer ones stay as they are)");
+  add_setting(*command, "lock", w.lock);
+  add_setting(*command, "cs_ns", w.cs_ns);
+  add_setting(*command, "cs_lines", w.cs_lines);
+  add_setting(*command, "delay_ns", w.delay_ns);
+  auto* duration = add_setting(*command, "duration_s", w.duration_s);
+  add_setting(*command, "iterations", w.iterations)->excludes(duration);
+  add_setting(*command, "layout", w.layout);
+  add_setting_function<std::uint64_t>(*command, "locks", [&w](const std::uint64_t& n) { w.locks = n; });
+  add_setting(*command, "long_hold_ns", w.long_hold_ns);
+  add_setting_function<std::uint64_t>(*command, "long_hold_every",
+                                      [&w](const std::uint64_t& n) { w.long_hold_every = n; });
+  add_setting(*command, "wait_halt_delay_ns", w.wait_halt_delay_ns);
+  add_setting(*command, "inject", options->inject);
+  add_setting(*command, "native", l.native);
+  add_setting(*command, "param", options->params);
+  add_setting(*command, "json", options->json);
+  add_setting(*command, "api", options->api);
+  add_setting(*command, "trace", options->trace);
+  add_setting(*command, "trace_max_events", options->trace_max_events);
+  add_setting(*command, "trace_window", options->trace_window);
+  add_setting(*command, "trace_merge_short", options->trace_merge_short);
   options->machine.add_to(*command);
-  command->add_option("--vm", options->vms,
-                      "Run several VMs side by side, started and stopped together: key=value[,key=value...] over "
-                      "run's long options plus label=NAME (repeatable; docs/multi-vm.md)");
-  command->add_option("--hogs", options->hogs,
-                      fmt::format("Host CPU hogs: N busy threads spread over --pcpus for the run, up to {}",
-                                  multivm::kMaxHogs))
-      ->transform(unsigned_in(0, multivm::kMaxHogs));
+  add_setting(*command, "vm", options->vms);
+  add_setting(*command, "hogs", options->hogs);
   // Hidden: the parent of a multi-VM run passes it (multivm/start_gate.h).
-  command->add_option("--start-gate-fd", options->start_gate_fd)->group("")->check(CLI::Range(0, 1 << 20));
+  add_setting(*command, "start_gate_fd", options->start_gate_fd)->group("");
   options->command = command;
 }
 
