@@ -8,6 +8,7 @@
 #include <new>
 #include <optional>
 
+#include "locks/pvbounded_tuning.h"
 #include "locks/registry.h"
 #include "vmm/cli/commands.h"
 #include "vmm/cli/machine_options.h"
@@ -208,69 +209,106 @@ int exit_code_of(ErrorKind kind) {
   return machine::exit_code(machine::Outcome::kHostError);
 }
 
-int run(RunOptions& o) {
-  if (!o.vms.empty()) return run_multi_vm(*o.command, o.vms, o.hogs, o.json);
-  o.lock.w.workload = o.workload;
-  o.machine.finish();
-  auto& config = o.machine.config;
-  if (is_lock_workload(o.workload)) validate_lock_options(o);
-  // Checked now, not after a run that may have taken minutes: a --json that
-  // cannot be written is a bad command line (exit 2) before anything boots.
-  std::optional<OutputFile> json;
-  if (!o.json.empty()) json.emplace(o.json, "--json");
-  auto specs = inject_specs(o, config);
-  std::optional<OutputFile> trace_file;
-  if (!o.trace.empty()) trace_file.emplace(o.trace, "--trace");
-  const auto window = trace::parse_trace_window(o.trace_window);
+// What validate_run() made of the options, for run() to use.
+struct CheckedOptions {
+  std::vector<inject::InjectSpec> specs;
+  trace::TraceWindowSpec window;
   std::uint64_t merge_short_ns = 0;
-  if (!o.trace_merge_short.empty()) {
-    if (!trace_file) fail("--trace-merge-short '{}': needs --trace FILE", o.trace_merge_short);
-    merge_short_ns = trace::parse_trace_duration("--trace-merge-short", o.trace_merge_short);
-  }
+  std::string args;  // the guest's arguments as run prints them ("defaults" when empty)
+};
 
-  if (window.kind != trace::TraceWindowSpec::Kind::kAll) {
-    if (!trace_file) fail("--trace-window '{}': needs --trace FILE", o.trace_window);
-    if (window.kind == trace::TraceWindowSpec::Kind::kWorstWait && !is_lock_workload(o.workload))
-      fail("--trace-window worst-wait: needs a lock workload (lockbench, uncontended, torture)");
-  }
-  if (o.lock.native) {
-    if (trace_file) fail("--trace: not with --native (the timeline is the VM's)");
-    if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
-    if (o.start_gate_fd >= 0) fail("--start-gate-fd starts VMs; --native runs none");
-    if (!o.api.empty()) fail("--api drives a VM; --native runs no VM");
-    if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
-    return run_native(o, json);
-  }
-  config.program = o.workload;
-  std::string args;
-  if (is_lock_workload(o.workload)) {
-    // The guest reads the binary record (BootInfo::workload); args is only
-    // the readable description printed below.
-    config.workload = lock_params(o, config.vcpus);
-    args = experiment::guest_args(o.lock.w, *config.workload);
-    config.timeout_s = default_timeout(o);
-  } else {
-    if (o.rounds > 0) args += fmt::format("rounds={} ", o.rounds);
-    if (o.spin > 0) args += fmt::format("spin={} ", o.spin);
-    if (o.halt != "hypercall") args += fmt::format("halt={} ", o.halt);
-  }
-  // --param passes keys that have no option of their own. A key that has
-  // one is refused: the guest takes the first occurrence of a key, so the
-  // --param would silently override the validated option while the report
-  // showed the option's value.
+// --param key=value: passes keys that have no option of their own. A key
+// that has one is refused: the guest takes the first occurrence of a key, so
+// the --param would silently override the validated option while the report
+// showed the option's value. A lock parameter (pvb_*) is checked here
+// against the rows the guest checks it with, with the guest's words.
+std::string checked_params(const RunOptions& o) {
   std::string explicit_params;
   for (const auto& p : o.params) {
     if (p.find('=') == std::string::npos || p.find(' ') != std::string::npos)
       fail("--param '{}': expected key=value without spaces", p);
-    if (const char* option = experiment::option_for_guest_key(p.substr(0, p.find('='))))
-      fail("--param '{}': '{}' has its own option, {}; use that", p, p.substr(0, p.find('=')), option);
+    const auto key = p.substr(0, p.find('='));
+    if (const char* option = experiment::option_for_guest_key(key))
+      fail("--param '{}': '{}' has its own option, {}; use that", p, key, option);
+    if (const auto* k = locks::pvb::find_tuning_key(key.data(), key.size())) {
+      std::uint64_t value = 0;
+      switch (locks::pvb::check_tuning_value(*k, p.c_str() + key.size() + 1, &value)) {
+        case locks::pvb::TuningCheck::kNotAValue: fail("--param '{}': {} is not a valid value", p, p);
+        case locks::pvb::TuningCheck::kOutOfRange:
+          fail("--param '{}': {}={} is out of range {}..{}", p, key, value, k->min, k->max);
+        case locks::pvb::TuningCheck::kValid: break;
+      }
+    }
     explicit_params += p + ' ';
   }
-  args = explicit_params + args;
-  while (!args.empty() && args.back() == ' ') args.pop_back();
-  config.args = args;
+  return explicit_params;
+}
 
+// Every check of a `run` command line that needs nothing to run: run()
+// calls it before it opens a file or boots, check_run_arguments() (the lab's
+// points, each --vm of a multi-VM run) calls it instead of running. Fills
+// the machine config as run() boots it.
+CheckedOptions validate_run(RunOptions& o) {
+  o.lock.w.workload = o.workload;
+  o.machine.finish();
+  auto& config = o.machine.config;
+  if (is_lock_workload(o.workload)) validate_lock_options(o);
+  CheckedOptions c;
+  c.specs = inject_specs(o, config);
+  const bool tracing = !o.trace.empty();
+  c.window = trace::parse_trace_window(o.trace_window);
+  if (!o.trace_merge_short.empty()) {
+    if (!tracing) fail("--trace-merge-short '{}': needs --trace FILE", o.trace_merge_short);
+    c.merge_short_ns = trace::parse_trace_duration("--trace-merge-short", o.trace_merge_short);
+  }
+  if (c.window.kind != trace::TraceWindowSpec::Kind::kAll) {
+    if (!tracing) fail("--trace-window '{}': needs --trace FILE", o.trace_window);
+    if (c.window.kind == trace::TraceWindowSpec::Kind::kWorstWait && !is_lock_workload(o.workload))
+      fail("--trace-window worst-wait: needs a lock workload (lockbench, uncontended, torture)");
+  }
+  if (o.lock.native) {
+    if (tracing) fail("--trace: not with --native (the timeline is the VM's)");
+    if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
+    if (o.start_gate_fd >= 0) fail("--start-gate-fd starts VMs; --native runs none");
+    if (!o.api.empty()) fail("--api drives a VM; --native runs no VM");
+  }
+  const std::string explicit_params = checked_params(o);
+  if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
+  if (o.lock.native) return c;
+  config.program = o.workload;
+  if (is_lock_workload(o.workload)) {
+    // The guest reads the binary record (BootInfo::workload); args is only
+    // the readable description run prints.
+    config.workload = lock_params(o, config.vcpus);
+    c.args = experiment::guest_args(o.lock.w, *config.workload);
+    config.timeout_s = default_timeout(o);
+  } else {
+    if (o.rounds > 0) c.args += fmt::format("rounds={} ", o.rounds);
+    if (o.spin > 0) c.args += fmt::format("spin={} ", o.spin);
+    if (o.halt != "hypercall") c.args += fmt::format("halt={} ", o.halt);
+  }
+  c.args = explicit_params + c.args;
+  while (!c.args.empty() && c.args.back() == ' ') c.args.pop_back();
+  config.args = c.args;
   machine::validate_config(config);
+  return c;
+}
+
+int run(RunOptions& o) {
+  if (!o.vms.empty()) return run_multi_vm(*o.command, o.vms, o.hogs, o.json);
+  auto checked = validate_run(o);
+  auto& config = o.machine.config;
+  auto& specs = checked.specs;
+  const auto& args = checked.args;
+  // Checked now, not after a run that may have taken minutes: a --json that
+  // cannot be written is a bad command line (exit 2) before anything boots.
+  std::optional<OutputFile> json;
+  if (!o.json.empty()) json.emplace(o.json, "--json");
+  if (o.lock.native) return run_native(o, json);
+  std::optional<OutputFile> trace_file;
+  if (!o.trace.empty()) trace_file.emplace(o.trace, "--trace");
+  const auto& window = checked.window;
+  const std::uint64_t merge_short_ns = checked.merge_short_ns;
   std::vector<std::byte> storage;
   const auto image = select_guest_image(o.machine.image, storage);
   machine::validate_image(config, image);
@@ -461,16 +499,12 @@ CheckedRun check_run_arguments(std::vector<std::string> args) {
     fail("{}", e.what());
   }
   auto& o = *options;
-  o.lock.w.workload = o.workload;
-  o.machine.finish();
-  if (is_lock_workload(o.workload)) validate_lock_options(o);
-  if (o.lock.native && !is_lock_workload(o.workload)) fail("--native runs lock workloads only");
-  if (!o.machine.config.pcpus.empty()) host::validate_cpus(o.machine.config.pcpus);
-  if (!o.vms.empty()) plan_vms(*o.command, o.vms);  // each VM's arguments, checked the same way
-  auto config = o.machine.config;  // what run checks before it boots (vCPU count, memory, ...)
-  inject_specs(o, config);
-  config.program = o.workload;
-  machine::validate_config(config);
+  if (!o.vms.empty()) {
+    plan_vms(*o.command, o.vms);  // each VM's arguments, checked by validate_run
+  } else {
+    validate_run(o);
+  }
+  const auto& config = o.machine.config;
   return {o.workload, is_lock_workload(o.workload) ? o.lock.w.lock : std::string(), config.vcpus, default_timeout(o),
           o.lock.native};
 }
