@@ -274,8 +274,12 @@ CheckedOptions validate_run(RunOptions& o) {
   }
   const std::string explicit_params = checked_params(o);
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
-  if (o.lock.native) return c;
   config.program = o.workload;
+  if (o.lock.native) {
+    // The VM-wide checks hold for host threads too (1..128 of them, ...).
+    machine::validate_config(config);
+    return c;
+  }
   if (is_lock_workload(o.workload)) {
     // The guest reads the binary record (BootInfo::workload); args is only
     // the readable description run prints.
