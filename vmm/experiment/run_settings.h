@@ -4,9 +4,9 @@
 // record, the MachineConfig, or the run command itself).
 //
 // What is made from these rows:
-//   * the options of `lockvisor run` (vmm/cli/run_options.cpp registers
-//     each row on its variable: flag, help, range check and default shown
-//     in --help all come from here);
+//   * the options of `lockvisor run` (vmm/cli/setting_options.h registers a
+//     row on its variable, for run_command.cpp and machine_options.cpp:
+//     flag, help, range check and the default --help shows come from here);
 //   * the lab's settings (vmm/lab/settings.cpp: the rows with a lab summary,
 //     in this order, are the scenario keys and axes);
 //   * the guest argument keys that --param may not set (guest_key);
@@ -18,7 +18,7 @@
 // (lockvisor/abi/workload_limits.h), which the guest checks too.
 //
 // ADDING A RUN OPTION = one row here + the code that uses its value (and
-// the line in run_options.cpp that binds it to that variable).
+// the add_setting line that binds it to that variable).
 #pragma once
 #include <cstdint>
 #include <span>
