@@ -312,6 +312,15 @@ TEST(WorkloadConfig, ErrorsAreOneLine) {
   cfg.params.cs_lines = 17;
   EXPECT_THROW(run_native(cfg), Error);
   cfg.params.cs_lines = 1;
+  cfg.params.delay_ns = abi::kDelayNs.max + 1;  // the range the guest and the options share
+  try {
+    run_native(cfg);
+    ADD_FAILURE() << "delay_ns out of range was run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("delay_ns 1000000001 is out of range 0..1000000000"), std::string::npos)
+        << e.what();
+  }
+  cfg.params.delay_ns = abi::kDelayNs.def;
   cfg.params.kind = static_cast<WorkloadKind>(7);
   EXPECT_THROW(run_native(cfg), Error);
   cfg.params.kind = WorkloadKind::kLockbench;
