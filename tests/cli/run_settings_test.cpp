@@ -30,6 +30,21 @@ using experiment::RunSetting;
 using experiment::SettingTarget;
 using experiment::SettingType;
 
+struct Outcome {
+  int exit_code;
+  std::string output;
+};
+
+Outcome lockvisor(const std::string& args) {
+  std::FILE* pipe = ::popen((std::string(LOCKVISOR_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  std::string out;
+  std::array<char, 4096> buffer{};
+  while (pipe != nullptr && std::fgets(buffer.data(), buffer.size(), pipe)) out += buffer.data();
+  const int status = pipe != nullptr ? ::pclose(pipe) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
 std::string run_help() {
   std::FILE* pipe = ::popen((std::string(LOCKVISOR_BINARY) + " run --help 2>&1").c_str(), "r");
   EXPECT_NE(pipe, nullptr);
@@ -204,6 +219,34 @@ TEST(RunSettings, JsonSettingsListEveryRowsKey) {
     bool found = derived.count(key) > 0;
     for (const RunSetting& s : run_settings()) found = found || (s.json != nullptr && key == s.json);
     EXPECT_TRUE(found) << "settings." << key << " has no row";
+  }
+}
+
+// A lock parameter is checked on the host against the guest's own rows
+// (guest/locks/pvbounded_tuning.h), in the guest's words, before anything
+// boots: exit 2 and one line, on a host without KVM too.
+TEST(RunSettings, LockParamsAreCheckedBeforeBoot) {
+  for (const auto& [param, words] :
+       {std::pair{"pvb_bound_us=-5", "pvb_bound_us=-5 is not a valid value"},
+        std::pair{"pvb_bound_us=0", "pvb_bound_us=0 is out of range 1..10000000"},
+        std::pair{"pvb_handoff=sideways", "pvb_handoff=sideways is not a valid value"},
+        std::pair{"pvb_boost=2", "pvb_boost=2 is out of range 0..1"}}) {
+    for (const std::string where : {"", "--native "}) {
+      const auto o = lockvisor("run " + where + "--workload lockbench --lock pvbounded --duration 0.01 --param " + param);
+      EXPECT_EQ(o.exit_code, 2) << o.output;
+      EXPECT_EQ(o.output, fmt::format("lockvisor: error: --param '{}': {}\n", param, words));
+    }
+  }
+}
+
+// --native refuses what only a VM has, before anything runs (the lab's
+// points and --vm specs go through the same validation).
+TEST(RunSettings, NativeRefusesWhatOnlyAVmHas) {
+  for (const std::string extra : {"--api /tmp/lockvisor-settings-api.sock", "--trace /tmp/lockvisor-settings-t.json",
+                                  "--start-gate-fd 3"}) {
+    const auto o = lockvisor("run --native --workload lockbench --duration 0.01 " + extra);
+    EXPECT_EQ(o.exit_code, 2) << extra << ": " << o.output;
+    EXPECT_NE(o.output.find("native"), std::string::npos) << o.output;
   }
 }
 
