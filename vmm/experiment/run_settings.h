@@ -5,7 +5,7 @@
 //
 // What is made from these rows:
 //   * the options of `lockvisor run` (vmm/cli/setting_options.h registers a
-//     row on its variable, for run_command.cpp and machine_options.cpp:
+//     row on its variable, for run_options.cpp and machine_options.cpp:
 //     flag, help, range check and the default --help shows come from here);
 //   * the lab's settings (vmm/lab/settings.cpp: the rows with a lab summary,
 //     in this order, are the scenario keys and axes);
