@@ -1,6 +1,6 @@
 // The range and the default of every lock-workload parameter the host sets
 // from an option, in one place that both sides include: the VMM's options
-// (vmm/experiment/run_settings.def) take their ranges and defaults from
+// (vmm/experiment/run_settings.cpp) take their ranges and defaults from
 // here, and the guest (and the native runner) check the record they receive
 // against the same rows, so a value the host accepts is never one the
 // guest refuses, and the other way round. Freestanding: no libc.
@@ -31,7 +31,7 @@ inline constexpr WorkloadLimit kDelayNs         {"delay_ns",           &Workload
 // Only while iterations == 0 (a fixed-work run ignores it).
 inline constexpr WorkloadLimit kDurationNs      {"duration_ns",        &WorkloadParams::duration_ns,        1'000'000, 3'600'000'000'000, 1'000'000'000};
 inline constexpr WorkloadLimit kIterations      {"iterations",         &WorkloadParams::iterations,         0, kMaxCount,           0};
-// torture's lock count (0 is refused by no one: the host maps it to the default).
+// torture's lock count (the host writes 0 as the default, kTortureLocks).
 inline constexpr WorkloadLimit kLocks           {"nlocks",             &WorkloadParams::nlocks,             0, 16,                  1};
 inline constexpr WorkloadLimit kLongHoldNs      {"long_hold_ns",       &WorkloadParams::long_hold_ns,       0, kMaxBusyNs,          100'000};
 inline constexpr WorkloadLimit kLongHoldEvery   {"long_hold_every",    &WorkloadParams::long_hold_every,    0, 1'000'000'000,       0};
