@@ -130,9 +130,10 @@ constexpr RunSetting kRows[] = {
    .lab = "watchdog, s"},
   {.key = "hogs", .flag = "--hogs", .type = T::kUnsigned, .target = G::kRun, .min = 0, .max = 256, .def = "0",
    .help = "Host CPU hogs: N busy threads spread over --pcpus for the run, up to 256",
-   .lab = "host CPU hogs: N busy threads over pcpus for the run"},
+   .lab = "host CPU hogs: N busy threads over pcpus for the run", .vm = VmScope::kNotPerVm},
   {.key = "native", .flag = "--native", .type = T::kSwitch, .target = G::kRun,
-   .help = "Run the lock workload on host threads (no VM), pinned the same way", .lab = "run on host threads, no VM"},
+   .help = "Run the lock workload on host threads (no VM), pinned the same way", .lab = "run on host threads, no VM",
+   .vm = VmScope::kNotPerVm},
 
   // ---- not lab settings
   {.key = "rounds", .flag = "--rounds", .type = T::kUnsigned, .target = G::kRun, .min = 0, .max = 1000000000000,
@@ -160,17 +161,18 @@ constexpr RunSetting kRows[] = {
   {.key = "sbi_eid", .flag = "--sbi-eid", .type = T::kText, .target = G::kMachine,
    .help = "Experimental-range alias of the SBI PVLOCK EID (hex)"},
   {.key = "serial", .flag = "--serial", .type = T::kText, .target = G::kMachine,
-   .help = "Write the guest's COM1 output to FILE instead of stdout"},
+   .help = "Write the guest's COM1 output to FILE instead of stdout", .vm = VmScope::kOwnPath},
   {.key = "image", .flag = "--image", .type = T::kText, .target = G::kRun,
    .help = "Guest ELF image (default: the one built into lockvisor)"},
   {.key = "json", .flag = "--json", .type = T::kText, .target = G::kRun,
-   .help = "Write the full report as JSON to FILE (absent or a regular file, checked first; replaced atomically)"},
+   .help = "Write the full report as JSON to FILE (absent or a regular file, checked first; replaced atomically)",
+   .vm = VmScope::kNotPerVm},
   {.key = "api", .flag = "--api", .type = T::kText, .target = G::kRun,
    .help = "Serve the control socket at SOCK while the VM runs (owner-only; see 'lockvisor ctl' and "
-           "docs/control-socket.md)"},
+           "docs/control-socket.md)", .vm = VmScope::kOwnPath},
   {.key = "trace", .flag = "--trace", .type = T::kText, .target = G::kRun,
    .help = "Write the run's timeline as Chrome trace-event JSON to FILE (Perfetto, chrome://tracing; docs/trace.md; "
-           "absent or a regular file, replaced atomically)"},
+           "absent or a regular file, replaced atomically)", .vm = VmScope::kOwnPath},
   {.key = "trace_max_events", .flag = "--trace-max-events", .type = T::kUnsigned, .target = G::kRun, .min = 1000,
    .max = 1000000000, .def = "4000000",
    .help = "--trace: at most this many events (1000..10^9; later ones are counted as dropped)"},
@@ -183,9 +185,9 @@ constexpr RunSetting kRows[] = {
   {.key = "vm", .flag = "--vm", .type = T::kText, .target = G::kRun,
    .help = "Run several VMs side by side, started and stopped together: key=value[,key=value...] over run's long "
            "options plus label=NAME (repeatable; docs/multi-vm.md)",
-   .repeatable = true},
+   .repeatable = true, .vm = VmScope::kNotPerVm},
   {.key = "start_gate_fd", .flag = "--start-gate-fd", .type = T::kUnsigned, .target = G::kRun, .min = 0,
-   .max = 1 << 20},
+   .max = 1 << 20, .vm = VmScope::kNotPerVm},
 };
 // clang-format on
 

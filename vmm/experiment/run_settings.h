@@ -43,6 +43,13 @@ enum class SettingTarget {
   kRun,       // the run command itself (what runs, outputs, several VMs)
 };
 
+// What a --vm SPEC of a multi-VM run may do with the setting.
+enum class VmScope {
+  kPerVm,    // a key of --vm specs; given outside them, every VM gets it
+  kOwnPath,  // a file or socket: per --vm only, and no two VMs share one
+  kNotPerVm, // the multi-VM run's own (or no VM's business): not a --vm key
+};
+
 struct RunSetting {
   const char* key;    // scenario and --vm key: cs_ns, kick_delay_us, ...
   const char* flag;   // of `lockvisor run`: --cs, --kick-delay-us, ... (short aliases: cli_names)
@@ -60,6 +67,7 @@ struct RunSetting {
   bool repeatable = false;
   const char* cli_names = nullptr;     // CLI11 names when there is a short alias ("-l,--lock")
   const abi::WorkloadLimit* limit = nullptr;  // kWorkload: the record field's row (range, default)
+  VmScope vm = VmScope::kPerVm;
 };
 
 std::span<const RunSetting> run_settings();
