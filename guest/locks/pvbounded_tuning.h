@@ -138,6 +138,26 @@ inline bool parse_tuning_value(const TuningKey& k, const char* text, u64* out) {
   return true;
 }
 
+// The key's row, or nullptr (for the host's check of `--param` before
+// anything boots: it takes the ranges from these same rows).
+inline const TuningKey* find_tuning_key(const char* key, unsigned long length) {
+  for (const TuningKey& k : kTuningKeys) {
+    unsigned long i = 0;
+    while (i < length && k.key[i] != '\0' && k.key[i] == key[i]) ++i;
+    if (i == length && k.key[i] == '\0') return &k;
+  }
+  return nullptr;
+}
+
+// A parameter's text checked as the guest checks it: kNotAValue ("KEY=TEXT
+// is not a valid value"), kOutOfRange ("KEY=VALUE is out of range MIN..MAX")
+// or kValid with the value in *out.
+enum class TuningCheck { kValid, kNotAValue, kOutOfRange };
+inline TuningCheck check_tuning_value(const TuningKey& k, const char* text, u64* out) {
+  if (!parse_tuning_value(k, text, out)) return TuningCheck::kNotAValue;
+  return *out < k.min || *out > k.max ? TuningCheck::kOutOfRange : TuningCheck::kValid;
+}
+
 // Sets one parameter.  Returns false (and changes nothing) if the value is
 // out of range.  The *_us times also set their cycles from the TSC rate.
 inline bool set_tuning(const TuningKey& k, u64 value, u64 tsc_khz) {

@@ -126,6 +126,9 @@ const WorkloadParams& checked_params(WorkloadKind kind) {
   if (const char* why = check_header(p)) assert_fail(__FILE__, __LINE__, why);
   LV_CHECK_MSG(p.kind == kind, "BootInfo::workload is for another workload kind than this program");
   LV_CHECK_EQ(p.cpus, u64{nr_cpus()});
+  if (const lockvisor::abi::WorkloadLimit* l = lockvisor::abi::out_of_range(p))
+    assert_fail(__FILE__, __LINE__,
+                Text().str(l->name).str(" ").u(p.*(l->field)).str(" is out of range ").u(l->min).str("..").u(l->max).c_str());
   if (const char* why = lockvisor::workloads::check_params(p)) assert_fail(__FILE__, __LINE__, why);
   return p;
 }

@@ -93,6 +93,7 @@
 #include "lockvisor/abi/types.h"
 #include "lockvisor/abi/ucall.h"
 #include "lockvisor/abi/workload.h"
+#include "lockvisor/abi/workload_limits.h"
 #include "locks/atomic.h"
 #include "locks/lock_env.h"
 #include "locks/lock_events.h"
@@ -107,7 +108,7 @@ using abi::WorkloadKind;
 using abi::WorkloadParams;
 using abi::WorkloadStats;
 
-inline constexpr u64 kDefaultUncontendedIterations = 256 * 1024;
+inline constexpr u64 kDefaultUncontendedIterations = abi::kUncontendedIterations;
 
 // ---- names (for command lines and reports)
 constexpr const char* kind_name(WorkloadKind k) {
@@ -156,34 +157,6 @@ constexpr bool parse_layout(const char* name, LockLayout* out) {
   return false;
 }
 
-// Suggested defaults per kind (the CLI may override any field).  torture
-// follows locktorture's shape (a 2 us hold ceiling, an occasional long
-// hold), scaled to a short run: 1 ms every ~10000 acquisitions per CPU.
-constexpr WorkloadParams default_params(WorkloadKind kind) {
-  WorkloadParams p{};
-  p.kind = kind;
-  p.cs_lines = 1;
-  p.layout = LockLayout::kStandalone;
-  p.seed = 1;
-  p.cpus = 1;
-  p.nlocks = 1;
-  p.duration_ns = 1000000000;  // 1 s
-  switch (kind) {
-    case WorkloadKind::kLockbench:
-      p.cs_ns = 50;
-      p.delay_ns = 100;
-      break;
-    case WorkloadKind::kUncontended: p.iterations = kDefaultUncontendedIterations; break;
-    case WorkloadKind::kTorture:
-      p.nlocks = 4;
-      p.cs_ns = 2000;
-      p.long_hold_ns = 1000000;
-      p.long_hold_every = 10000;
-      break;
-  }
-  return p;
-}
-
 // The host's choice of fairness window (WorkloadParams::fairness_window_ns):
 // 10 ms (a few host scheduler slices), or duration / 20 when the run is
 // shorter than 20 such windows, so that a short run still has 20 windows.
@@ -198,15 +171,18 @@ static_assert(default_fairness_window_ns(100000000, 0) == 5000000);
 
 // nullptr if p can be run, else a one-line reason.  (The header fields are
 // checked separately, abi::check_header: native callers need not set them.)
+// A field outside its range (abi::out_of_range, the rows the host's options
+// use too) is reported by check_range() with its value; this gives the
+// structural reasons.
 constexpr const char* check_params(const WorkloadParams& p) {
   if (p.cpus == 0 || p.cpus > locks::kMaxCpus) return "cpus must be between 1 and 128";
   if (p.kind != WorkloadKind::kLockbench && p.kind != WorkloadKind::kUncontended && p.kind != WorkloadKind::kTorture)
     return "unknown workload kind";
   if (p.layout != LockLayout::kStandalone && p.layout != LockLayout::kEmbedded) return "unknown lock layout";
-  if (p.cs_lines > kMaxCsLines) return "cs_lines must be at most 16";
-  if (p.kind == WorkloadKind::kTorture && p.nlocks > kMaxLocks) return "nlocks must be at most 16";
+  if (abi::out_of_range(p) != nullptr) return "a workload parameter is out of its range";
   return nullptr;
 }
+static_assert(abi::kCsLines.max == kMaxCsLines && abi::kLocks.max == kMaxLocks && abi::kCpus.max == locks::kMaxCpus);
 
 // Effective values: cs_lines 0 means 1 (line 0, with the checked counter, is
 // always written); nlocks only matters for torture (0 means 1).

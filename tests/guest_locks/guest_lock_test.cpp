@@ -127,6 +127,20 @@ TEST(GuestLockControl, NoBinaryParametersIsAClearGuestFailure) {
   EXPECT_NE(run.reason.find("no workload parameters"), std::string::npos) << run.reason;
 }
 
+// A record the host would never write (a field outside the range its
+// options share with the guest, lockvisor/abi/workload_limits.h) is refused
+// by the guest, naming the field, its value and the range.
+TEST(GuestLockControl, OutOfRangeParametersAreAClearGuestFailure) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  machine::MachineConfig config;
+  config.vcpus = 2;
+  config.program = "lockbench";
+  test::set_workload(config, abi::WorkloadKind::kLockbench, "ticket").delay_ns = abi::kDelayNs.max + 1;
+  const auto run = boot(*kvm, config);
+  EXPECT_EQ(run.outcome, machine::Outcome::kGuestFailed) << run.reason;
+  EXPECT_NE(run.reason.find("delay_ns 1000000001 is out of range 0..1000000000"), std::string::npos) << run.reason;
+}
+
 TEST(GuestLockControl, ParametersForAnotherVcpuCountAreRefusedBeforeBoot) {
   machine::MachineConfig config;
   config.vcpus = 2;

@@ -92,7 +92,7 @@ TEST_P(WorkloadTorture, NoViolations) {
   cfg.pcpus = pcpus;
   cfg.spread = true;
   WorkloadParams& p = cfg.params;
-  p = workloads::default_params(WorkloadKind::kTorture);
+  p = abi::default_workload_params(WorkloadKind::kTorture);
   p.cpus = ratio * pcpus.size();
   p.duration_ns = 200 * kMs;
   p.nlocks = 4;
@@ -145,7 +145,7 @@ TEST(WorkloadNegative, BustedLockIsCaught) {
   NativeRunConfig cfg;
   cfg.pcpus = test_pcpus();
   WorkloadParams& p = cfg.params;
-  p = workloads::default_params(WorkloadKind::kTorture);
+  p = abi::default_workload_params(WorkloadKind::kTorture);
   p.cpus = 2 * cfg.pcpus.size();
   p.nlocks = 1;
   p.cs_ns = 1000;
@@ -179,7 +179,7 @@ TYPED_TEST(WorkloadLockbench, IterationsAndCountersAgree) {
   NativeRunConfig cfg;
   cfg.pcpus = test_pcpus();
   WorkloadParams& p = cfg.params;
-  p = workloads::default_params(WorkloadKind::kLockbench);
+  p = abi::default_workload_params(WorkloadKind::kLockbench);
   p.cpus = cfg.pcpus.size() < 2 ? 2 : cfg.pcpus.size();
   p.iterations = test::scaled(20000);
   p.duration_ns = 0;
@@ -214,7 +214,7 @@ TEST(WorkloadLockbench, DurationRunStopsAndCounts) {
   cfg.pcpus = test_pcpus();
   cfg.spread = false;  // float
   WorkloadParams& p = cfg.params;
-  p = workloads::default_params(WorkloadKind::kLockbench);
+  p = abi::default_workload_params(WorkloadKind::kLockbench);
   p.cpus = 3;
   p.duration_ns = 100 * kMs;
   p.layout = LockLayout::kEmbedded;
@@ -242,7 +242,7 @@ TEST(WorkloadUncontended, OnlyCpu0Works) {
   cfg.lock = "ticket";
   cfg.pcpus = test_pcpus();
   WorkloadParams& p = cfg.params;
-  p = workloads::default_params(WorkloadKind::kUncontended);
+  p = abi::default_workload_params(WorkloadKind::kUncontended);
   p.cpus = 4;
   p.iterations = 12345;
   const auto stats = run_native(cfg);
@@ -260,7 +260,7 @@ TEST(WorkloadUncontended, OnlyCpu0Works) {
 TEST(WorkloadUncontended, DefaultIterations) {
   NativeRunConfig cfg;
   cfg.lock = "qspinlock";
-  cfg.params = workloads::default_params(WorkloadKind::kUncontended);
+  cfg.params = abi::default_workload_params(WorkloadKind::kUncontended);
   cfg.params.iterations = 0;  // 256K
   const auto stats = run_native(cfg);
   ASSERT_EQ(stats.size(), 1u);
@@ -274,7 +274,7 @@ TEST(WorkloadUncontended, NsPerPairTable) {
     NativeRunConfig cfg;
     cfg.lock = l.name;
     cfg.pcpus = {test_pcpus()[0]};
-    cfg.params = workloads::default_params(WorkloadKind::kUncontended);
+    cfg.params = abi::default_workload_params(WorkloadKind::kUncontended);
     double best = 1e30;
     for (int rep = 0; rep < 5; rep++) {
       const auto stats = run_native(cfg);
@@ -292,7 +292,7 @@ TEST(WorkloadUncontended, NsPerPairTable) {
 TEST(WorkloadConfig, ErrorsAreOneLine) {
   NativeRunConfig cfg;
   cfg.lock = "no-such-lock";
-  cfg.params = workloads::default_params(WorkloadKind::kLockbench);
+  cfg.params = abi::default_workload_params(WorkloadKind::kLockbench);
   EXPECT_THROW(run_native(cfg), Error);
   try {
     run_native(cfg);
@@ -305,13 +305,22 @@ TEST(WorkloadConfig, ErrorsAreOneLine) {
   EXPECT_THROW(run_native(cfg), Error);
   cfg.params.cpus = 129;
   EXPECT_THROW(run_native(cfg), Error);
-  cfg.params = workloads::default_params(WorkloadKind::kTorture);
+  cfg.params = abi::default_workload_params(WorkloadKind::kTorture);
   cfg.params.nlocks = 17;
   EXPECT_THROW(run_native(cfg), Error);
-  cfg.params = workloads::default_params(WorkloadKind::kLockbench);
+  cfg.params = abi::default_workload_params(WorkloadKind::kLockbench);
   cfg.params.cs_lines = 17;
   EXPECT_THROW(run_native(cfg), Error);
   cfg.params.cs_lines = 1;
+  cfg.params.delay_ns = abi::kDelayNs.max + 1;  // the range the guest and the options share
+  try {
+    run_native(cfg);
+    ADD_FAILURE() << "delay_ns out of range was run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("delay_ns 1000000001 is out of range 0..1000000000"), std::string::npos)
+        << e.what();
+  }
+  cfg.params.delay_ns = abi::kDelayNs.def;
   cfg.params.kind = static_cast<WorkloadKind>(7);
   EXPECT_THROW(run_native(cfg), Error);
   cfg.params.kind = WorkloadKind::kLockbench;

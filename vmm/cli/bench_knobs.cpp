@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "vmm/cli/option_checks.h"
+#include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/kvm/kvm_system.h"
@@ -78,8 +79,14 @@ Sample run_one(const kvm::KvmSystem& kvm, std::span<const std::byte> image, cons
     config.program = "pingpong";
     config.args = fmt::format("rounds={}", o.pingpong_rounds);
   } else {
-    config.program = "lockbench";
-    config.args = fmt::format("lock={} duration_ms={}", w.name, static_cast<std::uint64_t>(o.lock_seconds * 1000));
+    // The lock workloads read only their binary record (BootInfo::workload),
+    // made as `run` makes it: production defaults, this lock and length.
+    experiment::WorkloadSettings settings;
+    settings.workload = config.program = "lockbench";
+    settings.lock = w.name;
+    settings.duration_s = o.lock_seconds;
+    experiment::validate(settings);
+    config.workload = experiment::workload_params(settings, config.seed, config.vcpus);
   }
   machine::Machine vm(kvm, config, image);
   const auto run = vm.run();

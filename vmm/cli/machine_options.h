@@ -10,24 +10,26 @@ namespace lockvisor::cli {
 
 struct MachineOptions {
   machine::MachineConfig config;
-  std::string pcpus;  // parsed after CLI11 is done
-  std::string pin = "spread";
-  std::string kick = "sticky";
+  // The options given as text, converted in finish(); their defaults are
+  // the rows' of vmm/experiment/run_settings.cpp (set when registered).
+  std::string pcpus;  // empty: all allowed CPUs
+  std::string pin;
+  std::string kick;
   std::string image;
   std::string sbi_eid;
-  std::string runstate = "auto";
-  std::string backend = "userspace";
-  std::string ple = "on";
-  std::string sbi_kick = "sticky";
-  std::string enforce_pv_cpuid = "on";
+  std::string runstate;
+  std::string backend;
+  std::string ple;
+  std::string sbi_kick;
+  std::string enforce_pv_cpuid;
   bool no_pv = false;
   bool no_sbi = false;
-  // Host knobs of the userspace backend (converted in finish()).
+  // Host knobs of the userspace backend.
   std::string halt_poll;             // --halt-poll off|fixed:US|adaptive[:MAX_US]; empty: the default
   std::uint32_t halt_poll_us = 0;    // --halt-poll-us N: the older spelling of fixed:N
-  std::string kick_yield = "off";
-  std::string kick_boost = "off";
-  std::string boost = "auto";
+  std::string kick_yield;
+  std::string kick_boost;
+  std::string boost;
   bool no_steal_time = false;
 
   void add_to(CLI::App& command);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "vmm/cli/commands.h"
+#include "vmm/experiment/run_settings.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/multivm/multi_vm_run.h"
@@ -25,8 +26,15 @@
 namespace lockvisor::cli {
 namespace {
 
-// Options of `run` that are the multi-VM run's own (or no VM's business).
-const std::set<std::string> kNotPerVm = {"vm", "hogs", "json", "start-gate-fd", "help", "native"};
+// How a --vm spec treats `run`'s option NAME (long name, no dashes): the
+// row's scope (vmm/experiment/run_settings.cpp); CLI11's --help is no key.
+experiment::VmScope vm_scope(const std::string& name) {
+  const auto* row = experiment::find_run_setting_by_flag("--" + name);
+  if (row != nullptr) return row->vm;
+  return name == "help" ? experiment::VmScope::kNotPerVm : experiment::VmScope::kPerVm;
+}
+bool not_per_vm(const std::string& name) { return vm_scope(name) == experiment::VmScope::kNotPerVm; }
+bool own_path(const std::string& name) { return vm_scope(name) == experiment::VmScope::kOwnPath; }
 
 bool is_switch(const CLI::Option& option) { return option.get_expected_max() == 0; }
 
@@ -62,7 +70,7 @@ std::vector<Given> common_options(const CLI::App& run) {
   std::vector<Given> given;
   for (const CLI::Option* option : run.get_options()) {
     const auto name = long_name(*option);
-    if (name.empty() || kNotPerVm.count(name) || option->count() == 0) continue;
+    if (name.empty() || not_per_vm(name) || option->count() == 0) continue;
     given.push_back({name, is_switch(*option), is_switch(*option) ? std::vector<std::string>{} : option->results()});
   }
   return given;
@@ -110,7 +118,7 @@ std::string key_list(const CLI::App& run) {
   std::string keys = "label";
   for (const CLI::Option* option : run.get_options()) {
     const auto name = long_name(*option);
-    if (!name.empty() && !kNotPerVm.count(name) && !option->get_group().empty()) keys += ", " + name;
+    if (!name.empty() && !not_per_vm(name) && !option->get_group().empty()) keys += ", " + name;
   }
   return keys;
 }
@@ -143,9 +151,8 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
   // A file or socket shared by several VMs would be written (or bound) by
   // all of them: the last trace would replace the others, the second
   // control socket would find the first one live and fail its VM.
-  static const std::set<std::string> kOwnPaths = {"serial", "trace", "api"};
   for (const auto& g : common)
-    if (kOwnPaths.count(g.name))
+    if (own_path(g.name))
       fail("--{} outside --vm: every VM would use that {}; give {}=PATH per --vm", g.name,
            g.name == "api" ? "socket" : "file", g.name);
   std::set<std::string> own_paths;
@@ -164,7 +171,7 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
         continue;
       }
       const CLI::Option* option = run.get_option_no_throw("--" + key);
-      if (option == nullptr || kNotPerVm.count(key) || option->get_group().empty())
+      if (option == nullptr || not_per_vm(key) || option->get_group().empty())
         fail("{}: unknown key '{}' (keys: {})", where, key, key_list(run));
       const auto name = long_name(*option);
       auto it = std::find_if(own.begin(), own.end(), [&](const Given& g) { return g.name == name; });
@@ -175,7 +182,7 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
       else own.push_back({name, is_switch(*option), {value}});
     }
     for (const auto& g : own)
-      if (kOwnPaths.count(g.name) && !own_paths.insert(g.values.front()).second)
+      if (own_path(g.name) && !own_paths.insert(g.values.front()).second)
         fail("{}: {}={}: another VM uses that path", where, g.name, g.values.front());
     if (plan.label.empty()) plan.label = fmt::format("vm{}", i + 1);
     if (!labels.insert(plan.label).second) fail("{}: label '{}' is already another VM's", where, plan.label);

@@ -4,6 +4,7 @@
 
 #include "locks/registry.h"
 #include "workloads/workloads.h"
+#include "vmm/experiment/run_settings.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::experiment {
@@ -18,10 +19,14 @@ abi::WorkloadKind workload_kind(const std::string& w) {
 
 void validate(const WorkloadSettings& w) {
   if (locks::find_lock(w.lock.c_str()) == nullptr) fail("--lock '{}': unknown lock (see 'lockvisor locks')", w.lock);
-  if (w.cs_lines < 1 || w.cs_lines > 16) fail("--cs-lines {}: must be 1..16", w.cs_lines);
-  if (w.locks && *w.locks > 16) fail("--locks {}: at most 16", *w.locks);
-  if (!(w.duration_s > 0) || w.duration_s > 3600) fail("--duration {}: must be in (0, 3600] seconds", w.duration_s);
   if (w.layout != "standalone" && w.layout != "embedded") fail("--layout '{}': standalone or embedded", w.layout);
+  if (!(w.duration_s > 0) || w.duration_s > 3600) fail("--duration {}: must be in (0, 3600] seconds", w.duration_s);
+  // Every numeric field against the rows the guest checks, named by its option.
+  const abi::WorkloadParams p = workload_params(w, 1, 1);
+  if (const abi::WorkloadLimit* l = abi::out_of_range(p)) {
+    const RunSetting* row = find_run_setting_by_limit(*l);
+    fail("{} {}: must be {}..{}", row ? row->flag : l->name, p.*(l->field), l->min, l->max);
+  }
 }
 
 abi::WorkloadParams workload_params(const WorkloadSettings& w, std::uint64_t seed, unsigned cpus) {

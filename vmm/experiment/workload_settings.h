@@ -13,28 +13,32 @@
 #include <nlohmann/json.hpp>
 
 #include "lockvisor/abi/workload.h"
+#include "lockvisor/abi/workload_limits.h"
 
 namespace lockvisor::experiment {
 
+// The defaults are the production ones of lockvisor/abi/workload_limits.h
+// (the ranges the guest checks are there too); the run-settings table
+// (run_settings.cpp) shows the same values in --help, which a test checks.
 struct WorkloadSettings {
   std::string lock = "auto";
   std::string workload = "lockbench";
-  std::uint64_t cs_ns = 100;      // work inside the critical section
-  std::uint64_t cs_lines = 1;     // shared cache lines written in it (1..16)
-  std::uint64_t delay_ns = 170;   // work outside it
-  double duration_s = 1.0;        // measured window when iterations == 0
+  std::uint64_t cs_ns = abi::kCsNs.def;        // work inside the critical section
+  std::uint64_t cs_lines = abi::kCsLines.def;  // shared cache lines written in it (1..16)
+  std::uint64_t delay_ns = abi::kDelayNs.def;  // work outside it
+  double duration_s = static_cast<double>(abi::kDurationNs.def) / 1e9;  // measured window when iterations == 0
   std::uint64_t iterations = 0;   // acquisitions per CPU; 0: run for duration_s (uncontended: 262144)
   std::string layout = "standalone";
   std::optional<std::uint64_t> locks;            // torture's lock count; unset: 4 (torture) or 1
-  std::uint64_t long_hold_ns = 100000;           // torture: length of a long hold
+  std::uint64_t long_hold_ns = abi::kLongHoldNs.def;  // torture: length of a long hold
   std::optional<std::uint64_t> long_hold_every;  // unset: 2000 (torture) or never; 0: never
-  std::uint64_t wait_halt_delay_ns = 0;          // test knob: busy-wait between a PV wait's re-check and its halt
+  std::uint64_t wait_halt_delay_ns = abi::kWaitHaltDelayNs.def;  // test knob: busy-wait between a PV wait's re-check and its halt
 };
 
 // The workload defaults that depend on the workload kind, named once.
-inline constexpr std::uint64_t kUncontendedIterations = 262144;
-inline constexpr std::uint64_t kTortureLocks = 4;
-inline constexpr std::uint64_t kTortureLongHoldEvery = 2000;
+inline constexpr std::uint64_t kUncontendedIterations = abi::kUncontendedIterations;
+inline constexpr std::uint64_t kTortureLocks = abi::kTortureLocks;
+inline constexpr std::uint64_t kTortureLongHoldEvery = abi::kTortureLongHoldEvery;
 
 bool is_lock_workload(const std::string& workload);
 abi::WorkloadKind workload_kind(const std::string& workload);

@@ -5,57 +5,31 @@
 #include <algorithm>
 #include <string_view>
 
+#include "vmm/experiment/run_settings.h"
+
 namespace lockvisor::lab {
 namespace {
 
 const std::string kVmPrefix(kVmSettingPrefix);
 
-// clang-format off
-constexpr Setting kSettings[] = {
-  {"workload",        "--workload",        false, "lockbench, uncontended or torture"},
-  {"lock",            "--lock",            false, "lock algorithm (lockvisor locks)"},
-  {"vcpus",           "--vcpus",           false, "vCPUs (or host threads with native)"},
-  {"pcpus",           "--pcpus",           false, "host-CPU set, e.g. 0 or 0-1"},
-  {"pin",             "--pin",             false, "spread or float"},
-  {"cs_ns",           "--cs",              false, "critical section, ns"},
-  {"cs_lines",        "--cs-lines",        false, "cache lines written in the critical section"},
-  {"delay_ns",        "--delay",           false, "work outside the critical section, ns"},
-  {"duration_s",      "--duration",        false, "measured window, s"},
-  {"iterations",      "--iterations",      false, "acquisitions per CPU instead of a duration"},
-  {"layout",          "--layout",          false, "standalone or embedded"},
-  {"locks",           "--locks",           false, "torture: number of locks"},
-  {"long_hold_ns",    "--long-hold-ns",    false, "torture: long-hold length, ns"},
-  {"long_hold_every", "--long-hold-every", false, "torture: one long hold per N acquisitions (0: none)"},
-  {"kick",            "--kick",            false, "sticky or lossy"},
-  {"kick_delay_us",   "--kick-delay-us",   false, "delay every kick, us"},
-  {"halt_poll_us",    "--halt-poll-us",    false, "poll before sleeping in a halt, us (= halt_poll fixed:N)"},
-  {"halt_poll",       "--halt-poll",       false, "off, fixed:US or adaptive[:MAX_US]"},
-  {"kick_yield",      "--kick-yield",      false, "on or off: the kicker yields to a woken vCPU on its CPU"},
-  {"kick_boost",      "--kick-boost",      false, "on or off: a kick boosts the woken vCPU"},
-  {"boost",           "--boost",           false, "auto, fifo, nice or off: how YIELD_TO and kick boosts work"},
-  {"no_steal_time",   "--no-steal-time",   true,  "hide KVM_FEATURE_STEAL_TIME"},
-  {"backend",         "--backend",         false, "userspace or kvm"},
-  {"guest_ring",      "--guest-ring",      false, "3 or 0: where the workload runs"},
-  {"ple",             "--ple",             false, "on or off: pause-loop exiting"},
-  {"runstate",        "--runstate",        false, "auto, on or off"},
-  {"no_pv",           "--no-pv",           true,  "hide KVM_FEATURE_PV_UNHALT"},
-  {"dedicated",       "--dedicated",       true,  "advertise KVM_HINTS_REALTIME"},
-  {"memory_mib",      "--memory",          false, "guest memory, MiB"},
-  {"seed",            "--seed",            false, "seed of the workload's random choices"},
-  {"inject",          "--inject",          false, "preemption injection, ';'-separated specs (docs/preemption.md)"},
-  {"param",           "--param",           false, "extra workload parameter key=value (e.g. pvb_bound_us=1000)"},
-  {"timeout_s",       "--timeout",         false, "watchdog, s"},
-  {"hogs",            "--hogs",            false, "host CPU hogs: N busy threads over pcpus for the run"},
-  {"native",          "--native",          true,  "run on host threads, no VM"},
-};
-// clang-format on
+// The lab's settings are the run settings that have a lab summary, in the
+// table's order (vmm/experiment/run_settings.cpp).
+const std::vector<Setting>& table() {
+  static const std::vector<Setting> kSettings = [] {
+    std::vector<Setting> rows;
+    for (const auto& r : experiment::run_settings())
+      if (r.lab != nullptr) rows.push_back({r.key, r.flag, r.type == experiment::SettingType::kSwitch, r.lab});
+    return rows;
+  }();
+  return kSettings;
+}
 
 }  // namespace
 
-std::span<const Setting> settings() { return kSettings; }
+std::span<const Setting> settings() { return table(); }
 
 const Setting* find_setting(const std::string& name) {
-  for (const auto& s : kSettings)
+  for (const auto& s : table())
     if (name == s.name) return &s;
   return nullptr;
 }
@@ -77,7 +51,7 @@ const std::string* lookup(const SettingValues& values, const std::string& name) 
 
 std::vector<std::string> run_arguments(const SettingValues& values) {
   std::vector<std::string> args;
-  for (const auto& s : kSettings) {
+  for (const auto& s : table()) {
     const std::string* value = lookup(values, s.name);
     if (value == nullptr) continue;
     if (s.flag) {
@@ -88,7 +62,7 @@ std::vector<std::string> run_arguments(const SettingValues& values) {
     }
   }
   // Multi-VM points: "vm:LABEL:NAME" settings (scenario.h), one --vm per
-  // label in the order the labels first appear, keys in kSettings order
+  // label in the order the labels first appear, keys in table order
   // (`run --vm` keys are the option names without the dashes).
   std::vector<std::string> labels;
   for (const auto& [name, value] : values) {
@@ -98,7 +72,7 @@ std::vector<std::string> run_arguments(const SettingValues& values) {
   }
   for (const auto& label : labels) {
     std::string spec = "label=" + label;
-    for (const auto& s : kSettings)
+    for (const auto& s : table())
       if (const std::string* value = lookup(values, kVmPrefix + label + ":" + s.name))
         spec += fmt::format(",{}={}", std::string_view(s.option).substr(2), *value);
     args.emplace_back("--vm");

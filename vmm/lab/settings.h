@@ -2,8 +2,8 @@
 // A scenario's [fixed] table and its axes name settings by these names; a
 // point becomes a child `lockvisor run` command line by this table.
 //
-// ADDING A KNOB AS A LAB AXIS = one row in kSettings (settings.cpp), once
-// `lockvisor run` has the option.
+// They are the rows of the run-settings table (vmm/experiment/run_settings.h)
+// that have a lab summary: ADDING A KNOB AS A LAB AXIS = giving its row one.
 #pragma once
 #include <span>
 #include <string>
@@ -35,7 +35,7 @@ void assign(SettingValues& values, const std::string& name, const std::string& v
 const std::string* lookup(const SettingValues& values, const std::string& name);
 
 // `lockvisor run` arguments for these settings (without "run" and --json),
-// in kSettings order, so that equal settings give equal command lines.
+// in table order, so that equal settings give equal command lines.
 std::vector<std::string> run_arguments(const SettingValues& values);
 
 }  // namespace lockvisor::lab

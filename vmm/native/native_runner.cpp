@@ -48,6 +48,8 @@ void pin_self(const std::vector<int>& pcpus) {
 std::vector<int> self_affinity() { return host::thread_affinity(pthread_self()); }
 
 void validate_params_and_cpus(const NativeRunConfig& config) {
+  if (const abi::WorkloadLimit* l = abi::out_of_range(config.params); l != nullptr)
+    fail("native run: {} {} is out of range {}..{}", l->name, config.params.*(l->field), l->min, l->max);
   if (const char* why = workloads::check_params(config.params)) fail("native run: {}", why);
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
 }
