@@ -9,7 +9,7 @@
 # are dumped before QEMU is killed.  Last line: RESULT key=value ...
 set -uo pipefail
 kernel= initrd=/var/cache/lockvisor/linux-guest/initrd.gz smp=1 mem=256 cpu=host
-machine=microvm,acpi=off append= timeout=240 extra=() label=
+machine=microvm,acpi=off append= timeout=240 extra=() label= trace=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
@@ -21,6 +21,7 @@ while [ $# -gt 0 ]; do
 	--append) append=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--label) label=$2; shift 2 ;;
+	--trace) trace=1; shift ;;
 	--) shift; extra=("$@"); break ;;
 	*) echo "qemu-boot: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -63,7 +64,7 @@ kvmstats() {
 		echo "### outer KVM stats $d"
 		for f in exits halt_exits halt_wakeup irq_injections irq_window_exits nmi_injections \
 			req_event irq_exits hypercalls io_exits mmio_exits insn_emulation signal_exits \
-			host_state_reload nested_run; do
+			host_state_reload nested_run irq_window_exits pf_taken pf_fixed preemption_timer_exits; do
 			[ -f "$d/$f" ] && printf '%s=%s ' "$f" "$(cat "$d/$f")"
 		done
 		echo
@@ -79,6 +80,16 @@ kvmstats() {
 }
 
 : >"$tmp/console"
+tr=/sys/kernel/tracing
+if [ "$trace" = 1 ]; then
+	# The outer KVM's view of every event it injects into the guest and every exit.
+	mountpoint -q $tr || mount -t tracefs none $tr
+	echo 0 >$tr/tracing_on; echo >$tr/trace; echo 8192 >$tr/buffer_size_kb
+	for e in kvm_inj_virq kvm_inj_exception kvm_exit kvm_apic_accept_irq kvm_msr; do
+		echo 1 >$tr/events/kvm/$e/enable
+	done
+	echo 1 >$tr/tracing_on
+fi
 t0=${EPOCHREALTIME/./}
 "${qemu[@]}" </dev/null 2>"$tmp/qemu.err" >"$tmp/console" &
 qpid=$!
@@ -105,13 +116,22 @@ while :; do
 		last=$n
 	fi
 	kill -0 "$qpid" 2>/dev/null || { [ "$result" = init ] || result=exited; break; }
-	[ "$result" != init ] || { sleep 1; break; }
+	[ "$result" != init ] || { kvmstats; sleep 1; break; }
 	if [ "$now" -ge "$deadline" ]; then
 		hmp "info registers" "info lapic" "info pic" "info irq" "info kvm" 2>&1 | head -150
 		kvmstats
+		c=1
+		while [ "$c" -lt "$smp" ]; do
+			hmp "info cpus" "cpu $c" "info registers" "info lapic" "x /6i \$pc" 2>&1 | grep -E '^###|CPU|RIP|RSP|RAX|RBX|RCX|RDX|LVTT|Timer|IRR|ISR|^0x'
+			c=$((c + 1))
+		done
 		for i in 1 2 3 4 5; do hmp "info registers" 2>&1 | grep -E 'RIP'; sleep 0.5; done
-		hmp "x /12i \$pc" "x /12i \$pc-32" 2>&1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' 
+		hmp "x /12i \$pc" "x /40gx \$esp" 2>&1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' 
 		kvmstats
+		if [ "$trace" = 1 ]; then
+			echo 0 >$tr/tracing_on
+			echo "### outer KVM trace (last 120 events)"; tail -n 120 $tr/trace
+		fi
 		break
 	fi
 	sleep 0.2
