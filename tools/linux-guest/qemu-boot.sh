@@ -130,7 +130,12 @@ while :; do
 		kvmstats
 		if [ "$trace" = 1 ]; then
 			echo 0 >$tr/tracing_on
-			echo "### outer KVM trace (last 120 events)"; tail -n 120 $tr/trace
+			if [ -n "${QEMU_BOOT_TRACE_OUT:-}" ]; then
+				grep -v kvm_msr $tr/trace >"$QEMU_BOOT_TRACE_OUT"
+				echo "### outer KVM trace saved in $QEMU_BOOT_TRACE_OUT"
+			else
+				echo "### outer KVM trace (last 120 events)"; tail -n 120 $tr/trace
+			fi
 		fi
 		break
 	fi
