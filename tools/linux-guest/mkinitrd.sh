@@ -23,6 +23,7 @@ cat >"$tmp/init" <<'INIT'
 echo "nproc=$(/bin/busybox nproc) uptime=$(/bin/busybox cat /proc/uptime)"
 echo "clocksource=$(/bin/busybox cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 /bin/busybox grep -E '^ *(CPU|LOC|[0-9]+):|TLB|RES|CAL' /proc/interrupts
+/bin/busybox dmesg | /bin/busybox grep -E 'PV spinlock|smp: Brought up|soft lockup|kvm-clock: using|clocksource: Switched|rtc' | /bin/busybox sed 's/^/dmesg: /'
 echo INIT-DONE
 /bin/busybox reboot -f
 INIT
