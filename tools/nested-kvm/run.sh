@@ -124,8 +124,11 @@ fi
 qe() { printf '%s' "${1//,/,,}"; }
 # shellcheck disable=SC2054 # the commas are inside QEMU option values
 # thread=single: multi-threaded TCG with several vCPUs hung in soft lockups.
+# LOCKVISOR_NESTED_TCG_THREAD=multi overrides it for experiments (README.md).
+tcg_thread=${LOCKVISOR_NESTED_TCG_THREAD:-single}
+case "$tcg_thread" in single | multi) ;; *) usage_error "LOCKVISOR_NESTED_TCG_THREAD must be single or multi" ;; esac
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine pc
-	-accel tcg,thread=single -cpu EPYC,+svm -smp "$smp" -m "$mem"
+	-accel "tcg,thread=$tcg_thread" -cpu EPYC,+svm -smp "$smp" -m "$mem"
 	-kernel "$prepared/kernel" -initrd "$tmp/initrd.gz"
 	-append "console=ttyS1 panic=-1 no_timer_check $klog"
 	-display none -no-reboot
