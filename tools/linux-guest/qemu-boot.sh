@@ -8,8 +8,8 @@
 # view of the guest (LAPIC, registers, PIC) and the outer KVM's statistics
 # are dumped before QEMU is killed.  Last line: RESULT key=value ...
 set -uo pipefail
-kernel= initrd=/var/cache/lockvisor/linux-guest/initrd.gz smp=1 mem=256 cpu=host
-machine=microvm,acpi=off append= timeout=240 extra=() label= trace=0
+kernel='' initrd=/var/cache/lockvisor/linux-guest/initrd.gz smp=1 mem=256 cpu=host
+machine=microvm,acpi=off append='' timeout=240 extra=() label='' trace=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
@@ -93,10 +93,9 @@ fi
 t0=${EPOCHREALTIME/./}
 "${qemu[@]}" </dev/null 2>"$tmp/qemu.err" >"$tmp/console" &
 qpid=$!
-result=timeout init_ms= first_ms=
+result=timeout init_ms='' first_ms=''
 last=0
 deadline=$((t0 + timeout * 1000000))
-dumped=0
 while :; do
 	now=${EPOCHREALTIME/./}
 	# Print new console lines with their arrival time.
@@ -125,7 +124,7 @@ while :; do
 			hmp "info cpus" "cpu $c" "info registers" "info lapic" "x /6i \$pc" 2>&1 | grep -E '^###|CPU|RIP|RSP|RAX|RBX|RCX|RDX|LVTT|Timer|IRR|ISR|^0x'
 			c=$((c + 1))
 		done
-		for i in 1 2 3 4 5; do hmp "info registers" 2>&1 | grep -E 'RIP'; sleep 0.5; done
+		for _ in 1 2 3 4 5; do hmp "info registers" 2>&1 | grep -E 'RIP'; sleep 0.5; done
 		hmp "x /12i \$pc" "x /40gx \$esp" 2>&1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' 
 		kvmstats
 		if [ "$trace" = 1 ]; then

@@ -17,7 +17,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage() { echo "qemu-peer: $*" >&2; exit 2; }
-kernel= initrd=/var/cache/lockvisor/linux-guest/initrd.gz smp=1 mem=256 append=quiet
+kernel='' initrd=/var/cache/lockvisor/linux-guest/initrd.gz smp=1 mem=256 append=quiet
 machine=microvm,acpi=off,rtc=off,pit=off cpu=host timeout=600 log=/dev/null
 while [ $# -gt 0 ]; do
 	[ $# -ge 2 ] || usage "$1 needs a value"
