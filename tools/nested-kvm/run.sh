@@ -62,6 +62,12 @@ is_uint "$timeout" || usage_error "--timeout needs a non-negative integer (secon
 [ -d "$workdir" ] || usage_error "workdir '$workdir' is not a directory"
 workdir=$(cd -P "$workdir" && pwd -P)
 [ "$workdir" != / ] || usage_error "refusing to export / read-write; choose a --workdir"
+# LOCKVISOR_NESTED_TCG_THREAD=multi selects multi-threaded TCG instead (README.md).
+tcg_thread=${LOCKVISOR_NESTED_TCG_THREAD:-single}
+case "$tcg_thread" in
+single | multi) ;;
+*) usage_error "LOCKVISOR_NESTED_TCG_THREAD must be 'single' or 'multi'" ;;
+esac
 
 command -v qemu-system-x86_64 >/dev/null 2>&1 ||
 	{ err "qemu-system-x86_64 not found (apt-get install qemu-system-x86)"; exit 125; }
@@ -122,10 +128,10 @@ else
 fi
 # QEMU option values escape ',' as ',,'.
 qe() { printf '%s' "${1//,/,,}"; }
+# thread=single (tcg_thread above): multi-threaded TCG with several vCPUs hung in soft lockups.
 # shellcheck disable=SC2054 # the commas are inside QEMU option values
-# thread=single: multi-threaded TCG with several vCPUs hung in soft lockups.
 qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine pc
-	-accel tcg,thread=single -cpu EPYC,+svm -smp "$smp" -m "$mem"
+	-accel "tcg,thread=$tcg_thread" -cpu EPYC,+svm -smp "$smp" -m "$mem"
 	-kernel "$prepared/kernel" -initrd "$tmp/initrd.gz"
 	-append "console=ttyS1 panic=-1 no_timer_check $klog"
 	-display none -no-reboot
