@@ -93,6 +93,29 @@ TEST(CliBadInput, UsageErrors) {
   expect_one_line_error(lockvisor("run --backend nope"), 2, "nope");
 }
 
+// Linux-guest options: checked before anything is read or booted. On PVM
+// the kernel is refused as such (PVM runs no ordinary kernel), anywhere else
+// a kernel that is not a file, or not a kernel, is bad input.
+TEST(CliBadInput, LinuxGuestOptions) {
+  expect_one_line_error(lockvisor("run --initrd /tmp/x"), 2, "--initrd: needs --kernel FILE");
+  expect_one_line_error(lockvisor("run --guest-lock tas"), 2, "--guest-lock: needs --kernel FILE");
+  expect_one_line_error(lockvisor("run --workload futex-hash"), 2, "needs --kernel FILE");
+  expect_one_line_error(lockvisor("run --kernel /tmp/x --guest-lock maybe"), 2, "maybe");
+  const std::string not_a_kernel = scratch("not-a-kernel");
+  write_file(not_a_kernel, std::string(8192, 'x'));
+  const auto bad = lockvisor("run --kernel " + not_a_kernel + " --vcpus 2");
+  if (lockvisor::kvm::detect_backend() == lockvisor::kvm::Backend::kPvm) {
+    expect_one_line_error(bad, 2, "Linux guests cannot run on this PVM host");
+    // Refused before the file is even opened: a missing one says the same.
+    expect_one_line_error(lockvisor("run --kernel /nonexistent/vmlinuz"), 2, "PVM host");
+    return;
+  }
+  expect_one_line_error(bad, 2, "not a Linux bzImage");
+  expect_one_line_error(lockvisor("run --kernel /nonexistent/vmlinuz"), 2, "No such file");
+  expect_one_line_error(lockvisor("run --kernel /dev/null"), 2, "not a regular file");
+  expect_one_line_error(lockvisor("run --kernel " + not_a_kernel + " --native"), 2, "--native");
+}
+
 TEST(CliBadInput, ImageFiles) {
   expect_one_line_error(lockvisor("run --image /nonexistent/guest.elf"), 2, "guest image");
   const std::string empty = scratch("empty.elf");

@@ -92,7 +92,9 @@ machine::LinuxGuest PreparedLinuxGuest::machine_guest() {
   guest.cpuid.lock = policy_;
   guest.cpuid.kvmclock = options_.kvmclock;
   linux_guest::InitReportParser* parser = parser_.get();
-  guest.on_console_line = [parser](std::string_view line) -> std::optional<std::uint64_t> {
+  auto* init_seen = init_seen_.get();
+  guest.on_console_line = [parser, init_seen](std::string_view line) -> std::optional<std::uint64_t> {
+    if (!*init_seen && line.starts_with(linux_init::kLinePrefix)) *init_seen = std::chrono::steady_clock::now();
     parser->feed_line(line);
     return parser->report().exit_status;
   };
@@ -107,9 +109,21 @@ linuxboot::KernelSpinlock PreparedLinuxGuest::kernel_spinlock(const linux_guest:
   return linuxboot::classify_kernel_spinlock(report.spinlock_log, true);
 }
 
+namespace {
+std::optional<double> seconds_to_init(const PreparedLinuxGuest& guest, std::chrono::steady_clock::time_point origin) {
+  if (!guest.init_seen()) return std::nullopt;
+  return std::chrono::duration<double>(*guest.init_seen() - origin).count();
+}
+}  // namespace
+
 nlohmann::json linux_guest_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
-                                const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result) {
+                                const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
+                                std::chrono::steady_clock::time_point origin) {
   nlohmann::json j = linux_guest::init_report_json(report);
+  // From the start of `lockvisor run` (before the VM is built) to the init's
+  // first console line; null when lockvisor's init never spoke.
+  const auto to_init = seconds_to_init(guest, origin);
+  j["seconds_to_init"] = to_init ? nlohmann::json(*to_init) : nlohmann::json(nullptr);
   j["guest"] = "linux";
   j["kernel_command_line"] = guest.command_line();
   j["guest_lock_requested"] = std::string(machine::guest_lock_name(guest.policy()));
@@ -127,8 +141,11 @@ nlohmann::json linux_guest_json(const PreparedLinuxGuest& guest, const linux_gue
   return j;
 }
 
-void print_linux_summary(const linux_guest::InitReport& report, const linuxboot::KernelSpinlock& spinlock,
-                         const machine::GuestLockPolicy asked, const machine::RunResult& result) {
+void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                         const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
+                         std::chrono::steady_clock::time_point origin) {
+  const machine::GuestLockPolicy asked = guest.policy();
+  if (const auto to_init = seconds_to_init(guest, origin)) fmt::print("linux: init after {:.3f} s\n", *to_init);
   fmt::print("linux: the kernel uses {} spinlocks ({}){}\n", spinlock.policy, spinlock.why,
              spinlock.policy == machine::guest_lock_name(asked) ? ""
                                                                   : fmt::format("; asked for {}", machine::guest_lock_name(asked)));

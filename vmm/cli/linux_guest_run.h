@@ -2,6 +2,7 @@
 // lockvisor's own initramfs (its /init runs one kernel-lock workload and
 // reports on the console) unless --initrd names another.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -60,6 +61,9 @@ class PreparedLinuxGuest {
   linux_guest::InitReport init_report();
   linuxboot::KernelSpinlock kernel_spinlock(const linux_guest::InitReport& report) const;
   bool own_init() const { return own_init_; }
+  // When the console first showed a line of lockvisor's init (its start
+  // record): the guest's time to init, for boot-time comparisons.
+  std::optional<std::chrono::steady_clock::time_point> init_seen() const { return *init_seen_; }
 
  private:
   LinuxOptions options_;
@@ -70,15 +74,20 @@ class PreparedLinuxGuest {
   bool own_init_ = true;
   linuxboot::LinuxBootPlan plan_;
   std::unique_ptr<linux_guest::InitReportParser> parser_ = std::make_unique<linux_guest::InitReportParser>();
+  // Written once on a vCPU thread (under the console's lock), read after the run.
+  std::unique_ptr<std::optional<std::chrono::steady_clock::time_point>> init_seen_ =
+      std::make_unique<std::optional<std::chrono::steady_clock::time_point>>();
 };
 
 // The Linux half of the JSON report: the kernel's choice, the init's
 // figures, KVM's halt and hypercall counts.
 nlohmann::json linux_guest_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
-                                const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result);
+                                const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
+                                std::chrono::steady_clock::time_point origin);
 // Lines for people, after the run table.
-void print_linux_summary(const linux_guest::InitReport& report, const linuxboot::KernelSpinlock& spinlock,
-                         const machine::GuestLockPolicy asked, const machine::RunResult& result);
+void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                         const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
+                         std::chrono::steady_clock::time_point origin);
 // The exit code the Linux half adds (0 when it adds nothing): the init
 // reported a failure (1), or lockvisor's init never finished (3: nothing
 // usable was measured).

@@ -195,10 +195,12 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
   auto& specs = checked.specs;
   const auto& window = checked.window;
   const std::uint64_t merge_short_ns = checked.merge_short_ns;
+  // Time zero before the kernel is read: the guest's time to init then
+  // counts everything lockvisor does, as a peer VMM's would.
+  const auto origin = std::chrono::steady_clock::now();
   PreparedLinuxGuest guest(lx, config);
   std::unique_ptr<control::ControlService> api;
   if (!o.api.empty()) api = std::make_unique<control::ControlService>(o.api);
-  const auto origin = std::chrono::steady_clock::now();
   const auto kvm = kvm::KvmSystem::open();
   machine::Machine vm(kvm, config, guest.machine_guest(), origin);
   if (api) vm.add_service(std::move(api));
@@ -229,7 +231,7 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
   if (json) {
     try {
       auto run_json = report::run_to_json(result, config);
-      run_json["linux"] = linux_guest_json(guest, report, spinlock, result);
+      run_json["linux"] = linux_guest_json(guest, report, spinlock, result, origin);
       run_json.update(extras);
       report::write_json_file(*json, run_json);
     } catch (const Error& e) {
@@ -246,7 +248,7 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
              result.seconds_to_first_entry * 1e3);
   report::print_run_table(result, stdout);
   if (extras.contains("hogs")) fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
-  print_linux_summary(report, spinlock, guest.policy(), result);
+  print_linux_summary(guest, report, spinlock, result, origin);
   if (!traced.line.empty()) fmt::print("{}\n", traced.line);
   if (traced.error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *traced.error);
   if (json_error) std::rethrow_exception(json_error);
