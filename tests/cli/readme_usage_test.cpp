@@ -78,6 +78,14 @@ std::vector<UsageCommand> usage_commands() {
        "$LV run --workload lockbench --vcpus 2 --duration 0.1 --inject periodic:vcpu=0,every=20ms,for=2ms --json r.json"},
       {"lockvisor run ... --trace FILE", "run_trace", true,
        "$LV run --workload lockbench --vcpus 2 --duration 0.05 --trace t.json --trace-window worst-wait"},
+      // Booting a kernel needs hardware KVM or the nested machine with one
+      // CPU (tools/linux-guest/conformance.sh boots Debian's kernels there,
+      // in CI's nested step); here the command is checked to be understood:
+      // on PVM it is refused as such, elsewhere a file that is no kernel is.
+      {"lockvisor run --kernel FILE [options]", "run_kernel", false,
+       "head -c 4096 /dev/zero > notakernel; out=$($LV run --kernel notakernel --vcpus 2 --workload futex-hash 2>&1); "
+       "rc=$?; echo \"$out\"; [ $rc -eq 2 ] && if [ -d /sys/module/kvm_pvm ]; then "
+       "echo \"$out\" | grep -q 'cannot run on this PVM host'; else echo \"$out\" | grep -q 'not a Linux bzImage'; fi"},
       {"lockvisor locks", "locks", false, "$LV locks"},
       {"lockvisor bench [--contended] [--json F] [--image F]", "bench", true,
        "$LV bench --repeat 1 --kick-rounds 8 --lock-runs 1 --lock-iterations 1000 --contended "
