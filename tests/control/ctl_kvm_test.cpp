@@ -159,8 +159,14 @@ TEST(CtlKvm, DrivesARunningVm) {
 
   // pause 1: paused, and its exits and CPU time stop moving.
   EXPECT_EQ(lockvisor({"ctl", sock, "pause", "1"}).exit_code, 0);
-  std::this_thread::sleep_for(200ms);  // the park takes effect at its next exit
-  const json paused_a = vcpu_stats(sock, 1);
+  // The park takes effect at the vCPU's next exit, which comes when its
+  // thread next gets a CPU: on a busy host that may take a while, so wait
+  // for it (bounded) rather than for a fixed time.
+  json paused_a = vcpu_stats(sock, 1);
+  for (int i = 0; i < 500 && paused_a.value("state", std::string()) != "paused"; ++i) {
+    std::this_thread::sleep_for(20ms);
+    paused_a = vcpu_stats(sock, 1);
+  }
   EXPECT_EQ(paused_a.value("state", std::string()), "paused") << paused_a;
   std::this_thread::sleep_for(500ms);
   const json paused_b = vcpu_stats(sock, 1);
@@ -169,8 +175,14 @@ TEST(CtlKvm, DrivesARunningVm) {
 
   // resume 1: running again, its CPU time moves.
   EXPECT_EQ(lockvisor({"ctl", sock, "resume", "1"}).exit_code, 0);
+  // Running again: its CPU time must move, as soon as its thread gets a CPU
+  // (at least 500 ms, up to 10 s on a busy host).
   std::this_thread::sleep_for(500ms);
-  const json resumed = vcpu_stats(sock, 1);
+  json resumed = vcpu_stats(sock, 1);
+  for (int i = 0; i < 475 && resumed.value("cpu_s", 0.0) - paused_b.value("cpu_s", 0.0) <= 0.005; ++i) {
+    std::this_thread::sleep_for(20ms);
+    resumed = vcpu_stats(sock, 1);
+  }
   EXPECT_NE(resumed.value("state", std::string()), "paused") << resumed;
   EXPECT_GT(resumed.value("cpu_s", 0.0) - paused_b.value("cpu_s", 0.0), 0.005) << paused_b << resumed;
   EXPECT_EQ(resumed["injected_preemptions"]["pauses"], 1) << resumed;
