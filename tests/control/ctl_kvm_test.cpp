@@ -169,14 +169,8 @@ TEST(CtlKvm, DrivesARunningVm) {
 
   // resume 1: running again, its CPU time moves.
   EXPECT_EQ(lockvisor({"ctl", sock, "resume", "1"}).exit_code, 0);
-  // Running again: its CPU time must move, as soon as its thread gets a CPU
-  // (at least 500 ms, up to 10 s on a busy host).
   std::this_thread::sleep_for(500ms);
-  json resumed = vcpu_stats(sock, 1);
-  for (int i = 0; i < 475 && resumed.value("cpu_s", 0.0) - paused_b.value("cpu_s", 0.0) <= 0.005; ++i) {
-    std::this_thread::sleep_for(20ms);
-    resumed = vcpu_stats(sock, 1);
-  }
+  const json resumed = vcpu_stats(sock, 1);
   EXPECT_NE(resumed.value("state", std::string()), "paused") << resumed;
   EXPECT_GT(resumed.value("cpu_s", 0.0) - paused_b.value("cpu_s", 0.0), 0.005) << paused_b << resumed;
   EXPECT_EQ(resumed["injected_preemptions"]["pauses"], 1) << resumed;
