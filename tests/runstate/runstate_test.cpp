@@ -257,9 +257,13 @@ TEST(RunStatePage, BlockedThreadReadsSleeping) {
   sleeper.join();
   // An exited thread was switched out for good: not running. The program
   // dropped it from its table, so a thread that reuses the id is not taken
-  // for vCPU 2.
+  // for vCPU 2. join() returns as soon as the kernel clears the thread's id
+  // (CLONE_CHILD_CLEARTID, early in its exit), before the thread's last
+  // switch-out, which may come much later on a busy host: so wait for the
+  // drop (the program writes the record first, then drops the id, in the
+  // same switch), then the state must be "sleeping".
+  EXPECT_TRUE(eventually([&] { return page->registered_threads().empty(); }, 10000ms));
   EXPECT_EQ(page->state(2), RunState::kSleeping);
-  EXPECT_TRUE(eventually([&] { return page->registered_threads().empty(); }, 1000ms));
 }
 
 TEST(RunStatePage, SpinningThreadReadsRunningFromAnotherCpu) {

@@ -2,7 +2,13 @@
 // baseline in the same run, reported as medians.
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -17,6 +23,7 @@
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/kvm/kvm_system.h"
+#include "vmm/kvm/startup_floor.h"
 #include "vmm/machine/machine.h"
 #include "vmm/metrics/summary.h"
 #include "vmm/report/run_report.h"
@@ -34,6 +41,7 @@ struct BenchOptions {
   std::uint64_t kick_rounds = 1000;
   unsigned lock_runs = 11;
   bool contended = false;
+  bool startup_only = false;
   double contended_seconds = 0.5;
   std::uint64_t lock_iterations = 1u << 20;  // 4x the seeds' 256K loop: steadier medians
 };
@@ -133,6 +141,112 @@ void contended_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image
   }
 }
 
+// The whole `lockvisor run` of the empty guest as a user sees it, process
+// start to exit (exec, dynamic linking, option parsing, the run, the
+// report): wall milliseconds, or nullopt when this binary cannot be re-run.
+std::optional<double> empty_process_ms(const std::string& image) {
+  std::vector<std::string> args = {"/proc/self/exe", "run", "--workload", "empty", "--vcpus", "1"};
+  if (!image.empty()) args.insert(args.end(), {"--image", image});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return std::nullopt;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  return ms;
+}
+
+// 3. start-up of an empty guest (the vCPU count and memory of the defaults
+//    but one vCPU), each run beside the bare-KVM floor with the same memory
+//    and vCPUs (vmm/kvm/startup_floor.h), interleaved so that noise hits both
+//    alike; then the whole empty process.
+void startup_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image, const BenchOptions& o,
+                   nlohmann::json& out) {
+  machine::MachineConfig base;
+  base.vcpus = 1;
+  base.program = "empty";
+  // Each step's own cost, ms: medians over the runs.
+  std::map<std::string, std::vector<double>> steps, floor_steps;
+  std::vector<double> entry, exit, total, floor_entry, floor_exit, process;
+  std::string runstate;
+  for (unsigned r = 0; r < o.repeat; ++r) {
+    const auto f = kvm::measure_startup_floor(base.memory_mib << 20, base.vcpus);
+    floor_entry.push_back(f.first_entry);
+    floor_exit.push_back(f.first_exit);
+    floor_steps["open"].push_back(f.opened);
+    floor_steps["vm"].push_back(f.vm_created - f.opened);
+    floor_steps["memory"].push_back(f.memory - f.vm_created);
+    floor_steps["vcpus"].push_back(f.vcpus - f.memory);
+    floor_steps["first_kvm_run"].push_back(f.first_exit - f.first_entry);
+
+    const auto origin = std::chrono::steady_clock::now();
+    const auto run = boot(kvm, image, base, origin);
+    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - origin).count();
+    const auto& m = run.startup;
+    entry.push_back(run.seconds_to_first_entry * 1e3);
+    exit.push_back(run.seconds_to_first_exit * 1e3);
+    total.push_back(wall);
+    steps["vm"].push_back(m.vm * 1e3);
+    steps["image"].push_back((m.image - m.vm) * 1e3);
+    steps["runstate"].push_back((m.runstate - m.image) * 1e3);
+    steps["vcpus"].push_back((m.vcpus - m.runstate) * 1e3);
+    steps["threads"].push_back((run.seconds_to_first_entry - m.vcpus) * 1e3);
+    steps["first_kvm_run"].push_back((run.seconds_to_first_exit - run.seconds_to_first_entry) * 1e3);
+    runstate = run.runstate;
+  }
+  for (unsigned r = 0; r < o.repeat; ++r) {
+    if (const auto ms = empty_process_ms(o.image)) process.push_back(*ms);
+  }
+  // Nearest-rank median (metrics/summary.h's method), of milliseconds.
+  const auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[(v.size() + 1) / 2 - 1];
+  };
+  const double e = median(entry), fl = median(floor_entry);
+  fmt::print("empty guest, {} runs          : first guest instruction {:.2f} ms, first exit {:.2f} ms, total {:.2f} ms "
+             "(medians; run-state page {})\n",
+             o.repeat, e, median(exit), median(total), runstate);
+  fmt::print("  bare-KVM floor, same run     : first guest instruction {:.2f} ms, first exit {:.2f} ms; "
+             "lockvisor / floor = {:.2f}\n",
+             fl, median(floor_exit), fl > 0 ? e / fl : 0.0);
+  fmt::print("  lockvisor steps (ms)         : VM+RAM {:.2f}, image {:.2f}, run-state page {:.2f}, vCPUs {:.2f}, "
+             "threads to first KVM_RUN {:.2f}, first KVM_RUN {:.2f}\n",
+             median(steps["vm"]), median(steps["image"]), median(steps["runstate"]), median(steps["vcpus"]),
+             median(steps["threads"]), median(steps["first_kvm_run"]));
+  if (!process.empty())
+    fmt::print("  whole `lockvisor run --workload empty`, process start to exit: {:.2f} ms (median of {})\n",
+               median(process), process.size());
+  nlohmann::json breakdown, floor_breakdown;
+  for (const auto& [name, values] : steps) breakdown[name] = median(values);
+  for (const auto& [name, values] : floor_steps) floor_breakdown[name] = median(values);
+  out["startup_ms"] = {{"first_entry", e},
+                       {"first_exit", median(exit)},
+                       {"total", median(total)},
+                       {"floor", fl},
+                       {"floor_first_exit", median(floor_exit)},
+                       {"ratio_to_floor", fl > 0 ? e / fl : 0.0},
+                       {"breakdown", breakdown},
+                       {"floor_breakdown", floor_breakdown},
+                       {"empty_process", process.empty() ? nlohmann::json(nullptr) : nlohmann::json(median(process))},
+                       {"runstate", runstate},
+                       {"memory_mib", base.memory_mib},
+                       {"vcpus", base.vcpus},
+                       {"runs", o.repeat}};
+}
+
 int bench_all(const BenchOptions& o) {
   std::optional<OutputFile> json;  // checked before anything runs, not after
   if (!o.json.empty()) json.emplace(o.json, "--json");
@@ -143,6 +257,11 @@ int bench_all(const BenchOptions& o) {
   out["kvm"] = kvm::backend_name(kvm::detect_backend());
   out["settings"] = report::settings_json(machine::MachineConfig{});  // bench runs with the defaults
   fmt::print("lockvisor bench on KVM {}, {} host CPUs\n", out["kvm"].get<std::string>(), host::host_cpu_count());
+  if (o.startup_only) {
+    startup_bench(kvm, image, o, out);
+    if (json) report::write_json_file(*json, out);
+    return 0;
+  }
 
   const bench::BootFn boot_fn = [&](machine::MachineConfig config) { return boot(kvm, image, std::move(config)); };
   {  // 1. doorbell hypercall vs bare PIO exit, interleaved batches in one guest
@@ -178,27 +297,7 @@ int bench_all(const BenchOptions& o) {
                                    {"vmm_median", vmm["p50"]}, {"vmm_p99", vmm["p99"]}};
   }
 
-  {  // 3. start-up: process-level costs of an empty 1-vCPU guest
-    std::vector<std::uint64_t> entry, exit, total;
-    for (unsigned r = 0; r < o.repeat; ++r) {
-      const auto origin = std::chrono::steady_clock::now();
-      machine::MachineConfig config;
-      config.vcpus = 1;
-      config.program = "empty";
-      const auto run = boot(kvm, image, config, origin);
-      const auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count();
-      entry.push_back(static_cast<std::uint64_t>(run.seconds_to_first_entry * 1e9));
-      exit.push_back(static_cast<std::uint64_t>(run.seconds_to_first_exit * 1e9));
-      total.push_back(static_cast<std::uint64_t>(wall * 1e9));
-    }
-    const auto e = metrics::summarize_latency(entry), x = metrics::summarize_latency(exit),
-               t = metrics::summarize_latency(total);
-    fmt::print("empty guest, {} runs          : first guest instruction {:.2f} ms, first exit {:.2f} ms, total {:.2f} ms "
-               "(medians)\n",
-               o.repeat, e.p50 / 1e6, x.p50 / 1e6, t.p50 / 1e6);
-    out["startup_ms"] = {{"first_entry", e.p50 / 1e6}, {"first_exit", x.p50 / 1e6}, {"total", t.p50 / 1e6},
-                         {"runs", o.repeat}};
-  }
+  startup_bench(kvm, image, o, out);
   {  // 4. uncontended lock/unlock: the same code in the guest and on a host thread,
      //    runs interleaved (guest, native, guest, ...) so that noise hits both alike.
     fmt::print("uncontended lock/unlock, {} pairs, median of {} runs each (guest CPL3 vs native host thread):\n",
@@ -264,6 +363,8 @@ Action add_bench_command(CLI::App& app) {
       ->transform(unsigned_in(1, 10000));
   command->add_option("--kick-rounds", options->kick_rounds, "Kick->wake rounds per placement (1..4096)")
       ->transform(unsigned_in(1, 4096));
+  command->add_flag("--startup", options->startup_only,
+                    "Measure only the start-up (beside the bare-KVM floor) and the whole empty run");
   command->add_flag("--contended", options->contended, "Also run lockbench at 1:1, 2:1 (both CPUs) and 4:1 (one CPU), guest vs native, every lock");
   command->add_option("--contended-seconds", options->contended_seconds, "Length of each --contended run (0.001..3600 s)")
       ->check(seconds_in(0.001, 3600));

@@ -13,6 +13,7 @@
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/runstate/runstate_page.h"
+#include "vmm/runstate/runstate_pool.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::cli {
@@ -105,6 +106,25 @@ int doctor() {
   else
     fmt::print("run-state page : cannot load: {}\n",
                runstate.ok ? "KVM lacks KVM_CAP_READONLY_MEM (the page must be a read-only memslot)" : runstate.detail);
+  // The loaded programs kept between runs (runstate_pool.h): what stays in
+  // the kernel after lockvisor exits, and how to remove it.
+  const auto pool = runstate::pool_status();
+  if (!pool.enabled) {
+    fmt::print("run-state pool : off ({}=off): every run loads its own program\n", runstate::kPoolVariable);
+  } else if (!pool.bpffs) {
+    fmt::print("run-state pool : none yet (no bpffs at /sys/fs/bpf; the first run mounts it if it can)\n");
+  } else {
+    unsigned loaded = 0, attached = 0, in_use = 0;
+    for (const auto& slot : pool.slots) {
+      loaded += slot.loaded ? 1 : 0;
+      attached += slot.attached ? 1 : 0;
+      in_use += slot.in_use ? 1 : 0;
+    }
+    fmt::print("run-state pool : {} loaded program(s) pinned in {} (at most {} per build), {} in use now, {} still "
+               "attached (detached {} s after its last run); remove all with `rm -r {}`\n",
+               loaded, runstate::kPoolRoot, runstate::kPoolSlots, in_use, attached, runstate::kPoolIdleSeconds,
+               runstate::kPoolRoot);
+  }
   return required ? 0 : machine::exit_code(machine::Outcome::kHostError);
 }
 

@@ -148,16 +148,21 @@ std::string errno_message(int err) { return std::system_category().message(err);
 
 }  // namespace
 
-LoadedImage load_elf_image(std::span<const std::byte> file, std::span<std::byte> guest_memory, uint64_t min_gpa,
-                           uint64_t max_gpa) {
+namespace {
+
+struct CheckedImage {
+  std::uint64_t entry = 0;
+  std::vector<Segment> segments;  // sorted by address, non-empty, not overlapping
+};
+
+CheckedImage check_image(std::span<const std::byte> file, uint64_t memory_bytes, uint64_t min_gpa, uint64_t max_gpa) {
   // The effective window is the caller's window clipped to guest memory; it
   // is what the error messages report, since that is what a segment must fit.
   const uint64_t lo = min_gpa;
-  const uint64_t hi = std::max(lo, std::min<uint64_t>(max_gpa, guest_memory.size()));
+  const uint64_t hi = std::max(lo, std::min<uint64_t>(max_gpa, memory_bytes));
 
   const Elf64_Ehdr eh = read_and_check_header(file);
 
-  // Pass 1: validate everything, write nothing.
   std::vector<Segment> segments;
   segments.reserve(eh.e_phnum);
   for (std::size_t i = 0; i < eh.e_phnum; ++i) {
@@ -189,13 +194,28 @@ LoadedImage load_elf_image(std::span<const std::byte> file, std::span<std::byte>
     fail("guest image: entry point {:#x} is not inside an executable PT_LOAD segment", eh.e_entry);
   }
 
+  return CheckedImage{eh.e_entry, std::move(segments)};
+}
+
+}  // namespace
+
+LoadedImage check_elf_image(std::span<const std::byte> file, uint64_t memory_bytes, uint64_t min_gpa,
+                            uint64_t max_gpa) {
+  const CheckedImage image = check_image(file, memory_bytes, min_gpa, max_gpa);
+  return LoadedImage{image.entry, image.segments.front().gpa, image.segments.back().end};
+}
+
+LoadedImage load_elf_image(std::span<const std::byte> file, std::span<std::byte> guest_memory, uint64_t min_gpa,
+                           uint64_t max_gpa, Bss bss) {
+  // Pass 1: validate everything, write nothing.
+  const CheckedImage image = check_image(file, guest_memory.size(), min_gpa, max_gpa);
   // Pass 2: copy. Every range below was checked against the file and memory.
-  for (const Segment& s : segments) {
+  for (const Segment& s : image.segments) {
     auto dst = guest_memory.subspan(s.gpa, s.end - s.gpa);
     std::ranges::copy(file.subspan(s.offset, s.filesz), dst.begin());
-    std::ranges::fill(dst.subspan(s.filesz), std::byte{0});
+    if (bss == Bss::kZeroFill) std::ranges::fill(dst.subspan(s.filesz), std::byte{0});
   }
-  return LoadedImage{eh.e_entry, segments.front().gpa, segments.back().end};
+  return LoadedImage{image.entry, image.segments.front().gpa, image.segments.back().end};
 }
 
 std::vector<std::byte> read_image_file(const std::string& path) {

@@ -1,5 +1,7 @@
 #include "vmm/machine/machine.h"
 
+#include "vmm/machine/machine_state.h"
+
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -50,11 +52,6 @@
 namespace lockvisor::machine {
 namespace abi = lockvisor::abi;
 namespace {
-
-constexpr std::uint64_t kTwoMiB = 2u << 20;
-std::uint64_t align_up(std::uint64_t value, std::uint64_t alignment) {
-  return (value + alignment - 1) / alignment * alignment;
-}
 
 // A short reference measurement when KVM cannot tell the TSC frequency.
 std::uint64_t calibrate_tsc_khz() {
@@ -128,92 +125,6 @@ void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
     kvm.require_extension(KVM_CAP_ENFORCE_PV_FEATURE_CPUID, "KVM_CAP_ENFORCE_PV_FEATURE_CPUID");
 }
 
-void validate_image(const MachineConfig& config, std::span<const std::byte> image) {
-  // Load into scratch memory the size of the image window: every check the
-  // real load makes, before any KVM object exists.
-  std::vector<std::byte> scratch(abi::kImageLimit);
-  const auto loaded = vmm::load_elf_image(image, scratch, abi::kImageBase, abi::kImageLimit);
-  const std::uint64_t needed = minimum_memory_mib(config.vcpus, loaded.end_gpa);
-  if (config.memory_mib < needed)
-    fail("--memory {} MiB is too small for this image and {} vCPUs (need at least {} MiB)", config.memory_mib,
-         config.vcpus, needed);
-}
-
-std::uint64_t minimum_memory_mib(unsigned vcpus, std::uint64_t image_end) {
-  // The image, one free 2 MiB page for guest data, and the stacks.
-  const std::uint64_t bytes = align_up(image_end, kTwoMiB) + kTwoMiB + vcpus * abi::kVcpuStackBlockBytes;
-  return align_up(bytes, kTwoMiB) >> 20;
-}
-
-struct Machine::State {
-  State(const kvm::KvmSystem& kvm, MachineConfig cfg, std::chrono::steady_clock::time_point origin_time)
-      : config(std::move(cfg)),
-        origin(origin_time),
-        backend(pvlock::make_backend(config.backend_kind, config.vcpus, config.backend)),
-        serial(config.capture_serial ? SerialConsole(SerialConsole::Capture{}, config.vcpus)
-                                     : SerialConsole(config.serial_path, config.vcpus)),
-        control(config, *backend, serial, origin),
-        hypercalls(pvlock::make_pv_hypercall_table(
-            *backend,
-            {config.pv_unhalt, config.sbi_pvlock, config.sbi_experimental_eid,
-             config.backend.enforce_pv_feature_cpuid, config.sbi_kick_proposed},
-            [this](std::uint64_t apic_id) { return control.apic_to_index(apic_id); })),
-        vm(kvm, config.memory_mib << 20) {}
-
-  MachineConfig config;
-  std::chrono::steady_clock::time_point origin;
-  std::unique_ptr<pvlock::PvBackend> backend;  // through the interface only
-  SerialConsole serial;
-  RunControl control;
-  // Decodes and answers the PV hypercalls of the freestanding guest's doorbells.
-  std::unique_ptr<pvlock::HypercallTable> hypercalls;
-  // The VM's devices: the bus maps ports to them (io_bus.h); both outlive
-  // the vCPUs (declared before them).
-  IoBus bus;
-  bool linux_guest = false;
-  bool hypervisor_bit = false;                 // Linux guests: CPUID.1:ECX[31] as set
-  std::unique_ptr<LinuxConsole> linux_console;  // Linux guests: outlives the UART below
-  std::vector<std::unique_ptr<PortDevice>> devices;
-  ReportChannelPort* report_channel = nullptr;
-  // The run-state page's host memory (one of the two, or neither before the
-  // constructor maps it) outlives the VM and its slot: members are destroyed
-  // in reverse order, so vCPUs, then the slot (deleted), then the VM, then these.
-  std::optional<runstate::RunStatePage> runstate_page;
-  Mapping runstate_zero;  // unmapped (empty) when the live page is used
-  kvm::Vm vm;
-  std::optional<kvm::ExtraSlot> runstate_slot;
-  std::string runstate_kind = "unknown";  // "bpf" when the page is live
-  std::string runstate_detail;
-  std::vector<std::unique_ptr<VcpuRunner>> vcpus;
-  // What each service was shown before boot (run_service.h): kept while
-  // the services may use it, i.e. as long as they live.
-  std::vector<std::unique_ptr<BootContext>> boot_contexts;
-  std::vector<std::unique_ptr<RunService>> services;
-  std::uint64_t tsc_khz = 0;
-  std::string kvm_kind;
-
-  std::vector<std::string> vcpu_state_lines() const;
-  bool deadlocked() const;
-  // The ports of lockvisor's freestanding guest (freestanding_ports.h).
-  void add_freestanding_ports();
-  template <typename Device, typename... Args>
-  Device& add_device(Args&&... args) {
-    devices.push_back(std::make_unique<Device>(std::forward<Args>(args)...));
-    return static_cast<Device&>(*devices.back());
-  }
-};
-
-void Machine::State::add_freestanding_ports() {
-  auto& hypercall = add_device<HypercallPorts>(*hypercalls);
-  bus.add_ports(abi::kPortKvmHypercall, 1, hypercall, ExitKind::kHypercall);
-  bus.add_ports(abi::kPortSbiCall, 1, hypercall, ExitKind::kSbi);
-  report_channel = &add_device<ReportChannelPort>(control, vm.memory(), config.vcpus);
-  bus.add_ports(abi::kPortUcall, 1, *report_channel, ExitKind::kUcall);
-  bus.add_ports(abi::kPortFault, 1, add_device<FaultPort>(), ExitKind::kFault);
-  bus.add_ports(abi::kPortNop, 1, add_device<NopPort>(), ExitKind::kNop);
-  bus.add_ports(abi::kPortCom1, 8, add_device<Com1Transmitter>(control), ExitKind::kSerial);
-}
-
 // The steps both kinds of guest share: checks, the VM and its backend's
 // set-up, the run-state page; then the guest's own memory, devices and vCPUs
 // (build_freestanding / build_linux); last, the serial file.
@@ -228,6 +139,7 @@ void Machine::build_common(const kvm::KvmSystem& kvm, MachineConfig config, std:
   state_ = std::make_unique<State>(kvm, std::move(config), origin);
   State& s = *state_;
   s.linux_guest = linux_guest;
+  s.startup.vm = s.since_origin();
   // The backend's set-up, applied without knowing which backend it is.
   const pvlock::VmSetup setup = s.backend->vm_setup();
   if (s.config.ple == PleMode::kOff)
@@ -238,6 +150,7 @@ void Machine::build_common(const kvm::KvmSystem& kvm, MachineConfig config, std:
   if (setup.guest_uses_kvm_hypercalls && s.config.backend.halt_poll.mode != pvlock::HaltPollMode::kOff)
     pvlock::apply_kvm_halt_poll(s.vm.fd(), s.config.backend.halt_poll);
   map_runstate_page(kvm);
+  s.startup.runstate = s.since_origin();
   install_vcpu_interrupt_signal();
 }
 
@@ -255,157 +168,17 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, LinuxGuest gue
   finish_build();
 }
 
-void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std::byte> image) {
-  State& s = *state_;
-  const MachineConfig& cfg = s.config;
-  const pvlock::VmSetup setup = s.backend->vm_setup();
-  const std::uint64_t bytes = cfg.memory_mib << 20;
-  auto& memory = s.vm.memory();
-
-  const std::uint64_t stacks = stacks_bottom(bytes, cfg.vcpus);
-  if (stacks <= abi::kImageBase) fail("--memory {} MiB is too small for {} vCPU stacks", cfg.memory_mib, cfg.vcpus);
-  const auto loaded = vmm::load_elf_image(image, memory.all(), abi::kImageBase, std::min(abi::kImageLimit, stacks));
-  const std::uint64_t free_start = align_up(loaded.end_gpa, kTwoMiB);
-  if (free_start + kTwoMiB > stacks)
-    fail("--memory {} MiB is too small for this image and {} vCPUs (need at least {} MiB)", cfg.memory_mib, cfg.vcpus,
-         minimum_memory_mib(cfg.vcpus, loaded.end_gpa));
-
-  write_boot_tables(memory, cfg.vcpus);
-  s.add_freestanding_ports();
-  auto* boot = memory.at<abi::BootInfo>(abi::kBootInfoAddr);
-  boot->magic = abi::kBootInfoMagic;
-  boot->version = abi::kBootInfoVersion;
-  boot->size = sizeof(abi::BootInfo);
-  boot->vcpu_count = cfg.vcpus;
-  boot->flags = (cfg.pv_unhalt ? abi::kBootFlagPvUnhalt : 0) | (cfg.sbi_pvlock ? abi::kBootFlagSbiPvlock : 0) |
-                (cfg.dedicated_hint ? abi::kBootFlagDedicated : 0) |
-                (setup.guest_uses_kvm_hypercalls ? abi::kBootFlagKvmHypercalls : 0) |
-                (cfg.guest_ring == 0 ? abi::kBootFlagGuestRing0 : 0);
-  boot->memory_bytes = bytes;
-  boot->free_start = free_start;
-  boot->free_end = stacks;
-  boot->seed = cfg.seed;
-  boot->sbi_experimental_eid = cfg.sbi_experimental_eid;
-  boot->runstate_gpa = abi::kRunStateGpa;
-  boot->runstate_vcpus = s.runstate_page ? std::min<unsigned>(cfg.vcpus, abi::kRunStateMaxVcpus) : 0;
-  if (s.runstate_page) boot->flags |= abi::kBootFlagRunStateLive;
-  std::memcpy(boot->program, cfg.program.c_str(), cfg.program.size() + 1);
-  std::memcpy(boot->args, cfg.args.c_str(), cfg.args.size() + 1);
-  boot->lock_probe_gpa = abi::kLockProbeAddr;
-  if (cfg.lock_probe) {
-    boot->lock_probe = *cfg.lock_probe;
-    boot->flags |= abi::kBootFlagLockProbe;
-  }
-  if (cfg.workload) {
-    boot->workload = *cfg.workload;
-    abi::stamp_header(boot->workload);
-    boot->workload.lock[abi::kLockNameBytes - 1] = '\0';
-    boot->flags |= abi::kBootFlagWorkload;
-  }
-
-  const auto supported = kvm.supported_cpuid();
-  const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint, cfg.steal_time};
-  for (unsigned i = 0; i < cfg.vcpus; ++i) {
-    const unsigned apic_id = i;  // APIC ID == index, but every lookup goes through the map
-    kvm::Vcpu vcpu = s.vm.create_vcpu(i, apic_id);
-    vcpu.set_cpuid(guest_cpuid(supported, apic_id, cpuid_options));
-    if (setup.enforce_pv_feature_cpuid)
-      vcpu.enable_cap(KVM_CAP_ENFORCE_PV_FEATURE_CPUID, 1, "KVM_CAP_ENFORCE_PV_FEATURE_CPUID");
-    vcpu.set_sregs(boot_sregs(vcpu.sregs(), i));
-    vcpu.set_regs(boot_regs(loaded.entry, bytes, i));
-    // With the in-kernel irqchip every AP starts UNINITIALIZED, waiting for
-    // INIT/SIPI; lockvisor starts them all at the 64-bit entry instead.
-    if (setup.in_kernel_irqchip) {
-      vcpu.set_mp_state(KVM_MP_STATE_RUNNABLE);
-      vcpu.enable_local_apic();  // and KVM's APIC-ID map now includes this vCPU (kvm/vcpu.h)
-    }
-    s.backend->attach_vcpu(i, vcpu.stats_fd());
-    if (i == 0) s.tsc_khz = tsc_khz_of(vcpu);
-    boot->vcpus[i] = {apic_id, 0, kernel_stack_top(bytes, i), user_stack_top(bytes, i)};
-    s.control.map_apic(apic_id, i);
-    s.vcpus.push_back(std::make_unique<VcpuRunner>(std::move(vcpu), apic_id, s.bus, s.control));
-  }
-  boot->tsc_khz = s.tsc_khz;
-  spdlog::debug("VM ready: {} vCPUs, {} MiB, image entry {:#x}, image end {:#x}, TSC {} kHz", cfg.vcpus,
-                cfg.memory_mib, loaded.entry, loaded.end_gpa, s.tsc_khz);
-}
-
-void Machine::build_linux(const kvm::KvmSystem& kvm, LinuxGuest guest) {
-  State& s = *state_;
-  const MachineConfig& cfg = s.config;
-  s.vm.create_pit();
-  auto& memory = s.vm.memory();
-  const auto ram = memory.all();
-  for (const auto& write : guest.plan.writes) {
-    const auto bytes = write.bytes();
-    // The plan keeps every write inside RAM; checked again where it lands.
-    if (write.gpa > ram.size() || bytes.size() > ram.size() - write.gpa)
-      fail("Linux boot: {} at {:#x}+{:#x} lies outside the {} MiB of guest memory", write.what, write.gpa,
-           bytes.size(), cfg.memory_mib);
-    std::memcpy(ram.data() + write.gpa, bytes.data(), bytes.size());
-  }
-
-  s.control.set_shutdown_is_reset(true);
-  // The console: a 16550A on COM1 whose THR-empty interrupt is IRQ 4.
-  s.serial.use_one_stream();
-  s.linux_console = std::make_unique<LinuxConsole>(s.control, std::move(guest.on_console_line));
-  const kvm::Vm& vm = s.vm;
-  auto& uart = s.add_device<devices::Uart8250>(
-      devices::Uart8250::kCom1Base,
-      [console = s.linux_console.get()](devices::VcpuContext& vcpu, std::uint8_t byte) { return console->put(vcpu, byte); },
-      [&vm](bool level) { vm.set_irq_line(devices::Uart8250::kCom1Irq, level); });
-  s.bus.add_ports(devices::Uart8250::kCom1Base, devices::Uart8250::kPorts, uart, ExitKind::kSerial);
-  // Power-off and reset: the plan's ACPI ports, and the 8042's reset command.
-  auto& power = s.add_device<devices::PowerPorts>(guest.plan.power);
-  for (const auto& range : devices::PowerPorts::claimed_ports(guest.plan.power))
-    s.bus.add_ports(range.first, range.count, power, ExitKind::kDevice);
-
-  const auto supported = kvm.supported_cpuid();
-  s.hypervisor_bit = true;
-  for (unsigned i = 0; i < cfg.vcpus; ++i) {
-    const unsigned apic_id = i;  // as the MADT and the MP table say
-    kvm::Vcpu vcpu = s.vm.create_vcpu(i, apic_id);
-    vcpu.set_cpuid(linux_guest_cpuid(supported, apic_id, cfg.vcpus, guest.cpuid));
-    // Only the BSP starts at the kernel's entry; with the in-kernel irqchip
-    // the APs wait, UNINITIALIZED, for the kernel's INIT/SIPI.
-    if (i == 0) {
-      vcpu.set_sregs(linuxboot::entry_sregs(guest.plan.bsp, vcpu.sregs()));
-      vcpu.set_regs(linuxboot::entry_regs(guest.plan.bsp));
-      s.tsc_khz = tsc_khz_of(vcpu);
-    }
-    s.backend->attach_vcpu(i, vcpu.stats_fd());
-    s.control.map_apic(apic_id, i);
-    s.vcpus.push_back(std::make_unique<VcpuRunner>(std::move(vcpu), apic_id, s.bus, s.control));
-  }
-  spdlog::debug("Linux VM ready: {} vCPUs, {} MiB, kernel at {:#x}, initrd {:#x}+{:#x}, TSC {} kHz", cfg.vcpus,
-                cfg.memory_mib, guest.plan.kernel_placement.addr, guest.plan.initrd_addr, guest.plan.initrd_size,
-                s.tsc_khz);
-}
-
 void Machine::finish_build() {
   State& s = *state_;
   s.kvm_kind = kvm::backend_name(kvm::detect_backend());
   s.serial.open();  // last: a --serial file is created or truncated only once the VM is built
+  s.startup.vcpus = s.since_origin();
 }
 
 std::uint64_t Machine::tsc_khz_of(const kvm::Vcpu& vcpu) {
   const int khz = ::ioctl(vcpu.fd(), KVM_GET_TSC_KHZ, 0);
   return khz > 0 ? static_cast<std::uint64_t>(khz) : calibrate_tsc_khz();
 }
-
-void refuse_linux_on_pvm() {
-  if (kvm::detect_backend() == kvm::Backend::kPvm)
-    fail("--kernel: Linux guests cannot run on this PVM host (PVM runs only kernels built as PVM guests, which no "
-         "distribution ships); use hardware KVM or tools/nested-kvm");
-}
-
-void validate_linux_host(const kvm::KvmSystem& kvm) {
-  refuse_linux_on_pvm();
-  kvm.require_extension(KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP");
-  kvm.require_extension(KVM_CAP_PIT2, "KVM_CAP_PIT2");
-}
-
-
 
 Machine::~Machine() = default;
 
@@ -442,7 +215,7 @@ void Machine::map_runstate_page(const kvm::KvmSystem& kvm) {
                                     s.config.vcpus);
   } else {
     try {
-      s.runstate_page.emplace(runstate::RunStatePage::open(s.config.vcpus));
+      s.runstate_page.emplace(runstate::RunStatePage::open_shared(s.config.vcpus));
       s.runstate_kind = "bpf";
       s.runstate_detail = s.runstate_page->attach_point();
     } catch (const Error& e) {
@@ -549,6 +322,7 @@ RunResult Machine::run() {
 
   std::size_t finished = 0;
   const auto start = std::chrono::steady_clock::now();
+  s.startup.run = s.since_origin();
   for (std::size_t i = 0; i < s.vcpus.size(); ++i) {
     auto& v = *s.vcpus[i];
     v.on_finished = [&io, &finished, &s] {
@@ -622,6 +396,7 @@ RunResult Machine::run() {
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.seconds_to_first_entry = s.control.seconds_to_first_entry();
   result.seconds_to_first_exit = s.control.seconds_to_first_exit();
+  result.startup = s.startup;
   result.backend = std::string(s.backend->name());
   result.unknown_kvm_hypercalls = s.hypercalls->unknown_calls(pvlock::Transport::kKvm);
   result.unknown_sbi_calls = s.hypercalls->unknown_calls(pvlock::Transport::kSbi);

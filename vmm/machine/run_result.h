@@ -134,6 +134,12 @@ struct RunResult {
   double wall_seconds = 0;
   double seconds_to_first_entry = 0;  // run start -> first KVM_RUN
   double seconds_to_first_exit = 0;   // run start -> first exit from guest code
+  // When each step of the build finished, seconds since the same origin
+  // (bench's start-up breakdown): the VM with its RAM slot, the image and
+  // boot tables, the run-state page, the vCPUs, and run() starting threads.
+  struct StartupMarks {
+    double vm = 0, image = 0, runstate = 0, vcpus = 0, run = 0;
+  } startup;
   std::string backend;                // PV backend name
   std::uint64_t unknown_kvm_hypercalls = 0;  // doorbell 0xE4 calls no handler answered (-KVM_ENOSYS)
   std::uint64_t unknown_sbi_calls = 0;       // doorbell 0xE5 calls no handler answered (NOT_SUPPORTED)

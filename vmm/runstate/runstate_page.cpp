@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "vmm/runstate/runstate_bpf_shared.h"
+#include "vmm/runstate/runstate_pool.h"
 #include "vmm/util/error.h"
 #include "vmm/util/mapping.h"
 
@@ -198,9 +200,13 @@ abi::VcpuRunState read_record(const abi::VcpuRunState& record) {
 }
 
 struct RunStatePage::Impl {
-  // Destroyed bottom-up: unmap, detach, then close the object (maps, program).
+  // Destroyed bottom-up: unmap, detach, then close the object (maps,
+  // program) or the pinned objects' fds, and last release the pool slot.
+  std::optional<PoolLease> lease;  // a pooled program (open_shared)
+  UniqueFd pinned_program, pinned_page, pinned_threads, pinned_history;
   ObjectPtr object;
   LinkPtr link;
+  UniqueFd pinned_link;
   Mapping page;
   Mapping history;         // empty when it could not be mapped
   int thread_map_fd = -1;  // owned by `object`
@@ -212,6 +218,25 @@ struct RunStatePage::Impl {
 };
 
 namespace {
+
+// Maps the page (and, if it can, the history ring) read-only.
+bool map_views(RunStatePage::Impl& impl, int page_fd, int history_fd, LoadFailure& failure) {
+  void* address = ::mmap(nullptr, abi::kRunStatePageSize, PROT_READ, MAP_SHARED, page_fd, 0);
+  if (address == MAP_FAILED) {
+    failure = {fmt::format("cannot map the run-state page: {}", errno_text(errno)), true};
+    return false;
+  }
+  impl.page = Mapping(address, abi::kRunStatePageSize);
+  // The history is a convenience of the timeline: without it (mmap refused)
+  // the page still works and the trace reads records instead.
+  const std::size_t history_size = (sizeof(lockvisor_preemption_history) * abi::kRunStateMaxVcpus + 4095) / 4096 * 4096;
+  if (void* h = ::mmap(nullptr, history_size, PROT_READ, MAP_SHARED, history_fd, 0); h != MAP_FAILED) {
+    impl.history = Mapping(h, history_size);
+  } else {
+    spdlog::debug("runstate: the preemption history is not mapped: {}", errno_text(errno));
+  }
+  return true;
+}
 
 std::unique_ptr<RunStatePage::Impl> try_load(bool tp_btf, LoadFailure& failure) {
   const char* wanted = tp_btf ? LOCKVISOR_RUNSTATE_PROG_TP_BTF : LOCKVISOR_RUNSTATE_PROG_RAW_TP;
@@ -256,21 +281,8 @@ std::unique_ptr<RunStatePage::Impl> try_load(bool tp_btf, LoadFailure& failure) 
     return nullptr;
   }
 
-  int page_fd = bpf_map__fd(page_map);
-  void* address = ::mmap(nullptr, abi::kRunStatePageSize, PROT_READ, MAP_SHARED, page_fd, 0);
-  if (address == MAP_FAILED) {
-    failure = {fmt::format("cannot map the run-state page: {}", errno_text(errno)), true};
-    return nullptr;
-  }
-  impl->page = Mapping(address, abi::kRunStatePageSize);
-  // The history is a convenience of the timeline: without it (mmap refused)
-  // the page still works and the trace reads records instead.
-  const std::size_t history_size = (sizeof(lockvisor_preemption_history) * abi::kRunStateMaxVcpus + 4095) / 4096 * 4096;
-  if (void* h = ::mmap(nullptr, history_size, PROT_READ, MAP_SHARED, bpf_map__fd(history_map), 0); h != MAP_FAILED) {
-    impl->history = Mapping(h, history_size);
-  } else {
-    spdlog::debug("runstate: the preemption history is not mapped: {}", errno_text(errno));
-  }
+  const int page_fd = bpf_map__fd(page_map);
+  if (!map_views(*impl, page_fd, bpf_map__fd(history_map), failure)) return nullptr;
 
   impl->link.reset(bpf_program__attach(program));
   if (!impl->link) {
@@ -285,6 +297,122 @@ std::unique_ptr<RunStatePage::Impl> try_load(bool tp_btf, LoadFailure& failure) 
   return impl;
 }
 
+// ---- The pool (runstate_pool.h): pins of one loaded program per slot.
+
+constexpr const char* kPinPage = "page";
+constexpr const char* kPinThreads = "threads";
+constexpr const char* kPinHistory = "history";
+
+// Which build's program a pin holds: FNV-1a of the embedded object's bytes.
+std::string build_id() {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const unsigned char* p = lockvisor_runstate_bpf_start; p != lockvisor_runstate_bpf_end; ++p)
+    hash = (hash ^ *p) * 0x100000001b3ULL;
+  return fmt::format("{:016x}", hash);
+}
+
+UniqueFd pinned(const PoolLease& lease, const char* name) {
+  return UniqueFd(bpf_obj_get(fmt::format("{}/{}", lease.path, name).c_str()));
+}
+
+// Pins a freshly loaded program and its maps into the leased slot, so the
+// next run finds them. A failure only costs the next run a load.
+void pin_into(const PoolLease& lease, const RunStatePage::Impl& impl) {
+  const char* program = impl.attach_point.starts_with("tp_btf") ? "tp_btf" : "raw_tp";
+  bpf_map* page = bpf_object__find_map_by_name(impl.object.get(), LOCKVISOR_RUNSTATE_PAGE_MAP);
+  bpf_map* history = bpf_object__find_map_by_name(impl.object.get(), LOCKVISOR_RUNSTATE_HISTORY_MAP);
+  const std::pair<const char*, int> pins[] = {{kPinPage, bpf_map__fd(page)},
+                                              {kPinThreads, impl.thread_map_fd},
+                                              {kPinHistory, bpf_map__fd(history)},
+                                              {program, impl.program_fd}};  // last: its presence means complete
+  for (const auto& [name, fd] : pins) {
+    if (bpf_obj_pin(fd, fmt::format("{}/{}", lease.path, name).c_str()) != 0) {
+      spdlog::debug("runstate: cannot pin {} in {}: {}", name, lease.path, errno_text(errno));
+      clear_pool_slot(lease);
+      return;
+    }
+  }
+  // The link too, so that the next run need not attach (runstate_pool.h).
+  if (bpf_obj_pin(bpf_link__fd(impl.link.get()), fmt::format("{}/{}", lease.path, kPoolLinkPin).c_str()) != 0)
+    spdlog::debug("runstate: cannot pin the link in {}: {}", lease.path, errno_text(errno));
+}
+
+// Zeroes every record and history ring and empties the thread table: the
+// page a leased program publishes reads exactly like a freshly loaded one
+// (all "unknown", every counter 0). Only what a previous run wrote is
+// rewritten (the views show it, so a run of 1 vCPU costs a few syscalls,
+// not 128). Nothing writes meanwhile: the program may be attached (its
+// link pinned), but it writes only records of registered threads, and the
+// table is emptied first; only the slot's holder registers, and we hold it.
+// Views first: map_views().
+bool reset_maps(const RunStatePage::Impl& impl, int page_fd, int history_fd) {
+  const abi::VcpuRunState zero_record{};
+  const lockvisor_preemption_history zero_history{};
+  const auto* records = static_cast<const abi::VcpuRunState*>(impl.page.data());
+  const auto* histories = static_cast<const lockvisor_preemption_history*>(impl.history.data());
+  const auto is_zero = [](const void* p, std::size_t n) {
+    const auto* bytes = static_cast<const unsigned char*>(p);
+    return bytes[0] == 0 && std::memcmp(bytes, bytes + 1, n - 1) == 0;
+  };
+  std::uint32_t key = 0;
+  for (unsigned i = 0; i < 2 * LOCKVISOR_RUNSTATE_MAX_THREADS && bpf_map_get_next_key(impl.thread_map_fd, nullptr, &key) == 0;
+       ++i)
+    bpf_map_delete_elem(impl.thread_map_fd, &key);
+  if (bpf_map_get_next_key(impl.thread_map_fd, nullptr, &key) == 0) return false;
+  for (std::uint32_t i = 0; i < abi::kRunStateMaxVcpus; ++i) {
+    if (!is_zero(&records[i], sizeof(records[i])) && bpf_map_update_elem(page_fd, &i, &zero_record, BPF_ANY) != 0)
+      return false;
+    // Without a view of the history (mmap refused), zero it blindly.
+    if ((histories == nullptr || !is_zero(&histories[i], sizeof(histories[i]))) &&
+        bpf_map_update_elem(history_fd, &i, &zero_history, BPF_ANY) != 0)
+      return false;
+  }
+  return is_zero(records, abi::kRunStatePageSize);
+}
+
+// The program pinned in a leased slot, attached for this run; nullptr (and
+// the slot cleared) when the slot holds no complete, usable set.
+std::unique_ptr<RunStatePage::Impl> attach_pinned(PoolLease& lease) {
+  auto impl = std::make_unique<RunStatePage::Impl>();
+  impl->pinned_program = pinned(lease, "tp_btf");
+  impl->attach_point = "tp_btf/sched_switch";
+  if (!impl->pinned_program.valid()) {
+    impl->pinned_program = pinned(lease, "raw_tp");
+    impl->attach_point = "raw_tp/sched_switch";
+  }
+  impl->pinned_page = pinned(lease, kPinPage);
+  impl->pinned_threads = pinned(lease, kPinThreads);
+  impl->pinned_history = pinned(lease, kPinHistory);
+  if (!impl->pinned_program.valid() || !impl->pinned_page.valid() || !impl->pinned_threads.valid() ||
+      !impl->pinned_history.valid())
+    return nullptr;
+  impl->thread_map_fd = impl->pinned_threads.get();
+  impl->program_fd = impl->pinned_program.get();
+  LoadFailure failure;
+  if (!map_views(*impl, impl->pinned_page.get(), impl->pinned_history.get(), failure) ||
+      !reset_maps(*impl, impl->pinned_page.get(), impl->pinned_history.get())) {
+    spdlog::debug("runstate: pooled program in {} unusable: {}", lease.path, failure.reason);
+    return nullptr;
+  }
+  // Still attached since an earlier run (its link pinned), or attached now
+  // and pinned for the next. tp_btf carries its attach point from the load;
+  // raw_tp names it here.
+  impl->pinned_link = pinned(lease, kPoolLinkPin);
+  if (!impl->pinned_link.valid()) {
+    const char* tracepoint = impl->attach_point.starts_with("raw_tp") ? "sched_switch" : nullptr;
+    impl->pinned_link.reset(bpf_raw_tracepoint_open(tracepoint, impl->program_fd));
+    if (!impl->pinned_link.valid()) {
+      spdlog::debug("runstate: cannot attach the pooled program in {}: {}", lease.path, errno_text(errno));
+      return nullptr;
+    }
+    if (bpf_obj_pin(impl->pinned_link.get(), fmt::format("{}/{}", lease.path, kPoolLinkPin).c_str()) != 0)
+      spdlog::debug("runstate: cannot pin the link in {}: {}", lease.path, errno_text(errno));
+  }
+  impl->program_id = object_id<bpf_prog_info>(impl->program_fd);
+  impl->page_map_id = object_id<bpf_map_info>(impl->pinned_page.get());
+  return impl;
+}
+
 }  // namespace
 
 RunStatePage::RunStatePage(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -292,26 +420,63 @@ RunStatePage::RunStatePage(RunStatePage&&) noexcept = default;
 RunStatePage& RunStatePage::operator=(RunStatePage&&) noexcept = default;
 RunStatePage::~RunStatePage() = default;
 
-RunStatePage RunStatePage::open(unsigned max_vcpus, Attach attach) {
+namespace {
+
+void check_open(unsigned max_vcpus) {
   if (max_vcpus == 0 || max_vcpus > abi::kRunStateMaxVcpus)
     fail("the vCPU run-state page describes 1 to {} vCPUs, not {}", abi::kRunStateMaxVcpus, max_vcpus);
   route_libbpf_log();
   if (std::string problem = environment_problem(); !problem.empty())
     fail_host("vCPU run-state page unavailable: {}", problem);
+}
 
+std::unique_ptr<RunStatePage::Impl> load_fresh(Attach attach) {
   LoadFailure first;
-  std::unique_ptr<Impl> impl = try_load(attach != Attach::kRawTp, first);
+  std::unique_ptr<RunStatePage::Impl> impl = try_load(attach != Attach::kRawTp, first);
   if (!impl && !first.final && attach == Attach::kAuto) {
     LoadFailure second;
     impl = try_load(false, second);
     if (!impl) fail_host("vCPU run-state page unavailable: {}; and {}", first.reason, second.reason);
   }
   if (!impl) fail_host("vCPU run-state page unavailable: {}", first.reason);
+  return impl;
+}
+
+}  // namespace
+
+RunStatePage RunStatePage::open(unsigned max_vcpus, Attach attach) {
+  check_open(max_vcpus);
+  std::unique_ptr<Impl> impl = load_fresh(attach);
   impl->max_vcpus = max_vcpus;
   spdlog::debug("runstate: page for {} vCPUs published by BPF program id {} on {}", max_vcpus, impl->program_id,
                 impl->attach_point);
   return RunStatePage(std::move(impl));
 }
+
+RunStatePage RunStatePage::open_shared(unsigned max_vcpus) {
+  check_open(max_vcpus);
+  std::string why_not;
+  std::optional<PoolLease> lease = lease_pool_slot(build_id(), why_not);
+  std::unique_ptr<Impl> impl;
+  if (lease) {
+    impl = attach_pinned(*lease);
+    if (!impl) {
+      clear_pool_slot(*lease);
+      impl = load_fresh(Attach::kAuto);
+      pin_into(*lease, *impl);
+    }
+    impl->lease = std::move(lease);
+  } else {
+    spdlog::debug("runstate: no pooled program ({}): loading one for this run", why_not);
+    impl = load_fresh(Attach::kAuto);
+  }
+  impl->max_vcpus = max_vcpus;
+  spdlog::debug("runstate: page for {} vCPUs published by BPF program id {} on {}{}", max_vcpus, impl->program_id,
+                impl->attach_point, impl->lease ? fmt::format(" (pooled, {})", impl->lease->path) : "");
+  return RunStatePage(std::move(impl));
+}
+
+bool RunStatePage::pooled() const { return impl_->lease.has_value(); }
 
 ProbeResult RunStatePage::probe() {
   try {

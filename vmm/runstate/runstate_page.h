@@ -49,6 +49,16 @@ class RunStatePage {
   // reason when this host cannot, Error (kUsage) for a bad max_vcpus.
   static RunStatePage open(unsigned max_vcpus, Attach attach = Attach::kAuto);
 
+  // The same page, from a program loaded once and kept pinned in bpffs for
+  // the runs that follow (runstate_pool.h): the first run loads and pins it,
+  // later ones lease it, zero its maps and attach it, in well under a
+  // millisecond instead of tens. Falls back to open()'s own load when no
+  // slot can be leased. The page reads exactly as open()'s does; only the
+  // program (and its ids) outlives this object, detached.
+  static RunStatePage open_shared(unsigned max_vcpus);
+  // Whether this page's program came from (and returns to) the pool.
+  bool pooled() const;
+
   // Tries open() and closes again.
   static ProbeResult probe();
 

@@ -1,0 +1,123 @@
+// The freestanding guest: lockvisor's own ELF image, its boot record
+// (BootInfo), page tables and TSSs, and its doorbell ports.
+#include <algorithm>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "lockvisor/abi/boot_info.h"
+#include "lockvisor/abi/doorbell.h"
+#include "lockvisor/abi/guest_layout.h"
+#include "vmm/loader/elf_loader.h"
+#include "vmm/machine/machine_state.h"
+#include "vmm/machine/x86_boot.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::machine {
+namespace abi = lockvisor::abi;
+
+void validate_image(const MachineConfig& config, std::span<const std::byte> image) {
+  // Every check the real load makes, before any KVM object exists (and
+  // without writing a scratch copy: 16 MiB of page faults).
+  const auto loaded = vmm::check_elf_image(image, abi::kImageLimit, abi::kImageBase, abi::kImageLimit);
+  const std::uint64_t needed = minimum_memory_mib(config.vcpus, loaded.end_gpa);
+  if (config.memory_mib < needed)
+    fail("--memory {} MiB is too small for this image and {} vCPUs (need at least {} MiB)", config.memory_mib,
+         config.vcpus, needed);
+}
+
+std::uint64_t minimum_memory_mib(unsigned vcpus, std::uint64_t image_end) {
+  // The image, one free 2 MiB page for guest data, and the stacks.
+  const std::uint64_t bytes = align_up(image_end, kTwoMiB) + kTwoMiB + vcpus * abi::kVcpuStackBlockBytes;
+  return align_up(bytes, kTwoMiB) >> 20;
+}
+
+void Machine::State::add_freestanding_ports() {
+  auto& hypercall = add_device<HypercallPorts>(*hypercalls);
+  bus.add_ports(abi::kPortKvmHypercall, 1, hypercall, ExitKind::kHypercall);
+  bus.add_ports(abi::kPortSbiCall, 1, hypercall, ExitKind::kSbi);
+  report_channel = &add_device<ReportChannelPort>(control, vm.memory(), config.vcpus);
+  bus.add_ports(abi::kPortUcall, 1, *report_channel, ExitKind::kUcall);
+  bus.add_ports(abi::kPortFault, 1, add_device<FaultPort>(), ExitKind::kFault);
+  bus.add_ports(abi::kPortNop, 1, add_device<NopPort>(), ExitKind::kNop);
+  bus.add_ports(abi::kPortCom1, 8, add_device<Com1Transmitter>(control), ExitKind::kSerial);
+}
+
+void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std::byte> image) {
+  State& s = *state_;
+  const MachineConfig& cfg = s.config;
+  const pvlock::VmSetup setup = s.backend->vm_setup();
+  const std::uint64_t bytes = cfg.memory_mib << 20;
+  auto& memory = s.vm.memory();
+
+  const std::uint64_t stacks = stacks_bottom(bytes, cfg.vcpus);
+  if (stacks <= abi::kImageBase) fail("--memory {} MiB is too small for {} vCPU stacks", cfg.memory_mib, cfg.vcpus);
+  const auto loaded = vmm::load_elf_image(image, memory.all(), abi::kImageBase, std::min(abi::kImageLimit, stacks),
+                                          vmm::Bss::kAlreadyZero);  // fresh anonymous memory
+  const std::uint64_t free_start = align_up(loaded.end_gpa, kTwoMiB);
+  if (free_start + kTwoMiB > stacks)
+    fail("--memory {} MiB is too small for this image and {} vCPUs (need at least {} MiB)", cfg.memory_mib, cfg.vcpus,
+         minimum_memory_mib(cfg.vcpus, loaded.end_gpa));
+
+  write_boot_tables(memory, cfg.vcpus);
+  s.startup.image = s.since_origin();
+  s.add_freestanding_ports();
+  auto* boot = memory.at<abi::BootInfo>(abi::kBootInfoAddr);
+  boot->magic = abi::kBootInfoMagic;
+  boot->version = abi::kBootInfoVersion;
+  boot->size = sizeof(abi::BootInfo);
+  boot->vcpu_count = cfg.vcpus;
+  boot->flags = (cfg.pv_unhalt ? abi::kBootFlagPvUnhalt : 0) | (cfg.sbi_pvlock ? abi::kBootFlagSbiPvlock : 0) |
+                (cfg.dedicated_hint ? abi::kBootFlagDedicated : 0) |
+                (setup.guest_uses_kvm_hypercalls ? abi::kBootFlagKvmHypercalls : 0) |
+                (cfg.guest_ring == 0 ? abi::kBootFlagGuestRing0 : 0);
+  boot->memory_bytes = bytes;
+  boot->free_start = free_start;
+  boot->free_end = stacks;
+  boot->seed = cfg.seed;
+  boot->sbi_experimental_eid = cfg.sbi_experimental_eid;
+  boot->runstate_gpa = abi::kRunStateGpa;
+  boot->runstate_vcpus = s.runstate_page ? std::min<unsigned>(cfg.vcpus, abi::kRunStateMaxVcpus) : 0;
+  if (s.runstate_page) boot->flags |= abi::kBootFlagRunStateLive;
+  std::memcpy(boot->program, cfg.program.c_str(), cfg.program.size() + 1);
+  std::memcpy(boot->args, cfg.args.c_str(), cfg.args.size() + 1);
+  boot->lock_probe_gpa = abi::kLockProbeAddr;
+  if (cfg.lock_probe) {
+    boot->lock_probe = *cfg.lock_probe;
+    boot->flags |= abi::kBootFlagLockProbe;
+  }
+  if (cfg.workload) {
+    boot->workload = *cfg.workload;
+    abi::stamp_header(boot->workload);
+    boot->workload.lock[abi::kLockNameBytes - 1] = '\0';
+    boot->flags |= abi::kBootFlagWorkload;
+  }
+
+  const auto supported = kvm.supported_cpuid();
+  const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint, cfg.steal_time};
+  for (unsigned i = 0; i < cfg.vcpus; ++i) {
+    const unsigned apic_id = i;  // APIC ID == index, but every lookup goes through the map
+    kvm::Vcpu vcpu = s.vm.create_vcpu(i, apic_id);
+    vcpu.set_cpuid(guest_cpuid(supported, apic_id, cpuid_options));
+    if (setup.enforce_pv_feature_cpuid)
+      vcpu.enable_cap(KVM_CAP_ENFORCE_PV_FEATURE_CPUID, 1, "KVM_CAP_ENFORCE_PV_FEATURE_CPUID");
+    vcpu.set_sregs(boot_sregs(vcpu.sregs(), i));
+    vcpu.set_regs(boot_regs(loaded.entry, bytes, i));
+    // With the in-kernel irqchip every AP starts UNINITIALIZED, waiting for
+    // INIT/SIPI; lockvisor starts them all at the 64-bit entry instead.
+    if (setup.in_kernel_irqchip) {
+      vcpu.set_mp_state(KVM_MP_STATE_RUNNABLE);
+      vcpu.enable_local_apic();  // and KVM's APIC-ID map now includes this vCPU (kvm/vcpu.h)
+    }
+    s.backend->attach_vcpu(i, vcpu.stats_fd());
+    if (i == 0) s.tsc_khz = tsc_khz_of(vcpu);
+    boot->vcpus[i] = {apic_id, 0, kernel_stack_top(bytes, i), user_stack_top(bytes, i)};
+    s.control.map_apic(apic_id, i);
+    s.vcpus.push_back(std::make_unique<VcpuRunner>(std::move(vcpu), apic_id, s.bus, s.control));
+  }
+  boot->tsc_khz = s.tsc_khz;
+  spdlog::debug("VM ready: {} vCPUs, {} MiB, image entry {:#x}, image end {:#x}, TSC {} kHz", cfg.vcpus,
+                cfg.memory_mib, loaded.entry, loaded.end_gpa, s.tsc_khz);
+}
+
+}  // namespace lockvisor::machine
