@@ -85,9 +85,9 @@ std::vector<UsageCommand> usage_commands() {
       {"lockvisor run --kernel FILE [options]", "run_kernel", false,
        "head -c 4096 /dev/zero > notakernel; out=$($LV run --kernel notakernel --vcpus 2 --workload futex-hash 2>&1); "
        "rc=$?; echo \"$out\"; [ $rc -eq 2 ] && if [ -d /sys/module/kvm_pvm ]; then "
-       "echo \"$out\" | grep -q 'cannot run on this PVM host'; else echo \"$out\" | grep -q 'not a Linux bzImage'; fi"},
+       "echo \"$out\" | grep -q \"cannot run on this PVM host\"; else echo \"$out\" | grep -q \"not a Linux bzImage\"; fi"},
       {"lockvisor locks", "locks", false, "$LV locks"},
-      {"lockvisor bench [--contended] [--json F] [--image F]", "bench", true,
+      {"lockvisor bench [--startup] [--contended] [--json F] [--image F]", "bench", true,
        "$LV bench --repeat 1 --kick-rounds 8 --lock-runs 1 --lock-iterations 1000 --contended "
        "--contended-seconds 0.02 --json b.json"},
       {"lockvisor lab --preset NAME | --scenario F --out DIR [--resume] [--native] [--shard I/N]", "lab", true,
