@@ -1,8 +1,9 @@
 // auto_policy.h: the KVM guest's lock choice (auto).
 //
 // POLICY (Linux arch/x86/kernel/kvm.c kvm_spinlock_init() + native_pv_lock_init(),
-// anchors A5/A6).  All three candidates operate on the same 4-byte qspinlock
-// word, so "auto" is one word plus a per-Env decision:
+// and virt_spin_lock() in arch/x86/include/asm/qspinlock.h).  All three
+// candidates operate on the same 4-byte qspinlock word, so "auto" is one word
+// plus a per-Env decision:
 //
 //   not virtualized              -> qspinlock    (virt_spin_lock_key stays off on bare metal)
 //   no PV wait/kick              -> tas          ("PV spinlocks disabled, no host support";

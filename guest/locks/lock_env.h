@@ -29,7 +29,8 @@
 // Optional: `static void yield_to(unsigned cpu);`, ask the host to run cpu's
 // vCPU next (KVM_HC_SCHED_YIELD-like boost; see yield_to_hint()).
 //
-// The wait/kick contract (Linux pv_wait/pv_kick, anchors A3/A5/A8):
+// The wait/kick contract (Linux pv_wait/pv_kick: kernel/locking/qspinlock_paravirt.h,
+// arch/x86/kernel/kvm.c, and KVM's pv_unhalted in arch/x86/kvm/x86.c):
 //   * wait(ptr, val) re-reads *ptr and returns at once if it no longer equals
 //     val; otherwise it suspends the CPU.  The re-check and the suspend are
 //     atomic with respect to kick() (on KVM: interrupts off, then HLT).

@@ -1,6 +1,8 @@
 // pv_qspinlock.h: paravirtual queued spinlock (pvqspinlock).
 //
-// ALGORITHM (seed 000 patches 09-11 as reworked upstream; anchors A3)
+// ALGORITHM (patches 09-11 of Waiman Long, "[PATCH v6 00/11] qspinlock with
+// paravirt support", LKML, March 2014, as reworked upstream in Linux
+// kernel/locking/qspinlock_paravirt.h)
 //   The qspinlock of qspinlock.h, same word, same MCS queue, run through the
 //   shared slow path with PvHooks.  The pending path is not used.  Waiters
 //   spin for a bounded time (kSpinThreshold, SPIN_THRESHOLD = 1 << 15) and

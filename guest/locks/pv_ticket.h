@@ -1,5 +1,6 @@
 // pv_ticket.h: paravirtual ticket lock (pvticket), the KVM PV ticketlock
-// design of seed 002 (Raghavendra K T / Jeremy Fitzhardinge, Linux 3.12-4.1).
+// design of Raghavendra K T, "[PATCH RFC V11 0/18] Paravirtualized ticket
+// spinlocks" (with Jeremy Fitzhardinge; LKML, 2013; Linux 3.12-4.1).
 //
 // ALGORITHM
 //   A ticket lock (ticket.h) whose waiters stop spinning after a while:
@@ -43,7 +44,7 @@
 //   * head RMW first: the waiter's flag RMW returns the new head, so step 3
 //     sees its turn and never halts.
 //   The slot is not re-checked by Env::wait() (it waits on a per-CPU byte
-//   that nobody clears): the kick alone ends the halt, as with the seed's
+//   that nobody clears): the kick alone ends the halt, as with that series'
 //   plain halt().  Stale slots are harmless: they cause at most a spurious
 //   kick, which the next Env::wait() absorbs as a spurious wake-up.
 //
@@ -55,8 +56,8 @@
 //   preempted holder and the next ticket get scheduled sooner, and a halted
 //   next-in-line waiter is kicked exactly when its turn comes.
 //
-// LIMITATION: one waiting slot per CPU (as in the seed).  A nested (interrupt
-//   context) slow path on the same CPU overwrites the outer slot; the seed
+// LIMITATION: one waiting slot per CPU (as in that series).  A nested (interrupt
+//   context) slow path on the same CPU overwrites the outer slot; that series
 //   relies on the halt being interruptible (safe_halt) to recover.
 #pragma once
 
@@ -77,7 +78,7 @@ inline constexpr u32 kTicketMask = 0xfffeu;
 [[gnu::always_inline]] inline constexpr u32 head_of(u32 v) { return v & kHeadMask; }
 [[gnu::always_inline]] inline constexpr u32 tail_of(u32 v) { return (v >> kTailShift) & kTicketMask; }
 
-// Per-CPU waiting slots and the waiting-CPU mask (seed: lock_waiting,
+// Per-CPU waiting slots and the waiting-CPU mask (that series: lock_waiting,
 // waiting_cpus), one set per Env.
 template <class Env>
 struct Waiters {
@@ -105,7 +106,7 @@ class PvTicketLock {
   static constexpr bool kNeedsPv = true;
   static constexpr bool kFair = true;
   static constexpr const char* kDescription =
-      "paravirt ticket lock: spin, then halt; unlocker kicks the next ticket (seed 002)";
+      "paravirt ticket lock: spin, then halt; unlocker kicks the next ticket (Raghavendra K T, LKML 2013)";
   static constexpr u32 kSpin = kSpinThreshold;
 
   void lock() {

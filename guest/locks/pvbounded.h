@@ -1,5 +1,5 @@
 // pvbounded.h: a PV lock as fast as test-and-set whose waiters' wait is
-// bounded in time, also under vCPU overcommit (issue 11 item 3).
+// bounded in time, also under vCPU overcommit.
 //
 // ALGORITHM
 //   The qspinlock word and MCS queue (qspinlock_word.h, the shared slow path

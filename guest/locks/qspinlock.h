@@ -1,7 +1,8 @@
 // qspinlock.h: the queued spinlock (qspinlock), and the slow path shared by
 // the whole qspinlock family (unfair, pvqspinlock, auto).
 //
-// ALGORITHM (seed 000 patches 01-04; Linux kernel/locking/qspinlock.c)
+// ALGORITHM (Linux kernel/locking/qspinlock.c; patches 01-04 of Waiman Long,
+// "[PATCH v6 00/11] qspinlock with paravirt support", LKML, March 2014)
 //   A 4-byte lock built from an MCS queue.  Spinlocks are held with preemption
 //   off, so a CPU waits on at most one lock per nesting level (task, softirq,
 //   hardirq, NMI): 4 per-CPU queue nodes suffice, and a node is named by
@@ -228,8 +229,9 @@ class QSpinLock {
   // Fair trylock: only from (0,0,0); never jumps a queue or pending waiter.
   bool try_lock() { return trylock_word(&w_); }
   // True whenever try_lock() would fail: held, pending or queued.  (Checking
-  // only the locked byte is the lockref bug of seed 000: it calls the lock
-  // free while a pending waiter is about to own it.)
+  // only the locked byte is the lockref bug met in Waiman Long's v6 qspinlock
+  // series, LKML, March 2014: it calls the lock free while a pending waiter is
+  // about to own it.)
   bool is_locked() const { return q::read(&w_) != 0; }
 
   // Raw word, for tests and diagnostics.

@@ -1,7 +1,7 @@
 // qspinlock_word.h: the 32-bit queued-spinlock word and the MCS helpers that
 // every qspinlock-family lock (qspinlock, unfair, pvqspinlock, auto) shares.
 //
-// Word layout (asm-generic/qspinlock_types.h, NR_CPUS < 16K variant, anchors A1):
+// Word layout (Linux include/asm-generic/qspinlock_types.h, NR_CPUS < 16K variant):
 //
 //    31            18 17  16 15        8 7          0
 //   +----------------+------+-----------+------------+
@@ -30,7 +30,7 @@
 //   * it keeps every ordering argument in one modification order.
 // Cost: xchg_tail is a cmpxchg loop (what Linux does for _Q_PENDING_BITS == 1
 // anyway), and under ThreadSanitizer unlock is a locked RMW instead of a
-// plain byte store (what the generic qspinlock in seed 000 patch 01 did:
+// plain byte store (what the generic qspinlock of Waiman Long's v6 series, patch 01, did:
 // atomic_sub); other builds store the byte (clear_locked_release).  The one exception
 // is Env::wait(&locked_byte(), _Q_SLOW_VAL), which re-reads byte 0 for its
 // "still equal?" check only; see lock_env.h.

@@ -1,6 +1,8 @@
 // tas.h: test-and-test-and-set spinlock (the virt_spin_lock() fallback).
 //
-// ALGORITHM (anchors A6; seed 000, Peter Zijlstra's proposal)
+// ALGORITHM (Linux arch/x86/include/asm/qspinlock.h, virt_spin_lock(); Peter
+// Zijlstra's proposal in the thread of Waiman Long's "[PATCH v6 00/11]
+// qspinlock with paravirt support", LKML, March 2014)
 //   One 32-bit word, 0 = free, 1 = held.  lock(): read the word until it is
 //   0 (spinning on a shared, read-only cache line), then cmpxchg 0 -> 1; on
 //   failure go back to reading.  unlock(): store-release 0.

@@ -1,4 +1,5 @@
-// unfair_qspinlock.h: qspinlock with one lock-steal attempt (seed 000 patch 05).
+// unfair_qspinlock.h: qspinlock with one lock-steal attempt (patch 05 of Waiman
+// Long's "[PATCH v6 00/11] qspinlock with paravirt support", LKML, March 2014).
 //
 // ALGORITHM
 //   Same word and queue as qspinlock.h.  Before queueing, a CPU makes ONE
@@ -11,7 +12,7 @@
 //     (0,0,0) --fast---> (0,0,1)
 //     otherwise          queue (no pending path; see below)
 //
-//   The pending path is disabled (seed: slowpath(lock, -1)): a pending waiter
+//   The pending path is disabled (that patch: slowpath(lock, -1)): a pending waiter
 //   turns (*,1,0) into (*,0,1) with a single add that assumes nobody else can
 //   set the locked byte, which a stealer would violate.  The queue head
 //   acquires with a cmpxchg (q::head_acquire) and so tolerates stealers: it
@@ -46,7 +47,7 @@ class UnfairQSpinLock {
   static constexpr bool kNeedsPv = false;
   static constexpr bool kFair = false;
   static constexpr const char* kDescription =
-      "qspinlock with one lock-steal attempt before queueing (seed 000 unfair lock)";
+      "qspinlock with one lock-steal attempt before queueing (Waiman Long's unfair qspinlock, LKML 2014)";
 
   void lock() {
     u32 v = 0;

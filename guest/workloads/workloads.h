@@ -11,12 +11,13 @@
 // WORKLOADS (abi::WorkloadKind)
 //   lockbench    all CPUs, one lock (slot 0): t0 = now(); lock(); t1 = now();
 //                critical section held until t1 + cs_ns; unlock(); busy
-//                delay_ns; repeat.  The seeds' "spinlock micro-benchmark"
-//                (lock/unlock loop per task, standalone/embedded layouts).
+//                delay_ns; repeat.  The "spinlock micro-benchmark" of Waiman
+//                Long's qspinlock series (LKML, March 2014): a lock/unlock loop
+//                per task, standalone/embedded layouts.
 //   uncontended  CPU 0 alone, `iterations` (default 256K) lock()/unlock()
 //                pairs back to back, timed as a whole: elapsed_cycles /
 //                ops = cycles per pair "including the looping and timing
-//                overhead", like the seeds' uncontended table.  No per-pair
+//                overhead", like that series' uncontended table.  No per-pair
 //                timestamps (an rdtsc pair costs about as much as the lock),
 //                so latency_count is 0 here.  The other CPUs pass the start
 //                barrier and return with ops = 0.

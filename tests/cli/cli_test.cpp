@@ -283,7 +283,7 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-// The keys every lock-run report carries (issue: lock runtime, metrics).
+// The keys every lock-run report carries (lock runtime, metrics).
 void expect_lock_report_keys(const nlohmann::json& j) {
   for (const char* key : {"lock", "workload", "vcpus", "pcpus", "params", "duration_s", "ops_total", "ops_per_sec",
                           "per_vcpu_ops", "fairness", "latency_ns", "violations", "pv", "vmm", "cpu_seconds",
@@ -432,7 +432,7 @@ TEST(CliKvm, OvercommittedPingpongPrintsStatistics) {
   EXPECT_NE(o.output.find("   7     done      0"), std::string::npos) << o.output;
 }
 
-// ---- Issue 10: output files, option ranges, input files, exit codes --------
+// ---- Output files, option ranges, input files, exit codes -------------------
 //
 // Which test produces each row of README.md's exit-code table:
 //   0   CliKvm.OvercommittedPingpongPrintsStatistics, CliNoKvm.NativeRunsNeedNoKvmDevice
@@ -501,7 +501,7 @@ void expect_outcome_line(const Outcome& o, const std::string& outcome) {
       << "the outcome line disagrees with exit code " << o.exit_code << ": " << line;
 }
 
-// Defect 1: --json refuses anything but a regular file, before anything runs
+// --json refuses anything but a regular file, before anything runs
 // (here: before the missing KVM device is even looked at), and touches nothing.
 TEST(CliOutputFiles, JsonTargetThatIsNotARegularFileIsRefused) {
   ScratchDir dir;
@@ -539,7 +539,7 @@ TEST(CliOutputFiles, JsonTargetThatIsNotARegularFileIsRefused) {
   EXPECT_EQ(dir.entries(), entries);
 }
 
-// Defect 1: a symlink planted where the old writer put its temporary
+// A symlink planted where the old writer put its temporary
 // (x.json.tmp) is not written through.
 TEST(CliOutputFiles, PlantedTemporarySymlinkIsNotFollowed) {
   ScratchDir dir;
@@ -552,7 +552,7 @@ TEST(CliOutputFiles, PlantedTemporarySymlinkIsNotFollowed) {
   EXPECT_EQ(dir.entries(), (std::set<std::string>{"victim", "report.json", "report.json.tmp"}));
 }
 
-// Defect 1: a write that fails (file size limit: as a full disk would) is a
+// A write that fails (file size limit: as a full disk would) is a
 // host problem, keeps the old report whole and leaves no temporary.
 TEST(CliOutputFiles, FailedJsonWriteLeavesNoTemporary) {
   ScratchDir dir;
@@ -566,7 +566,7 @@ TEST(CliOutputFiles, FailedJsonWriteLeavesNoTemporary) {
   EXPECT_EQ(dir.entries(), std::set<std::string>{"report.json"});
 }
 
-// Defect 11: an unwritable --json is a bad command line found before the run
+// An unwritable --json is a bad command line found before the run
 // (exit 2 here, not the missing KVM device's 6).
 TEST(CliOutputFiles, UnwritableJsonIsFoundBeforeAnythingRuns) {
   for (const std::string command : {"run", "run --workload torture", "conformance", "bench"})
@@ -577,7 +577,7 @@ TEST(CliOutputFiles, UnwritableJsonIsFoundBeforeAnythingRuns) {
     }
 }
 
-// Defects 6 and 12: numbers out of range are refused when parsing, before the
+// Numbers out of range are refused when parsing, before the
 // KVM device is opened: no wrap-around, no nan, no infinite or instant timeout.
 TEST(CliOptions, NumbersOutOfRangeAreRefused) {
   const std::pair<std::string, std::string> cases[] = {
@@ -634,7 +634,7 @@ TEST(CliOptions, NumbersAtTheEdgesOfTheirRangesAreAccepted) {
   }
 }
 
-// Defect 7: an --image that is a FIFO with no writer used to block forever;
+// An --image that is a FIFO with no writer used to block forever;
 // now it reads as empty at once. (timeout -s KILL turns a hang into 137.)
 TEST(CliBadInput, ImageOnAFifoWithoutWriterDoesNotBlock) {
   ScratchDir dir;
@@ -738,7 +738,7 @@ TEST(CliKvm, GuestFaultExits3) {
   expect_outcome_line(o, "guest-fault");
 }
 
-// Defect 11: bench used to end a faulting guest's run with exit code 2.
+// `lockvisor bench` used to end a faulting guest's run with exit code 2.
 TEST(CliKvm, BenchGuestFaultExits3) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   (void)kvm;
@@ -758,7 +758,7 @@ TEST(CliKvm, GuestProgramExitingNonZeroExits1) {
   expect_outcome_line(o, "guest-failed");
 }
 
-// Defect 11: a lock workload whose guest completes without statistics printed
+// A lock workload whose guest completes without statistics printed
 // "completed (exit code 0)" and then exited with another code.
 TEST(CliKvm, LockWorkloadWithoutStatisticsIsAGuestFault) {
   LOCKVISOR_REQUIRE_KVM(kvm);
@@ -848,7 +848,7 @@ TEST(CliKvm, FailingConformanceCaseExits1) {
   EXPECT_NE(o.output.find("0 passed, 1 failed"), std::string::npos) << o.output;
 }
 
-// Defect 11: an unwritable --json used to be found after the run (here a
+// An unwritable --json used to be found after the run (here a
 // 2-second watchdog: "outcome: timeout (exit code 4)", then exit 2).
 TEST(CliKvm, UnwritableJsonFailsBeforeBooting) {
   LOCKVISOR_REQUIRE_KVM(kvm);

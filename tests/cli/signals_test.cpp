@@ -1,7 +1,6 @@
 // SIGINT, SIGTERM and SIGHUP at any moment end lockvisor with exit code 130
 // and a report (or, with no VM running, one line), never by the signal
-// (143/129); and no wait outlives a signal or the --timeout watchdog
-// (issue 10, defects 5 and 8).
+// (143/129); and no wait outlives a signal or the --timeout watchdog.
 //
 // lockvisor is spawned directly (no shell in between that could take the
 // signal), with SIGINT/SIGTERM/SIGHUP unblocked and at their default action,
@@ -246,7 +245,7 @@ TEST(SignalsKvm, SigtermAndSighupDuringARunReport) {
   }
 }
 
-// The issue's case (--timeout 2 with 30 s kick delays ended after 30 s) can
+// The old failure (--timeout 2 with 30 s kick delays ended after 30 s) can
 // no longer be asked for: --kick-delay-us is capped at 1 s at parse time.
 // The two tests below show the wait itself is cut short by signal and watchdog.
 TEST(Signals, ThirtySecondKickDelayIsRefusedAtParseTime) {

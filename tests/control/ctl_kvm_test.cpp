@@ -1,4 +1,4 @@
-// `lockvisor ctl` drives a running VM (issue 9, "Done when"): a 2-vCPU
+// `lockvisor ctl` drives a running VM: a 2-vCPU
 // lockbench on host CPU 0 started with `run --api SOCK` answers stats; a paused vCPU's
 // counters stop moving and move again after resume; an injected 20 ms
 // preemption and a kick-mode switch show in the final JSON; bad requests,

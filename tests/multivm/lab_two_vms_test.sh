@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A lab point with two VMs yields two result sets: one summary row per VM
 # (column vm), each with its own lock and its own completed runs, and a claim
-# along the axis "vm" is checked (issue 9, "Done when").
+# along the axis "vm" is checked.
 source "$(dirname "$0")/common.sh"
 require_kvm
 cat > "$work/two.toml" <<'TOML'

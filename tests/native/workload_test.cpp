@@ -267,8 +267,9 @@ TEST(WorkloadUncontended, DefaultIterations) {
   EXPECT_EQ(stats[0].ops, workloads::kDefaultUncontendedIterations);
 }
 
-// Not a pass/fail check: prints ns per lock/unlock pair for every lock, the
-// seeds' "uncontended lock/unlock" table (256K pairs, best of 5 runs).
+// Not a pass/fail check: prints ns per lock/unlock pair for every lock, like
+// the "uncontended lock/unlock" table of Waiman Long's qspinlock series (LKML,
+// March 2014; 256K pairs, best of 5 runs).
 TEST(WorkloadUncontended, NsPerPairTable) {
   for (const locks::LockInfo& l : locks::kLocks) {
     NativeRunConfig cfg;

@@ -1,4 +1,4 @@
-// The run-state page wired into the VMM (docs/runstate.md, issue 11): boots
+// The run-state page wired into the VMM (docs/runstate.md): boots
 // the guest's `runstate` program (guest/programs/runstate.cpp) and checks
 // what the guest read from the page against what the host counted.
 //

@@ -1,5 +1,5 @@
 // The timeline of real runs (label "kvm"): an overcommitted ping-pong shows
-// halts, kicks as paired flows and host preemptions (issue 9's "Done when"),
+// halts, kicks as paired flows and host preemptions,
 // and a traced lockbench has one wait and one hold slice per acquisition the
 // guest counted, placed inside the vCPU's own time in the guest.
 #include <gtest/gtest.h>

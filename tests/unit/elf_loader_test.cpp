@@ -539,7 +539,7 @@ TEST(ReadImageFile, TooLarge) {
   EXPECT_NE(message.find("larger than the 64 MiB limit"), std::string::npos) << message;
 }
 
-// Opening a FIFO nobody writes to used to block forever (issue 10, defect 7);
+// Opening a FIFO nobody writes to used to block forever;
 // now it reads as empty at once.
 TEST(ReadImageFile, FifoWithoutWriterDoesNotBlock) {
   TempDir dir;

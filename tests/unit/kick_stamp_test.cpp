@@ -1,4 +1,4 @@
-// Issue 8: the VMM's wake latency comes from the kick that actually woke the
+// The VMM's wake latency comes from the kick that actually woke the
 // halt; a later coalesced or dropped kick must not overwrite its time.
 #include <gtest/gtest.h>
 #include <pthread.h>

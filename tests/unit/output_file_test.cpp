@@ -1,6 +1,6 @@
 // OutputFile (vmm/util/output_file.h), the writer behind --json: it replaces
 // nothing but a regular file, follows no symlink, never blocks on a FIFO and
-// leaves no temporary behind, whatever fails (issue 10, defect 1).
+// leaves no temporary behind, whatever fails.
 #include "vmm/util/output_file.h"
 
 #include <fcntl.h>

@@ -43,7 +43,7 @@ struct BenchOptions {
   bool contended = false;
   bool startup_only = false;
   double contended_seconds = 0.5;
-  std::uint64_t lock_iterations = 1u << 20;  // 4x the seeds' 256K loop: steadier medians
+  std::uint64_t lock_iterations = 1u << 20;  // 4x the 256K loop of Waiman Long's qspinlock series: steadier medians
 };
 
 // A benchmark run stopped by SIGINT/SIGTERM: bench ends with exit code 130.

@@ -7,8 +7,9 @@
 //     run kinds; with --iterations every CPU does the same number of
 //     operations, so Jain over counts is 1 by construction, while the rates
 //     and the finish times still show who waited;
-//   * the spread of finish times (max/min, cv): the seeds' "spread of
-//     per-task time" for fixed-work runs;
+//   * the spread of finish times (max/min, cv): the "spread of per-task
+//     time" for fixed-work runs reported in Waiman Long's qspinlock series
+//     (LKML, March 2014);
 //   * short windows (metrics/window_fairness.h): starvation that totals
 //     average away under time slicing.
 // Host-side costs come twice: `total` over the threads' whole life (boot,

@@ -15,7 +15,8 @@
 //     whole word in the kernel before sleeping, so a kick between the CAS and
 //     the sleep changes the word and the wait returns at once.
 // Lossy semantics (--kick=lossy) drop a kick unless kHalted is set: the
-// missed-wakeup race that sticky kicks exist to close (seed 000, patch 09).
+// missed-wakeup race that sticky kicks exist to close (patch 09 of Waiman
+// Long's "[PATCH v6 00/11] qspinlock with paravirt support", LKML, March 2014).
 //
 // Every transition first bumps a shared epoch (seq_cst) so that the deadlock
 // detector can tell a stable "everyone halted" picture from a torn one.
@@ -65,7 +66,8 @@ class KickLatch {
 // consumed one": a kicker stamps only an empty stamp (and takes a dropped
 // kick's stamp back), the halter empties it when it consumes the kick. A later
 // coalesced or dropped kick can therefore never overwrite the time of the one
-// that woke the halt (a single last-kick time did, issue 8).
+// that woke the halt (a single last-kick time did, and so misreported the
+// wake latency).
 //
 // The stamp is taken just before the kick is delivered, so two kicks racing
 // for one empty latch may leave the earlier sender's time on the later

@@ -10,7 +10,7 @@
 //                       with a unit (ns, us, ms, s), e.g. 120ms:125ms;
 //   worst-wait[:PAD]    the longest lock wait in the lock lanes, with PAD of
 //                       context on each side (default half the wait, at least
-//                       1 ms): the "timeline of the worst wait" of issue 11.
+//                       1 ms): a timeline of what made the worst wait long.
 // A slice is kept when it overlaps the window (it may start before it or end
 // after it); a kick arrow when both its ends are kept. The file's
 // metadata.window says which window, why, and how many events it left out.
