@@ -6,7 +6,7 @@
 #include "runtime/cpu.h"
 #include "runtime/doorbell.h"
 #include "runtime/pv.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 
 namespace guest {
 

@@ -43,13 +43,13 @@
 #include "runtime/cpu.h"
 #include "runtime/doorbell.h"
 #include "runtime/pv.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 #include "runtime/string.h"
 
 namespace guest {
 namespace {
 
-// This program's own Ucall slots, so it can send what runtime/report.cpp
+// This program's own Ucall slots, so it can send what runtime/ucall_report.cpp
 // never would (bad magic, unknown types, unterminated text).
 Ucall g_forged[kMaxVcpus];
 

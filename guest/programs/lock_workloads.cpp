@@ -13,11 +13,11 @@
 #include "runtime/check.h"
 #include "runtime/cpu.h"
 #include "runtime/doorbell.h"
-#include "runtime/lock_env.h"
+#include "runtime/guest_lock_env.h"
 #include "runtime/lock_probe.h"
 #include "runtime/lock_trace.h"
 #include "runtime/lock_tuning.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 #include "runtime/string.h"
 #include "workloads/workloads.h"
 

@@ -14,7 +14,7 @@
 #include "runtime/cpuid_snapshot.h"
 #include "runtime/doorbell.h"
 #include "runtime/pv.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 
 namespace guest {
 namespace {

@@ -26,7 +26,7 @@
 #include "runtime/boot.h"
 #include "runtime/check.h"
 #include "runtime/cpu.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 #include "runtime/runstate.h"
 #include "runtime/shared.h"
 #include "runtime/string.h"

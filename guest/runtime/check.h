@@ -2,7 +2,7 @@
 // reported with file, line, the expression and both values, and ends the run.
 #pragma once
 #include "runtime/format.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 
 #define LV_CHECK(cond)                                                                         \
   do {                                                                                         \

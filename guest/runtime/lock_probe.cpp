@@ -7,7 +7,7 @@
 #include "runtime/boot.h"
 #include "runtime/cpu.h"
 #include "runtime/doorbell.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 
 namespace guest {
 

@@ -4,7 +4,7 @@
 #include "locks/pvbounded_tuning.h"
 #include "runtime/boot.h"
 #include "runtime/format.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 
 namespace guest {
 

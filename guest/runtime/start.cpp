@@ -8,7 +8,7 @@
 #include "runtime/cpuid_snapshot.h"
 #include "runtime/program.h"
 #include "runtime/pv.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 
 namespace {
 using namespace lockvisor::abi;

@@ -14,11 +14,11 @@
 #include "vmm/lab/matrix.h"
 #include "vmm/lab/metrics.h"
 #include "vmm/lab/presets.h"
-#include "vmm/lab/report.h"
+#include "vmm/lab/lab_report.h"
 #include "vmm/lab/results_log.h"
 #include "vmm/lab/scenario.h"
 #include "vmm/lab/settings.h"
-#include "vmm/lab/summary.h"
+#include "vmm/lab/lab_summary.h"
 #include "vmm/lab/timelines.h"
 #include "vmm/util/error.h"
 

@@ -7,7 +7,7 @@
 #include "vmm/lab/presets.h"
 #include "vmm/lab/scenario.h"
 #include "vmm/lab/settings.h"
-#include "vmm/lab/summary.h"
+#include "vmm/lab/lab_summary.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lab {

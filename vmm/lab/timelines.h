@@ -15,7 +15,7 @@
 
 #include "vmm/lab/matrix.h"
 #include "vmm/lab/scenario.h"
-#include "vmm/lab/summary.h"
+#include "vmm/lab/lab_summary.h"
 
 namespace lockvisor::lab {
 

@@ -1,4 +1,4 @@
-#include "vmm/lab/report.h"
+#include "vmm/lab/lab_report.h"
 
 #include <sys/utsname.h>
 

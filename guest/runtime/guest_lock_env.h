@@ -6,7 +6,7 @@
 #include "runtime/boot.h"
 #include "runtime/cpu.h"
 #include "runtime/pv.h"
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 #include "runtime/runstate.h"
 #include "runtime/steal_time.h"
 #include "runtime/yield_to.h"

@@ -1,4 +1,4 @@
-#include "runtime/report.h"
+#include "runtime/ucall_report.h"
 
 #include "runtime/cpu.h"
 #include "runtime/doorbell.h"

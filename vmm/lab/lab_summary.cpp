@@ -1,4 +1,4 @@
-#include "vmm/lab/summary.h"
+#include "vmm/lab/lab_summary.h"
 
 #include <fmt/format.h>
 

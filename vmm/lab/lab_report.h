@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vmm/lab/scenario.h"
-#include "vmm/lab/summary.h"
+#include "vmm/lab/lab_summary.h"
 
 namespace lockvisor::lab {
 
