@@ -1,5 +1,6 @@
 // Bad input to the lockvisor command: a clear one-line error and the
-// documented non-zero exit code, never a crash or a hang.
+// documented non-zero exit code, never a crash or a hang. One file (over 500
+// lines): every case runs the same binary through the same spawn helpers.
 #include <elf.h>
 #include <gtest/gtest.h>
 #include <signal.h>

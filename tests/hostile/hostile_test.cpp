@@ -1,3 +1,5 @@
+// One file (over 500 lines) for the whole hostile-guest suite, so each abuse
+// sits beside the others and shares the guest's launch helpers.
 // The hostile-guest suite: guests that abuse every doorbell and every
 // report-channel message (guest/programs/hostile.cpp at CPL3, and
 // cpl0_probe.S for what only CPL0 can do), booted on /dev/kvm through the

@@ -1,3 +1,7 @@
+// The run-state page's host side from end to end: load and verify the BPF
+// object, attach it, map its two arrays, register vCPU threads, and lease a
+// pooled copy (runstate_pool.h). Kept in one file (over 500 lines) because
+// every step touches the same libbpf handles and their clean-up order.
 #include "vmm/runstate/runstate_page.h"
 
 #include <bpf/bpf.h>
