@@ -138,7 +138,7 @@ struct RunResult {
   // (bench's start-up breakdown): the VM with its RAM slot, the image and
   // boot tables, the run-state page, the vCPUs, and run() starting threads.
   struct StartupMarks {
-    double vm = 0, image = 0, runstate = 0, vcpus = 0, run = 0;
+    double vm = 0, runstate = 0, image = 0, vcpus = 0, run = 0;  // seconds since origin, in build order
   } startup;
   std::string backend;                // PV backend name
   std::uint64_t unknown_kvm_hypercalls = 0;  // doorbell 0xE4 calls no handler answered (-KVM_ENOSYS)
