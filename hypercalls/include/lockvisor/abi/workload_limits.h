@@ -68,10 +68,12 @@ constexpr WorkloadParams default_workload_params(WorkloadKind kind) {
 
 // The first field of p outside its range, or nullptr. The duration counts
 // only for a timed run (iterations == 0), the lock count only for torture.
+// (Fields are compared, not rows' addresses: GCC does not treat an address
+// comparison as a constant expression under -fsanitize=undefined.)
 constexpr const WorkloadLimit* out_of_range(const WorkloadParams& p) {
   for (const WorkloadLimit* l : kWorkloadLimits) {
-    if (l == &kDurationNs && p.iterations != 0) continue;
-    if (l == &kLocks && p.kind != WorkloadKind::kTorture) continue;
+    if (l->field == kDurationNs.field && p.iterations != 0) continue;
+    if (l->field == kLocks.field && p.kind != WorkloadKind::kTorture) continue;
     const u64 v = p.*(l->field);
     if (v < l->min || v > l->max) return l;
   }
