@@ -20,6 +20,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 
 import matplotlib
 
@@ -90,11 +91,23 @@ class Point:
         return med * scale, lo * scale, hi * scale
 
 
-def load_points(rows):
+def read_manifest(directory):
+    """lab.json, or {} when it is missing or unreadable."""
+    try:
+        with open(os.path.join(directory, "lab.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def load_points(rows, compared=None):
+    """The summary rows as points, and the axis they compare: lab.json's
+    "compare" (the scenario's), else vm, lock or the last axis."""
     if not rows:
-        return [], "lock"
+        return [], compared or "lock"
     axes = [k[5:] for k in rows[0] if k.startswith("axis_")]
-    compared = "vm" if "vm" in axes else "lock" if "lock" in axes else (axes[-1] if axes else "lock")
+    if compared not in axes:
+        compared = "vm" if "vm" in axes else "lock" if "lock" in axes else (axes[-1] if axes else "lock")
     # An axis that is not a placement axis shows up in the series text ("cs_ns=100,lock=ticket").
     other = [a for a in axes if a != compared and any(f"{a}=" in r.get("series", "") for r in rows)]
     return [Point(r, compared, other) for r in rows], compared
@@ -142,6 +155,12 @@ def format_rate(v):
     return f"{v:.3g}"
 
 
+def panel_title(text):
+    """A panel's title on as many lines as it needs: a long one (placement
+    plus other axes) would run into the next panel's."""
+    return textwrap.fill(text, width=46, break_on_hyphens=False)
+
+
 def format_ms(v):
     if v >= 1000:
         return f"{v / 1000:.3g} s"
@@ -164,7 +183,8 @@ def bars(points, metric, xlabel, title, path, scale=1.0, fixed_range=None, bette
         return False
     colours = colours_of(points)
     most = max(len(ps) for _, ps in panels)
-    fig, axes = grid(len(panels), 4.6, 0.9 + 0.32 * most)
+    title_lines = max(panel_title(t).count("\n") + 1 for t, _ in panels)
+    fig, axes = grid(len(panels), 4.6, 0.9 + 0.25 * title_lines + 0.32 * max(most, 3))
     for ax, (panel, entries) in zip(axes, panels):
         entries.sort(key=lambda pe: pe[1][0], reverse=(better == "high"))
         names = [p.name for p, _ in entries]
@@ -201,7 +221,7 @@ def bars(points, metric, xlabel, title, path, scale=1.0, fixed_range=None, bette
         ax.set_yticks(ys)
         ax.set_yticklabels(names, fontsize=8)
         ax.invert_yaxis()  # best on top
-        ax.set_title(panel, fontsize=10)
+        ax.set_title(panel_title(panel), fontsize=10)
         ax.set_xlabel(xlabel + (" (log)" if log else ""), fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
         ax.grid(True, axis="x", alpha=0.3, which="major")
@@ -310,7 +330,7 @@ def overlap(a, b):
     return w * h if w > 0 and h > 0 else 0.0
 
 
-def tradeoff(points, goal, path):
+def tradeoff(points, goal, path, what="lock", unit="acquisitions/s", wait_label="worst wait"):
     panels = []
     for panel, ps in panels_of(points):
         entries = []
@@ -365,16 +385,16 @@ def tradeoff(points, goal, path):
         if goal_box:
             ax.text(0.02, 0.98, "goal", transform=ax.transAxes, ha="left", va="top", fontsize=8, color="#2ca02c",
                     fontweight="bold")
-        ax.set_title(panel, fontsize=10)
-        ax.set_xlabel("worst wait (log)", fontsize=8)
-        ax.set_ylabel("acquisitions/s" + (" (log)" if ylog else ""), fontsize=8)
+        ax.set_title(panel_title(panel), fontsize=10)
+        ax.set_xlabel(wait_label + " (log)", fontsize=8)
+        ax.set_ylabel(unit + (" (log)" if ylog else ""), fontsize=8)
         ax.tick_params(labelsize=7)
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: format_rate(v)))
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: format_ms(v)))
         ax.grid(True, alpha=0.3, which="major")
         ax.text(0.98, 0.02, "fast and bounded: upper left", transform=ax.transAxes, ha="right", va="bottom",
                 fontsize=7, color="#777777")
-    fig.suptitle("Which lock is both fast and bounded? Throughput against worst wait, per placement", fontsize=11)
+    fig.suptitle(f"Which {what} is both fast and bounded? Throughput against worst wait, per placement", fontsize=11)
     note = "points: medians of the runs; whiskers: 95% bootstrap intervals on both axes"
     if shaded:
         note += f"; green: this scenario's goal ({goal.get('text', 'see report.md')})"
@@ -426,15 +446,23 @@ def main():
     except OSError as e:
         print(f"lab-plot: {csv_path}: {e.strerror}", file=sys.stderr)
         return 2
-    points, _ = load_points(rows)
+    manifest = read_manifest(directory)
+    points, compared = load_points(rows, manifest.get("compare"))
+    # A Linux lab counts the workload's operations, not lock acquisitions.
+    linux = manifest.get("throughput_unit") == "ops/s"
+    unit, per = ("operations/s", "operations") if linux else ("acquisitions/s", "acquisitions")
+    what = {"lock": "lock", "vm": "VM"}.get(compared, compared.replace("_", " "))
     out = lambda name: os.path.join(directory, name)  # noqa: E731
-    tradeoff(points, read_goal(directory), out("tradeoff"))
-    bars(points, "ops_per_sec", "acquisitions/s", "Throughput per lock, per placement", out("throughput"))
-    bars(points, "latency_max_ns", "worst wait", "Worst and p99 wait per lock, per placement", out("latency"),
+    # A Linux workload's latency is of one operation (a futex call, an
+    # open/close), not of one lock acquisition.
+    tradeoff(points, read_goal(directory), out("tradeoff"), what, unit,
+             "worst operation latency" if linux else "worst wait")
+    bars(points, "ops_per_sec", unit, f"Throughput per {what}, per placement", out("throughput"))
+    bars(points, "latency_max_ns", "worst wait", f"Worst and p99 wait per {what}, per placement", out("latency"),
          scale=1e-6, better="low", marker=("latency_p99_ns", "p99 wait"), in_ms=True)
-    bars(points, "jain", "Jain index over per-CPU operations", "Fairness per lock, per placement", out("fairness"),
-         fixed_range=(0, 1.22))
-    bars(points, "cpu_s_per_mop", "host CPU s per 10^6 acquisitions", "CPU cost per lock, per placement", out("cpu"),
+    bars(points, "jain", f"Jain index over per-{'thread' if linux else 'CPU'} operations",
+         f"Fairness per {what}, per placement", out("fairness"), fixed_range=(0, 1.22))
+    bars(points, "cpu_s_per_mop", f"host CPU s per 10^6 {per}", f"CPU cost per {what}, per placement", out("cpu"),
          better="low")
     return 0
 

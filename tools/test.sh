@@ -62,8 +62,11 @@ fi
 # reaches init. On hardware KVM here; on PVM (which runs no ordinary kernel)
 # or without /dev/kvm inside tools/nested-kvm with one CPU: the nested
 # machine's emulated SVM loses interrupts with two (docs/linux-guests-nested.md).
+# Then the lab with Linux guests: two kernels side by side (lab-check.sh).
 if [ ! -w "${LOCKVISOR_KVM_DEVICE:-/dev/kvm}" ] || [ -d /sys/module/kvm_pvm ]; then
   tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1800 -- tools/linux-guest/conformance.sh "$PWD/build/default/vmm/lockvisor"
+  tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1200 -- tools/linux-guest/lab-check.sh "$PWD/build/default/vmm/lockvisor"
 else
   tools/linux-guest/conformance.sh "$PWD/build/default/vmm/lockvisor"
+  tools/linux-guest/lab-check.sh "$PWD/build/default/vmm/lockvisor"
 fi

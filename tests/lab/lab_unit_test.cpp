@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "vmm/experiment/workload_settings.h"
@@ -469,6 +470,129 @@ TEST(LabTimelines, BadTimelineTablesAreOneLineErrors) {
                            "values = [\"tas\"]\n[timeline]\n")
                 .find("[[vm]]"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace lockvisor::lab
+
+namespace lockvisor::lab {
+namespace {
+
+std::string joined(const std::vector<std::string>& args) {
+  std::string text;
+  for (const auto& a : args) text += a + ' ';
+  return text;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The Linux presets cannot name a kernel (it is a file of the user's
+// machine): they need one, and --kernel/--set gives it to every point and VM.
+TEST(LabLinux, PresetsNeedAKernelCompareThePolicyAndCountOperations) {
+  for (const auto* name : {"linux-policies", "linux-two-guests"}) {
+    const auto* p = find_preset(name);
+    ASSERT_NE(p, nullptr) << name;
+    auto s = parse_scenario(p->text, name);
+    EXPECT_FALSE(s.claims.empty()) << name;
+    const auto why = error_of([&] { apply_overrides(s, {}, name); });
+    EXPECT_NE(why.find("needs the setting 'kernel'"), std::string::npos) << why;
+    EXPECT_NE(why.find("--kernel FILE"), std::string::npos) << why;
+    apply_overrides(s, {{"kernel", "/k/vmlinuz"}}, name);
+    EXPECT_STREQ(throughput_unit(s), "ops/s");
+    for (const auto& point : expand(s)) {
+      const auto args = joined(run_arguments(point.settings));
+      EXPECT_NE(args.find("--kernel /k/vmlinuz "), std::string::npos) << args;
+    }
+  }
+  auto policies = parse_scenario(find_preset("linux-policies")->text, "p");
+  EXPECT_EQ(compared_axis(policies), "guest_lock");
+  apply_overrides(policies, {{"kernel", "/k"}}, "p");
+  const auto first = joined(run_arguments(expand(policies).front().settings));
+  EXPECT_NE(first.find("--workload futex-hash "), std::string::npos) << first;
+  EXPECT_NE(first.find("--guest-lock pv "), std::string::npos) << first;
+  auto two = parse_scenario(find_preset("linux-two-guests")->text, "t");
+  EXPECT_EQ(compared_axis(two), "vm");
+  apply_overrides(two, {{"kernel", "/k"}}, "t");
+  const auto vms = joined(run_arguments(expand(two).front().settings));
+  EXPECT_NE(vms.find("--vm label=fair,guest-lock=native "), std::string::npos) << vms;
+  EXPECT_NE(vms.find("--vm label=unfair,guest-lock=tas "), std::string::npos) << vms;
+}
+
+TEST(LabScenario, SetGivesEveryPointASettingNoAxisSets) {
+  auto s = parse_scenario(kTwoAxes, "t");
+  EXPECT_STREQ(throughput_unit(s), "acq/s");
+  apply_overrides(s, {{"duration_s", "1"}, {"hogs", "2"}}, "t");
+  for (const auto& p : expand(s)) {
+    EXPECT_EQ(*lookup(p.settings, "duration_s"), "1");
+    EXPECT_EQ(*lookup(p.settings, "hogs"), "2");
+  }
+  EXPECT_NE(error_of([&] { apply_overrides(s, {{"lock", "tas"}}, "t"); }).find("the axis 'lock' sets it"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_overrides(s, {{"vcpus", "8"}}, "t"); }).find("the axis 'placement' sets it"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_overrides(s, {{"bogus", "1"}}, "t"); }).find("--set bogus: not a lab setting"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_overrides(s, {{"no_pv", "yes"}}, "t"); }).find("expected true or false"),
+            std::string::npos);
+}
+
+TEST(LabScenario, CompareAndNeedsNameWhatTheScenarioHas) {
+  const std::string base = kTwoAxes;
+  EXPECT_EQ(compared_axis(parse_scenario(base, "t")), "lock");
+  EXPECT_EQ(compared_axis(parse_scenario("compare = \"placement\"\n" + base, "t")), "placement");
+  EXPECT_NE(error_of([&] { parse_scenario("compare = \"guest_lock\"\n" + base, "t"); }).find("compare: the name of an axis"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { parse_scenario("needs = [\"kernal\"]\n" + base, "t"); }).find("unknown setting 'kernal'"),
+            std::string::npos);
+  auto s = parse_scenario("needs = [\"seed\"]\n" + base, "t");
+  EXPECT_NE(error_of([&] { apply_overrides(s, {}, "t"); }).find("give --set seed=VALUE"), std::string::npos);
+}
+
+// The headline and the goal rank the values of the compared axis: a Linux
+// lab's kernel policies, not a `lock` the scenario does not have.
+TEST(LabReport, HeadlineRanksTheComparedAxisInItsUnit) {
+  auto s = parse_scenario(R"(
+name = "policies"
+needs = ["kernel"]
+compare = "guest_lock"
+[[axis]]
+name = "guest_lock"
+values = ["pv", "tas", "native"]
+)",
+                          "t");
+  apply_overrides(s, {{"kernel", "/k"}}, "t");
+  const auto records = completed_records(s, [](const Point& p) {
+    return (p.key.find("guest_lock=tas") != std::string::npos ? 3000.0 : 1000.0) + p.repeat;
+  });
+  const auto summary = summarize(s, records, 2);
+  const nlohmann::json manifest = {{"machine", nlohmann::json::object()}, {"repeats", 5}};
+  const auto md = report_markdown(s, summary, manifest, "no plots");
+  EXPECT_NE(md.find("fastest guest_lock per setting"), std::string::npos) << md;
+  EXPECT_NE(md.find("median ops/s"), std::string::npos) << md;
+  EXPECT_NE(md.find("| (all) | tas | 3002 | pv |"), std::string::npos) << md;
+  EXPECT_NE(summary_markdown(s, summary).find("throughput (ops/s)"), std::string::npos);
+}
+
+// KVM's counts are in reports since Linux guests (whose halts and kicks
+// never reach the VMM); older reports lack them and still summarise.
+TEST(LabMetrics, KvmCountsAreReadWhereTheReportHasThem) {
+  const auto* halts = find_metric("kvm_halt_exits");
+  const auto* calls = find_metric("kvm_hypercalls");
+  ASSERT_TRUE(halts && calls);
+  nlohmann::json report = {{"kvm_totals", {{"halt_exits", 2500}, {"hypercalls", 25}}}};
+  EXPECT_EQ(read_metric(*halts, report, "p"), 2500.0);
+  EXPECT_EQ(read_metric(*calls, report, "p"), 25.0);
+  EXPECT_FALSE(read_metric(*halts, nlohmann::json{{"kvm_totals", nullptr}}, "p").has_value());
+  EXPECT_FALSE(read_metric(*halts, nlohmann::json::object(), "p").has_value());
+  // A metric that must be there still fails when it is not.
+  EXPECT_THROW(read_metric(*find_metric("ops_per_sec"), nlohmann::json::object(), "p"), Error);
 }
 
 }  // namespace

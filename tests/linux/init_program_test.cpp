@@ -64,8 +64,8 @@ TEST_P(CountingWorkload, EveryWorkerDoesWorkAndTheReportIsComplete) {
 
   const auto j = init_report_json(r);
   EXPECT_GT(j["ops_per_sec"].get<double>(), 0.0);
-  EXPECT_GT(j["fairness_ops"]["jain"].get<double>(), 0.0);
-  EXPECT_LE(j["fairness_ops"]["jain"].get<double>(), 1.0);
+  EXPECT_GT(j["fairness"]["jain"].get<double>(), 0.0);
+  EXPECT_LE(j["fairness"]["jain"].get<double>(), 1.0);
   EXPECT_EQ(j["per_thread_ops"].size(), 2u);
   EXPECT_EQ(j["workload_exit_status"], 0);
 }

@@ -105,8 +105,8 @@ TEST(InitReport, ParsesACompleteReport) {
   EXPECT_DOUBLE_EQ(j["ops_per_sec"].get<double>(), 2000.0);
   EXPECT_EQ(j["per_thread_ops"], nlohmann::json::array({100, 300}));
   // Jain: (100 + 300)^2 / (2 * (100^2 + 300^2)) = 0.8; max/min 3.
-  EXPECT_DOUBLE_EQ(j["fairness_ops"]["jain"].get<double>(), 0.8);
-  EXPECT_DOUBLE_EQ(j["fairness_ops"]["max_min_ratio"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(j["fairness"]["jain"].get<double>(), 0.8);
+  EXPECT_DOUBLE_EQ(j["fairness"]["max_min_ratio"].get<double>(), 3.0);
   EXPECT_EQ(j["latency_ns"]["p50"], 200);
   EXPECT_EQ(j["latency_ns"]["count"], 6);
   EXPECT_EQ(j["latency_ns"]["every"], 64);
@@ -275,7 +275,7 @@ TEST(InitReport, MissingExitLineOrMissingFigures) {
   const auto j = init_report_json(r);
   EXPECT_TRUE(j["ops_per_sec"].is_null());
   EXPECT_TRUE(j["guest_cpus_online"].is_null());
-  EXPECT_TRUE(j["fairness_ops"].is_null());
+  EXPECT_TRUE(j["fairness"].is_null());
 
   // A worker's line missing: the total cannot be split, so no fairness.
   lines = good_report();

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -24,6 +25,8 @@ struct LabCommandOptions {
   std::string scenario;
   std::string out;
   std::string shard;
+  std::vector<std::string> sets;
+  std::string kernel;
   unsigned repeats = 0;
   bool resume = false;
   bool native = false;
@@ -82,6 +85,13 @@ int lab_main(const LabCommandOptions& o) {
   }
   if (o.out.empty() && !o.dry_run) fail("lab: --out DIR is required");
   lab.native = o.native;
+  for (const auto& set : o.sets) {
+    const auto eq = set.find('=');
+    if (eq == std::string::npos || eq == 0) fail("--set '{}': expected NAME=VALUE, e.g. duration_s=1", set);
+    lab::assign(lab.overrides, set.substr(0, eq), set.substr(eq + 1));
+  }
+  // Absolute, so that the points (and a later --resume from elsewhere) find it.
+  if (!o.kernel.empty()) lab::assign(lab.overrides, "kernel", std::filesystem::absolute(o.kernel).string());
   if (o.repeats) lab.repeats = o.repeats;
   if (!o.shard.empty()) lab.shard = lab::parse_shard(o.shard);
   lab.out = o.out;
@@ -110,6 +120,10 @@ Action add_lab_command(CLI::App& app) {
   command->add_flag("--native", o->native, "Also run every point natively on host threads (twins; the 'mode' axis)");
   command->add_option("--repeats", o->repeats, "Runs per point (default: the scenario's, 5 unless it says)")
       ->transform(unsigned_in(1, 1000));
+  command->add_option("--set", o->sets,
+                      "NAME=VALUE: give every point this setting (a lab setting no axis sets; repeatable), "
+                      "e.g. --set duration_s=1 --set pcpus=0-1");
+  command->add_option("--kernel", o->kernel, "The Linux bzImage of the Linux presets (the same as --set kernel=FILE)");
   command->add_option("--shard", o->shard, "Run only shard I of N (I/N), a deterministic slice; combine with 'lab merge'");
   command->add_flag("--dry-run", o->dry_run, "List the points and their run commands; run nothing");
   command->add_flag("--no-timelines", o->no_timelines,

@@ -10,6 +10,8 @@
 #include "vmm/linux/init_image.h"
 #include "vmm/linux/initramfs.h"
 #include "vmm/linux/linux_boot_plan.h"
+#include "vmm/lockstat/lock_run.h"
+#include "vmm/report/kvm_totals.h"
 #include "vmm/util/error.h"
 #include "vmm/util/input_file.h"
 
@@ -41,13 +43,6 @@ namespace {
 constexpr const char* kBaseCommandLine = "console=ttyS0 quiet panic=-1 pci=off io_delay=none";
 
 std::string seconds_text(std::uint64_t ms) { return fmt::format("{}.{:03}", ms / 1000, ms % 1000); }
-
-std::uint64_t stat_sum(const machine::RunResult& result, const char* name) {
-  std::uint64_t sum = 0;
-  for (const auto& v : result.vcpus)
-    if (auto it = v.kvm.find(name); it != v.kvm.end()) sum += it->second;
-  return sum;
-}
 
 }  // namespace
 
@@ -116,28 +111,59 @@ std::optional<double> seconds_to_init(const PreparedLinuxGuest& guest, std::chro
 }
 }  // namespace
 
-nlohmann::json linux_guest_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
-                                const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
-                                std::chrono::steady_clock::time_point origin) {
+nlohmann::json linux_report_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                                 const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
+                                 nlohmann::json run_json, const std::string& kvm_kind,
+                                 std::chrono::steady_clock::time_point origin) {
   nlohmann::json j = linux_guest::init_report_json(report);
+  nlohmann::json lx = nlohmann::json::object();
+  for (const char* key : {"guest_spinlock_log", "guest_init"}) {
+    lx[key] = std::move(j[key]);
+    j.erase(key);
+  }
   // From the start of `lockvisor run` (before the VM is built) to the init's
   // first console line; null when lockvisor's init never spoke.
   const auto to_init = seconds_to_init(guest, origin);
-  j["seconds_to_init"] = to_init ? nlohmann::json(*to_init) : nlohmann::json(nullptr);
-  j["guest"] = "linux";
-  j["kernel_command_line"] = guest.command_line();
-  j["guest_lock_requested"] = std::string(machine::guest_lock_name(guest.policy()));
-  j["guest_spinlock"] = spinlock.policy;
-  j["guest_spinlock_line"] = spinlock.line;
-  j["guest_spinlock_why"] = spinlock.why;
-  j["kernel_lines"] = result.kernel_lines;
-  // KVM's own counts (binary statistics, summed over the vCPUs): with the
-  // in-kernel irqchip a halt and a KICK_CPU never reach the VMM.
-  nlohmann::json kvm = nlohmann::json::object();
-  for (const char* name : {"halt_exits", "halt_wakeup", "hypercalls", "directed_yield_attempted",
-                           "directed_yield_successful", "exits", "irq_injections"})
-    kvm[name] = stat_sum(result, name);
-  j["kvm_totals"] = std::move(kvm);
+  lx["seconds_to_init"] = to_init ? nlohmann::json(*to_init) : nlohmann::json(nullptr);
+  lx["guest"] = "linux";
+  lx["kernel_command_line"] = guest.command_line();
+  lx["guest_lock_requested"] = std::string(machine::guest_lock_name(guest.policy()));
+  lx["guest_spinlock"] = spinlock.policy;
+  lx["guest_spinlock_line"] = spinlock.line;
+  lx["guest_spinlock_why"] = spinlock.why;
+  lx["kernel_lines"] = result.kernel_lines;
+  j["linux"] = std::move(lx);
+
+  j["mode"] = "linux";
+  j["lock"] = spinlock.policy;
+  j["vcpus"] = result.vcpus.size();
+  j["pcpus"] = run_json["config"]["pcpus"];
+  double cpu_seconds = 0;
+  std::optional<std::uint64_t> steal_ns = 0, preemptions = 0;
+  for (const auto& v : result.vcpus) {
+    cpu_seconds += v.cpu_seconds;
+    steal_ns = steal_ns && v.runqueue_wait_ns ? std::optional(*steal_ns + *v.runqueue_wait_ns) : std::nullopt;
+    const auto reported = v.kvm.find("preemption_reported"), other = v.kvm.find("preemption_other");
+    preemptions = preemptions && reported != v.kvm.end() && other != v.kvm.end()
+                      ? std::optional(*preemptions + reported->second + other->second)
+                      : std::nullopt;
+  }
+  const auto optional_json = [](const std::optional<std::uint64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  j["cpu_seconds"] = cpu_seconds;
+  j["steal_ns"] = optional_json(steal_ns);
+  j["host_preemptions"] = optional_json(preemptions);
+  j["kvm_totals"] = report::kvm_totals_json(result);
+  // What a freestanding lock run has and a Linux run cannot: the VMM's PV
+  // device (KVM handles the kernel's halts and kicks) and the guest's
+  // window marks.
+  j["vmm"] = nullptr;
+  j["window_fairness"] = nullptr;
+  j["cpu_seconds_window"] = nullptr;
+  j["host"] = lockstat::host_info(kvm_kind);
+  j["settings"] = run_json["settings"];
+  j["vm"] = std::move(run_json);
   return j;
 }
 
@@ -157,8 +183,8 @@ void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::Ini
                report.result->ops, seconds, report.result->threads, static_cast<double>(report.result->ops) / seconds);
   }
   fmt::print("kvm: halt exits {}, halt wake-ups {}, hypercalls {} (KICK_CPU and other PV calls), directed yields {}\n",
-             stat_sum(result, "halt_exits"), stat_sum(result, "halt_wakeup"), stat_sum(result, "hypercalls"),
-             stat_sum(result, "directed_yield_attempted"));
+             report::kvm_stat_sum(result, "halt_exits"), report::kvm_stat_sum(result, "halt_wakeup"), report::kvm_stat_sum(result, "hypercalls"),
+             report::kvm_stat_sum(result, "directed_yield_attempted"));
   for (const auto& e : report.errors) fmt::print("linux: init error: {}\n", e);
   for (const auto& p : report.problems) fmt::print("linux: init report: {}\n", p);
 }

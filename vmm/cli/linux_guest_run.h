@@ -79,11 +79,22 @@ class PreparedLinuxGuest {
       std::make_unique<std::optional<std::chrono::steady_clock::time_point>>();
 };
 
-// The Linux half of the JSON report: the kernel's choice, the init's
-// figures, KVM's halt and hypercall counts.
-nlohmann::json linux_guest_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
-                                const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
-                                std::chrono::steady_clock::time_point origin);
+// The JSON report of a Linux run, shaped like a lock run's (lockstat's
+// to_json) so that the lab and every reader of lock reports read it the same
+// way: at the top the workload's figures (ops_per_sec, ops_total, fairness,
+// latency_ns, per_thread_ops, guest_cpus_online), the host's cost
+// (cpu_seconds, steal_ns, host_preemptions), KVM's counts (kvm_totals: with
+// the in-kernel irqchip the guest's halts and KICK_CPUs stay in KVM) and
+// mode "linux" with `lock` the spinlock the kernel chose; `vmm`,
+// `window_fairness` and the *_window figures are null (no VMM PV device, no
+// window marks). `linux` has the kernel's side: its choice and the log line
+// it came from, what was asked for, the command line, time to init, the
+// init's own record; `vm` is the run report (report::run_to_json) and
+// `settings` its settings.
+nlohmann::json linux_report_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                                 const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
+                                 nlohmann::json run_json, const std::string& kvm_kind,
+                                 std::chrono::steady_clock::time_point origin);
 // Lines for people, after the run table.
 void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
                          const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,

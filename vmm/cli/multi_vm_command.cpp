@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <string_view>
 #include <unistd.h>
 
 #include "vmm/cli/commands.h"
@@ -191,6 +192,13 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
     try {
       checked = check_run_arguments(plan.args);
     } catch (const Error& e) {
+      // The options every VM shares may be wrong on their own (--kernel on
+      // PVM): then no key of this VM is to blame.
+      try {
+        check_run_arguments(flatten(common));
+      } catch (const Error& shared) {
+        if (std::string_view(shared.what()) == e.what()) fail("{}", e.what());
+      }
       // Name the key when one value is wrong on its own (vcpus=0); otherwise
       // it is the combination (lock=pvticket with no-pv=true).
       for (const auto& g : own)

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <new>
@@ -25,6 +26,7 @@
 #include "vmm/multivm/start_gate.h"
 #include "vmm/native/native_env.h"
 #include "vmm/native/native_runner.h"
+#include "vmm/report/kvm_totals.h"
 #include "vmm/report/pingpong_rate.h"
 #include "vmm/report/run_report.h"
 #include "vmm/trace/trace.h"
@@ -117,6 +119,7 @@ std::optional<GuestLockReport> guest_lock_report(const RunOptions& o, machine::R
     report.run.vmm = lockstat::vmm_counters(result);
     report.run.host = lockstat::host_info(kvm_kind);
     report.metrics = lockstat::to_json(report.run);
+    report.metrics["kvm_totals"] = report::kvm_totals_json(result);
     if (const auto violations = report.metrics["violations"].get<std::uint64_t>(); violations > 0) {
       result.outcome = machine::Outcome::kGuestFailed;
       result.reason = fmt::format("mutual exclusion violated {} times", violations);
@@ -188,6 +191,29 @@ TraceOutcome write_trace_file(const RunOptions& o, trace::Trace& timeline, Outpu
   return out;
 }
 
+// vm.run() as a VM of a multi-VM run needs it, for either kind of guest:
+// built, it waits at the start gate until every sibling is too; host hogs
+// spin beside it while it runs. `extras` gets what the parent and the
+// reader need: start_gate (when the gate opened, when this guest first ran)
+// and hogs.
+machine::RunResult run_vm(machine::Machine& vm, const RunOptions& o, std::chrono::steady_clock::time_point origin,
+                          nlohmann::json& extras) {
+  extras = nlohmann::json::object();
+  if (o.start_gate_fd >= 0) extras["start_gate"] = {{"start_monotonic_ns", multivm::wait_at_start_gate(o.start_gate_fd)}};
+  std::optional<multivm::HostHogs> hogs;
+  if (o.hogs > 0) hogs.emplace(o.hogs, o.machine.config.pcpus);
+  auto result = vm.run();
+  if (hogs) extras["hogs"] = hogs->stop();
+  if (extras.contains("start_gate")) {
+    // steady_clock is CLOCK_MONOTONIC here (libstdc++ on Linux): comparable
+    // with the siblings' and the parent's clocks.
+    const auto origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
+    extras["start_gate"]["first_entry_monotonic_ns"] =
+        static_cast<std::int64_t>(origin_ns + result.seconds_to_first_entry * 1e9);
+  }
+  return result;
+}
+
 int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<OutputFile>& json,
               std::optional<OutputFile>& trace_file) {
   auto& config = o.machine.config;
@@ -217,12 +243,8 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin, kvm_kind);
   std::fflush(stdout);
-  nlohmann::json extras = nlohmann::json::object();
-  if (o.start_gate_fd >= 0) extras["start_gate"] = {{"start_monotonic_ns", multivm::wait_at_start_gate(o.start_gate_fd)}};
-  std::optional<multivm::HostHogs> hogs;
-  if (o.hogs > 0) hogs.emplace(o.hogs, config.pcpus);
-  auto result = vm.run();
-  if (hogs) extras["hogs"] = hogs->stop();
+  nlohmann::json extras;
+  auto result = run_vm(vm, o, origin, extras);
   const auto report = guest.init_report();
   const auto spinlock = guest.kernel_spinlock(report);
   int code = machine::exit_code(result.outcome);
@@ -230,10 +252,10 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
   std::exception_ptr json_error;
   if (json) {
     try {
-      auto run_json = report::run_to_json(result, config);
-      run_json["linux"] = linux_guest_json(guest, report, spinlock, result, origin);
-      run_json.update(extras);
-      report::write_json_file(*json, run_json);
+      auto doc = linux_report_json(guest, report, spinlock, result, report::run_to_json(result, config), kvm_kind,
+                                   origin);
+      doc.update(extras);
+      report::write_json_file(*json, doc);
     } catch (const Error& e) {
       json_error = std::current_exception();
       code = exit_code_of(e.kind());
@@ -294,23 +316,8 @@ int run(RunOptions& o) {
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin, o.machine.kick, kvm_kind);
   std::fflush(stdout);
-  // A VM of a multi-VM run: built; now wait until every sibling is too.
-  nlohmann::json extras = nlohmann::json::object();
-  if (o.start_gate_fd >= 0) {
-    const auto opened = multivm::wait_at_start_gate(o.start_gate_fd);
-    extras["start_gate"] = {{"start_monotonic_ns", opened}};
-  }
-  std::optional<multivm::HostHogs> hogs;
-  if (o.hogs > 0) hogs.emplace(o.hogs, config.pcpus);
-  auto result = vm.run();
-  if (hogs) extras["hogs"] = hogs->stop();
-  if (extras.contains("start_gate")) {
-    // steady_clock is CLOCK_MONOTONIC here (libstdc++ on Linux): comparable
-    // with the siblings' and the parent's clocks.
-    const auto origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(origin.time_since_epoch()).count();
-    extras["start_gate"]["first_entry_monotonic_ns"] =
-        static_cast<std::int64_t>(origin_ns + result.seconds_to_first_entry * 1e9);
-  }
+  nlohmann::json extras;
+  auto result = run_vm(vm, o, origin, extras);
   // Everything that decides the exit code happens before the outcome line is
   // printed: lock statistics (missing ones are a guest fault, a violation a
   // failure) and the JSON file (if writing it fails, the line says so).

@@ -58,10 +58,21 @@ nlohmann::json read_manifest(const fs::path& dir) {
   }
 }
 
-// The scenario as this lab runs it: the file or preset, with --repeats and
-// --native applied. The manifest keeps the text and the two changes.
+nlohmann::json overrides_json(const SettingValues& overrides) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& [name, value] : overrides) j.push_back({name, value});
+  return j;
+}
+
+// The scenario as this lab runs it: the file or preset, with --repeats,
+// --native and --set applied. The manifest keeps the text and the changes.
 Scenario effective_scenario(const nlohmann::json& manifest) {
-  auto s = parse_scenario(manifest.at("scenario_text").get<std::string>(), manifest.at("origin").get<std::string>());
+  const auto origin = manifest.at("origin").get<std::string>();
+  auto s = parse_scenario(manifest.at("scenario_text").get<std::string>(), origin);
+  SettingValues overrides;
+  for (const auto& o : manifest.value("overrides", nlohmann::json::array()))
+    overrides.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
+  apply_overrides(s, overrides, origin);
   s.repeats = manifest.at("repeats").get<unsigned>();
   if (manifest.at("native").get<bool>()) add_native_twins(s);
   return s;
@@ -169,6 +180,9 @@ int run_lab(const LabOptions& o) {
     if (o.repeats && *o.repeats != manifest.at("repeats").get<unsigned>())
       fail("--resume: {} runs {} repeats, not {}", o.out, manifest.at("repeats").get<unsigned>(), *o.repeats);
     if (o.native && !manifest.at("native").get<bool>()) fail("--resume: {} was started without --native", o.out);
+    if (!o.overrides.empty() && overrides_json(o.overrides) != manifest.value("overrides", nlohmann::json::array()))
+      fail("--resume: {} was started with other --set/--kernel values (lab.json has them); give the same, or none",
+           o.out);
     const std::string shard = o.shard ? fmt::format("{}/{}", o.shard->index, o.shard->count) : "1/1";
     if (shard != manifest.at("shard").get<std::string>())
       fail("--resume: {} is shard {}, not {}", o.out, manifest.at("shard").get<std::string>(), shard);
@@ -181,6 +195,9 @@ int run_lab(const LabOptions& o) {
                 {"repeats", o.repeats.value_or(scenario.repeats)},
                 {"native", o.native || scenario.native},
                 {"shard", o.shard ? fmt::format("{}/{}", o.shard->index, o.shard->count) : "1/1"},
+                {"overrides", overrides_json(o.overrides)},
+                {"compare", compared_axis(scenario)},
+                {"throughput_unit", throughput_unit(scenario)},
                 {"command", o.command},
                 {"version", LOCKVISOR_GIT_DESCRIBE},
                 {"machine", machine_description()}};

@@ -17,6 +17,7 @@ struct LabOptions {
   bool native = false;        // add native twins
   std::optional<unsigned> repeats;
   std::optional<Shard> shard;
+  SettingValues overrides;    // --set NAME=VALUE and --kernel, for every point (scenario.h, apply_overrides)
   std::string out;
   bool resume = false;
   bool dry_run = false;       // list the points, run nothing

@@ -30,14 +30,12 @@ std::string cpuinfo_field(const std::string& name) {
   return "unknown";
 }
 
-std::string best_lock_lines(const Summary& summary) {
-  // Per placement and other settings (all axes but lock), the lock with the
-  // highest median throughput, and how far ahead of the runner-up it is. In
-  // a multi-VM scenario the VMs of a point are compared with each other.
-  bool multi_vm = false;
-  for (const auto& p : summary.points)
-    for (const auto& [a, l] : p.labels) multi_vm = multi_vm || a == "vm";
-  const std::string compared = multi_vm ? "vm" : "lock";
+std::string best_lock_lines(const std::string& compared, const Summary& summary) {
+  // Per placement and other settings (all axes but the compared one), the
+  // value with the highest median throughput, and how far ahead of the
+  // runner-up it is. In a multi-VM scenario the VMs of a point are compared
+  // with each other.
+  const bool multi_vm = compared == "vm";
   std::map<std::string, std::vector<const PointSummary*>> groups;
   for (const auto& p : summary.points) {
     std::string group;
@@ -63,13 +61,13 @@ std::string best_lock_lines(const Summary& summary) {
       }
     }
     if (!best) continue;
-    // The lock axis's label names the variant ("pvbounded-running" is lock
-    // pvbounded with a parameter); the setting is the fallback.
+    // The compared axis's label names the variant ("pvbounded-running" is
+    // lock pvbounded with a parameter); the setting is the fallback.
     auto lock = [&](const PointSummary* p) {
-      const auto* l = lookup(p->settings, "lock");
+      const auto* l = lookup(p->settings, multi_vm ? "lock" : compared);
       std::string name = l ? *l : std::string("?");
       for (const auto& [a, v] : p->labels)
-        if (a == "lock") name = v;
+        if (a == (multi_vm ? "lock" : compared)) name = v;
       for (const auto& [a, v] : p->labels)
         if (multi_vm && a == "vm") name = "VM " + v + " (" + name + ")";
       return name;
@@ -88,8 +86,8 @@ std::string best_lock_lines(const Summary& summary) {
 }
 
 // A metric in words: "throughput" rather than ops_per_sec.
-std::string metric_words(const std::string& metric) {
-  if (metric == "ops_per_sec") return "throughput (acquisitions/s)";
+std::string metric_words(const std::string& metric, const char* unit) {
+  if (metric == "ops_per_sec") return std::string(unit) == "ops/s" ? "throughput (operations/s)" : "throughput (acquisitions/s)";
   if (metric == "latency_max_ns") return "worst wait";
   if (metric == "latency_p99_ns") return "p99 wait";
   if (metric == "latency_p999_ns") return "p99.9 wait";
@@ -110,10 +108,10 @@ std::string where_words(const Claim& c) {
 }
 
 // What the claim expects this run to show, in plain words.
-std::string expectation_words(const Claim& c) {
+std::string expectation_words(const Claim& c, const char* unit) {
   if (c.kind != "ratio")
     return fmt::format("{} run ends '{}'{}", c.expect == "some" ? "at least one" : "no", c.outcome, where_words(c));
-  const auto metric = metric_words(c.metric);
+  const auto metric = metric_words(c.metric, unit);
   const char* relation = c.expect == "a>b" ? "higher than" : c.expect == "a<b" ? "lower than" : "the same as";
   return fmt::format("{}'s {} is {} {}'s{} (the 95% interval of the ratio {})", c.a, metric, relation, c.b,
                      where_words(c),
@@ -132,13 +130,13 @@ bool matches(const std::map<std::string, std::vector<std::string>>& where, const
 
 // Per setting (all axes but lock) the goal selects: the locks inside the
 // goal region of the trade-off picture, by their medians.
-std::string goal_lines(const GoalSpec& goal, const Summary& summary) {
+std::string goal_lines(const GoalSpec& goal, const std::string& compared, const char* unit, const Summary& summary) {
   std::map<std::string, std::vector<const PointSummary*>> groups;
   for (const auto& p : summary.points) {
     if (!matches(goal.where, p)) continue;
     std::string group;
     for (const auto& [a, l] : p.labels)
-      if (a != "lock") group += (group.empty() ? "" : ",") + a + "=" + l;
+      if (a != compared) group += (group.empty() ? "" : ",") + a + "=" + l;
     groups[group.empty() ? "(all)" : group].push_back(&p);
   }
   auto median = [](const PointSummary* p, const char* metric) -> std::optional<double> {
@@ -146,10 +144,10 @@ std::string goal_lines(const GoalSpec& goal, const Summary& summary) {
     if (it == p->estimates.end()) return std::nullopt;
     return it->second.median;
   };
-  auto lock = [](const PointSummary* p) {
+  auto lock = [&](const PointSummary* p) {
     for (const auto& [a, v] : p->labels)
-      if (a == "lock") return v;
-    const auto* l = lookup(p->settings, "lock");
+      if (a == compared) return v;
+    const auto* l = lookup(p->settings, compared);
     return l ? *l : std::string("?");
   };
   std::string out;
@@ -168,8 +166,8 @@ std::string goal_lines(const GoalSpec& goal, const Summary& summary) {
       const bool ok =
           (!goal.max_worst_wait_ms || *wait <= *goal.max_worst_wait_ms * 1e6) && (!floor || *tput >= *floor);
       auto& list = ok ? inside : outside;
-      list += fmt::format("{}{} ({:.0f} acq/s, worst wait {:.2f} ms)", list.empty() ? "" : ", ", lock(p), *tput,
-                          *wait * 1e-6);
+      list += fmt::format("{}{} ({:.0f} {}, worst wait {:.2f} ms)", list.empty() ? "" : ", ", lock(p), *tput,
+                          unit, *wait * 1e-6);
     }
     out += fmt::format("- {}: {}{}\n", group, inside.empty() ? "no lock meets it" : "met by " + inside,
                        outside.empty() ? "" : "; outside it: " + outside);
@@ -225,7 +223,7 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
   for (const auto& c : summary.claims) {
     out += fmt::format("### {}: {}\n\n", c.verdict, c.claim->text);
     if (!c.claim->source.empty()) out += fmt::format("- Source: {}\n", c.claim->source);
-    out += fmt::format("- Expected here: {}\n", expectation_words(*c.claim));
+    out += fmt::format("- Expected here: {}\n", expectation_words(*c.claim, throughput_unit(s)));
     out += "- This run:\n";
     for (const auto& f : c.findings) out += fmt::format("  - {}\n", f);
     out += "\n";
@@ -234,12 +232,14 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
     out += fmt::format("## This project's goal\n\n{}\n\nBy the medians of this run (the shaded region of "
                        "tradeoff.png):\n\n",
                        s.goal.text);
-    out += goal_lines(s.goal, summary);
+    out += goal_lines(s.goal, compared_axis(s), throughput_unit(s), summary);
     out += "\n";
   }
-  out += "## Headline: the fastest lock per setting\n\n"
-         "| setting | fastest | median acq/s | runner-up | fastest / runner-up [95% CI] |\n|---|---|---|---|---|\n";
-  out += best_lock_lines(summary);
+  const auto compared = compared_axis(s);
+  out += fmt::format("## Headline: the fastest {} per setting\n\n"
+                     "| setting | fastest | median {} | runner-up | fastest / runner-up [95% CI] |\n|---|---|---|---|---|\n",
+                     compared == "lock" ? "lock" : compared == "vm" ? "VM" : compared, throughput_unit(s));
+  out += best_lock_lines(compared, summary);
   out += fmt::format("\n## The platform's part\n\nHost: {} family {} model {} stepping {}, Linux {}, KVM {}. ",
                      m.value("cpu_vendor", "?"), m.value("cpu_family", "?"), m.value("cpu_model", "?"),
                      m.value("cpu_stepping", "?"), m.value("kernel", "?"), m.value("kvm", "?"));

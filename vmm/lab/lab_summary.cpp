@@ -267,8 +267,12 @@ std::string summary_markdown(const Scenario& s, const Summary& summary) {
   out += fmt::format("{} results. Medians over the completed runs of each point, with the 95% bootstrap "
                      "confidence interval of the median in brackets ({} resamples, seeded: reproducible).\n\n",
                      summary.records, kResamples);
-  out += "| point | runs | outcomes | throughput (acq/s) | Jain | p99 latency (ns) | CPU s per 10^6 acq | halts | kicks |\n";
-  out += "|---|---|---|---|---|---|---|---|---|\n";
+  const std::string unit = throughput_unit(s);
+  const std::string per = unit == "ops/s" ? "op" : "acq";
+  out += fmt::format("| point | runs | outcomes | throughput ({}) | Jain | p99 latency (ns) | CPU s per 10^6 {} | halts "
+                     "(VMM) | kicks (VMM) | halt exits (KVM) | hypercalls (KVM) |\n",
+                     unit, per);
+  out += "|---|---|---|---|---|---|---|---|---|---|---|\n";
   auto cell = [](const PointSummary& p, const char* metric, double scale = 1) -> std::string {
     const auto it = p.estimates.find(metric);
     if (it == p.estimates.end()) return "n/a";
@@ -277,9 +281,10 @@ std::string summary_markdown(const Scenario& s, const Summary& summary) {
                    : fmt_num(scale * e.median);
   };
   for (const auto& p : summary.points)
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.key, p.runs, outcomes_text(p.outcomes),
-                       cell(p, "ops_per_sec"), cell(p, "jain"), cell(p, "latency_p99_ns"), cell(p, "cpu_s_per_mop"),
-                       cell(p, "halts"), cell(p, "kicks"));
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", p.key, p.runs,
+                       outcomes_text(p.outcomes), cell(p, "ops_per_sec"), cell(p, "jain"), cell(p, "latency_p99_ns"),
+                       cell(p, "cpu_s_per_mop"), cell(p, "halts"), cell(p, "kicks"), cell(p, "kvm_halt_exits"),
+                       cell(p, "kvm_hypercalls"));
   out += "\n## Waits and costs\n\n"
          "Worst and p99.9 acquisition wait in ms and in host time slices (lab.json `machine.host_slice`: how it was "
          "measured), CPU and exits to the VMM per acquisition (exits: whole run, the report has no window figure), "

@@ -1,6 +1,7 @@
 // The numbers the lab summarises, read from each run's JSON report by name.
 // A key missing from a completed run is an error naming the key and the
-// point (a renamed counter must not read as 0); a key that is present but
+// point (a renamed counter must not read as 0), unless the metric says it
+// may be absent; a key that is present but
 // null means "not applicable" (e.g. VMM counters of a native run).
 //
 // ADDING A METRIC COLUMN = one row in kMetrics (metrics.cpp).
@@ -23,6 +24,9 @@ struct Metric {
   // Also divided by the lab's host time slice (lab.json machine.host_slice.ns,
   // host_slice.h): n/a when the slice is unknown.
   bool in_host_slices;
+  // A report without the key reads n/a instead of failing: for figures that
+  // reports of older lockvisor versions lack, so their labs still summarise.
+  bool may_be_absent = false;
 };
 
 std::span<const Metric> metrics();

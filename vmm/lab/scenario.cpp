@@ -6,6 +6,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -274,9 +275,10 @@ void check_claims(const Scenario& s, const std::string& origin) {
   if (s.goal.enabled) {
     check_where(axes, s.goal.where, "[goal]", origin);
     if (!s.goal.relative_to.empty()) {
-      const Axis* lock = find_axis(axes, "lock");
-      if (lock == nullptr || !has_label(*lock, s.goal.relative_to))
-        fail("{}: [goal] relative_to '{}': not a value of the axis 'lock'", origin, s.goal.relative_to);
+      const auto compared = compared_axis(s);
+      const Axis* axis = find_axis(axes, compared);
+      if (axis == nullptr || !has_label(*axis, s.goal.relative_to))
+        fail("{}: [goal] relative_to '{}': not a value of the axis '{}'", origin, s.goal.relative_to, compared);
     }
   }
   for (const auto& c : s.claims) {
@@ -329,11 +331,11 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
   Scenario s;
   static const std::set<std::string> kKeys = {"name",  "title", "description", "platform_note", "repeats",
                                               "native", "fixed", "vm",          "axis",          "claim",
-                                              "timeline", "goal"};
+                                              "timeline", "goal", "needs", "compare"};
   for (const auto& [key, node] : root)
     if (!kKeys.count(std::string(key.str())))
       fail("{}: unknown key '{}' (keys: name, title, description, platform_note, repeats, native, [fixed], [[vm]], "
-           "[[axis]], [[claim]], [timeline], [goal])",
+           "[[axis]], [[claim]], [timeline], [goal], needs, compare)",
            where_of(node, origin), key.str());
   s.name = required_string(root, "name", "the scenario", origin);
   s.title = optional_string(root, "title", "the scenario", origin, s.name);
@@ -396,9 +398,57 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
     if (!s.vms.empty()) fail("{}: [timeline] traces one VM; a scenario with [[vm]] tables cannot have it", origin);
   }
   if (const auto* node = root.get("goal")) s.goal = parse_goal(*node, origin);
+  if (const auto* node = root.get("needs")) {
+    const auto* array = node->as_array();
+    if (array == nullptr) fail("{}: needs: expected an array of setting names", where_of(*node, origin));
+    for (const auto& n : *array) {
+      const auto name = n.value_exact<std::string>();
+      if (!name) fail("{}: needs: expected setting names (strings)", where_of(n, origin));
+      s.needs.push_back(known_setting(*name, n, origin).name);
+    }
+  }
+  if (const auto* node = root.get("compare")) {
+    const auto name = node->value_exact<std::string>();
+    const bool vm = name && *name == "vm" && !s.vms.empty();
+    if (!name || (!vm && find_axis(s.axes, *name) == nullptr))
+      fail("{}: compare: the name of an axis of this scenario", where_of(*node, origin));
+    s.compare = *name;
+  }
   if (s.native) add_native_twins(s);  // before the claims, which may name its axis
   check_claims(s, origin);
   return s;
+}
+
+std::string compared_axis(const Scenario& s) {
+  if (!s.compare.empty()) return s.compare;
+  return s.vms.empty() ? "lock" : "vm";
+}
+
+const char* throughput_unit(const Scenario& s) {
+  const bool linux_guest = lookup(s.fixed, "kernel") != nullptr ||
+                           std::find(s.needs.begin(), s.needs.end(), "kernel") != s.needs.end();
+  return linux_guest ? "ops/s" : "acq/s";
+}
+
+void apply_overrides(Scenario& s, const SettingValues& overrides, const std::string& origin) {
+  for (const auto& [name, value] : overrides) {
+    const Setting* setting = find_setting(name);
+    if (setting == nullptr) {
+      std::string names;
+      for (const auto& k : settings()) names += (names.empty() ? "" : ", ") + std::string(k.name);
+      fail("--set {}: not a lab setting (settings: {})", name, names);
+    }
+    for (const auto& a : s.axes)
+      for (const auto& v : a.values)
+        if (lookup(v.settings, name) != nullptr)
+          fail("--set {}: {}: the axis '{}' sets it (each of its values gives it its own)", name, origin, a.name);
+    if (setting->flag && value != "true" && value != "false") fail("--set {}={}: expected true or false", name, value);
+    assign(s.fixed, name, value);
+  }
+  for (const auto& need : s.needs)
+    if (lookup(s.fixed, need) == nullptr)
+      fail("{} needs the setting '{}': give {}--set {}=VALUE", origin, need, need == "kernel" ? "--kernel FILE or " : "",
+           need);
 }
 
 Axis vm_axis(const Scenario& s) {

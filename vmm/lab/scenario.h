@@ -95,7 +95,30 @@ struct Scenario {
   std::vector<Claim> claims;
   TimelineSpec timeline;
   GoalSpec goal;
+  // Settings the scenario cannot give itself and the user must (`needs =
+  // ["kernel"]`: a Linux kernel is a file of this machine): `lab --set
+  // NAME=VALUE` (or `--kernel FILE`) supplies them.
+  std::vector<std::string> needs;
+  // The axis the reports and plots compare (`compare = "guest_lock"`); empty:
+  // "vm" in a multi-VM scenario, else "lock" (compared_axis).
+  std::string compare;
 };
+
+// The axis whose values the report ranks and the plots label, per point of
+// the other axes.
+std::string compared_axis(const Scenario& s);
+
+// What a point's throughput counts, for tables and plots: "acq/s" (lock
+// acquisitions of lockvisor's guest) or, for a scenario that boots Linux
+// (it sets or needs `kernel`), "ops/s" (the kernel-lock workload's
+// operations).
+const char* throughput_unit(const Scenario& s);
+
+// `lab --set NAME=VALUE` (and --kernel): each NAME a lab setting that no axis
+// sets, given to every point (a VM's own value still wins for that VM). Then
+// every setting the scenario `needs` must have a value. Throws a usage
+// lockvisor::Error with one line naming the setting and how to give it.
+void apply_overrides(Scenario& s, const SettingValues& overrides, const std::string& origin);
 
 // The axis "vm" the summary adds for a multi-VM scenario (one value per VM,
 // its settings), or an empty axis.

@@ -409,9 +409,12 @@ nlohmann::json init_report_json(const InitReport& r) {
   j["per_thread_ops"] = per_thread ? json(*per_thread) : json(nullptr);
   const auto fairness = per_thread ? metrics::compute_fairness(*per_thread) : std::nullopt;
   if (fairness)
-    j["fairness_ops"] = {{"jain", fairness->jain}, {"cv", fairness->cv}, {"max_min_ratio", optional_json(fairness->max_min_ratio)}};
+    j["fairness"] = {{"over", "per_thread_ops"},
+                     {"jain", fairness->jain},
+                     {"cv", fairness->cv},
+                     {"max_min_ratio", optional_json(fairness->max_min_ratio)}};
   else
-    j["fairness_ops"] = nullptr;
+    j["fairness"] = nullptr;
   if (r.latency) {
     const InitLatency& l = *r.latency;
     j["latency_ns"] = {{"p50", l.p50_ns}, {"p90", l.p90_ns}, {"p99", l.p99_ns}, {"p999", l.p999_ns},

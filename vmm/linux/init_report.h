@@ -110,7 +110,9 @@ InitReport parse_init_report(std::string_view text);
 //   guest_cpus_online (the sysfs count, else the sysconf count, else null),
 //   guest_spinlock_log (raw lines; the VMM classifies them),
 //   threads, ops_total, duration_s, ops_per_sec, per_thread_ops,
-//   fairness_ops {jain, cv, max_min_ratio} (vmm/metrics/summary.h),
+//   fairness {over: "per_thread_ops", jain, cv, max_min_ratio}
+//     (vmm/metrics/summary.h; every thread runs for the same time, so
+//     fairness over the counts is fairness over the rates),
 //   latency_ns {p50, p90, p99, p999, max, mean, count, every}
 //     (null where the workload counts nothing or the figures are missing),
 //   guest_init {protocol_version, pid1, duration_ms, threads_requested, seed,
