@@ -20,6 +20,7 @@ Action add_bench_command(CLI::App& app);
 Action add_locks_command(CLI::App& app);
 Action add_lab_command(CLI::App& app);
 Action add_ctl_command(CLI::App& app);
+Action add_linux_command(CLI::App& app);
 
 // Parses a `lockvisor run` argument list (without "run") and checks it as
 // run would, without running anything: throws a usage lockvisor::Error

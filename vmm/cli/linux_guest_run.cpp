@@ -46,6 +46,15 @@ std::string seconds_text(std::uint64_t ms) { return fmt::format("{}.{:03}", ms /
 
 }  // namespace
 
+std::string init_command_line(const LinuxOptions& options, std::uint64_t seed) {
+  return fmt::format("{} lockvisor.workload={} lockvisor.duration={} lockvisor.threads={} lockvisor.seed={}",
+                     kBaseCommandLine, options.workload, seconds_text(options.duration_ms), options.threads, seed);
+}
+
+std::vector<std::byte> lockvisor_initramfs() {
+  return linux_guest::build_initramfs(linux_guest::embedded_linux_init());
+}
+
 PreparedLinuxGuest::PreparedLinuxGuest(const LinuxOptions& options, const machine::MachineConfig& config)
     : options_(options) {
   const auto policy = machine::parse_guest_lock(options.guest_lock);
@@ -57,17 +66,13 @@ PreparedLinuxGuest::PreparedLinuxGuest(const LinuxOptions& options, const machin
   own_init_ = options.initrd.empty();
   std::vector<std::byte> initramfs;
   if (own_init_) {
-    initramfs = linux_guest::build_initramfs(linux_guest::embedded_linux_init());
+    initramfs = lockvisor_initramfs();
     initrd_.resize(initramfs.size());
     std::memcpy(initrd_.data(), initramfs.data(), initramfs.size());
   } else {
     initrd_ = read_input_file(options.initrd, "--initrd", kMaxInitrdBytes);
   }
-  cmdline_ = kBaseCommandLine;
-  if (own_init_) {
-    cmdline_ += fmt::format(" lockvisor.workload={} lockvisor.duration={} lockvisor.threads={} lockvisor.seed={}",
-                            options.workload, seconds_text(options.duration_ms), options.threads, config.seed);
-  }
+  cmdline_ = own_init_ ? init_command_line(options, config.seed) : kBaseCommandLine;
   if (!options.append.empty()) cmdline_ += " " + options.append;
 
   linuxboot::LinuxBootInput input;
@@ -167,14 +172,11 @@ nlohmann::json linux_report_json(const PreparedLinuxGuest& guest, const linux_gu
   return j;
 }
 
-void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
-                         const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
-                         std::chrono::steady_clock::time_point origin) {
-  const machine::GuestLockPolicy asked = guest.policy();
-  if (const auto to_init = seconds_to_init(guest, origin)) fmt::print("linux: init after {:.3f} s\n", *to_init);
+void print_init_lines(const linux_guest::InitReport& report, const linuxboot::KernelSpinlock& spinlock,
+                      std::optional<machine::GuestLockPolicy> asked) {
+  const bool differs = asked && spinlock.policy != machine::guest_lock_name(*asked);
   fmt::print("linux: the kernel uses {} spinlocks ({}){}\n", spinlock.policy, spinlock.why,
-             spinlock.policy == machine::guest_lock_name(asked) ? ""
-                                                                  : fmt::format("; asked for {}", machine::guest_lock_name(asked)));
+             differs ? fmt::format("; asked for {}", machine::guest_lock_name(*asked)) : "");
   if (report.cpus)
     fmt::print("linux: {} CPUs online ({})\n", report.cpus->sysfs.value_or(report.cpus->sysconf), report.cpus->list);
   if (report.result && report.result->elapsed_ns > 0) {
@@ -182,11 +184,18 @@ void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::Ini
     fmt::print("linux: {} {} operations in {:.3f} s on {} threads: {:.0f} ops/s\n", report.workload,
                report.result->ops, seconds, report.result->threads, static_cast<double>(report.result->ops) / seconds);
   }
-  fmt::print("kvm: halt exits {}, halt wake-ups {}, hypercalls {} (KICK_CPU and other PV calls), directed yields {}\n",
-             report::kvm_stat_sum(result, "halt_exits"), report::kvm_stat_sum(result, "halt_wakeup"), report::kvm_stat_sum(result, "hypercalls"),
-             report::kvm_stat_sum(result, "directed_yield_attempted"));
   for (const auto& e : report.errors) fmt::print("linux: init error: {}\n", e);
   for (const auto& p : report.problems) fmt::print("linux: init report: {}\n", p);
+}
+
+void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                         const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
+                         std::chrono::steady_clock::time_point origin) {
+  if (const auto to_init = seconds_to_init(guest, origin)) fmt::print("linux: init after {:.3f} s\n", *to_init);
+  print_init_lines(report, spinlock, guest.policy());
+  fmt::print("kvm: halt exits {}, halt wake-ups {}, hypercalls {} (KICK_CPU and other PV calls), directed yields {}\n",
+             report::kvm_stat_sum(result, "halt_exits"), report::kvm_stat_sum(result, "halt_wakeup"),
+             report::kvm_stat_sum(result, "hypercalls"), report::kvm_stat_sum(result, "directed_yield_attempted"));
 }
 
 int linux_exit_code(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,

@@ -3,6 +3,7 @@
 // reports on the console) unless --initrd names another.
 #pragma once
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,6 +45,13 @@ inline constexpr double kLinuxBootAllowanceS = 900;
 // The most a kernel or an initrd file may be.
 inline constexpr std::uint64_t kMaxKernelBytes = 256ull << 20;
 inline constexpr std::uint64_t kMaxInitrdBytes = 2048ull << 20;
+
+// The kernel command line lockvisor's init needs: lockvisor's base line and
+// the init's parameters (workload, duration, threads, seed). A peer VMM
+// booting lockvisor_initramfs() passes the same line.
+std::string init_command_line(const LinuxOptions& options, std::uint64_t seed);
+// lockvisor's initramfs: the embedded static /init as a newc cpio.
+std::vector<std::byte> lockvisor_initramfs();
 
 // A Linux guest ready to build: the files read and checked, the initramfs
 // assembled, the command line composed and the boot planned. Everything
@@ -95,6 +103,11 @@ nlohmann::json linux_report_json(const PreparedLinuxGuest& guest, const linux_gu
                                  const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
                                  nlohmann::json run_json, const std::string& kvm_kind,
                                  std::chrono::steady_clock::time_point origin);
+// What the init reported, for people: the kernel's choice (and what was
+// asked for, when it differs), the CPUs online, the workload's rate, the
+// init's errors.
+void print_init_lines(const linux_guest::InitReport& report, const linuxboot::KernelSpinlock& spinlock,
+                      std::optional<machine::GuestLockPolicy> asked);
 // Lines for people, after the run table.
 void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
                          const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,

@@ -102,6 +102,7 @@ int run_command_line(int argc, char** argv) {
   add(cli::add_locks_command);
   add(cli::add_lab_command);
   add(cli::add_ctl_command);
+  add(cli::add_linux_command);
 
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
