@@ -3,12 +3,9 @@
 // both the report's shapes), its verdicts on child runs, and the command's
 // refusals, which come before anything runs.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -18,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/command_output.h"
 #include "vmm/conformance/linux_cases.h"
 #include "vmm/kvm/kvm_system.h"
 
@@ -199,21 +197,9 @@ TEST(LinuxConformanceCases, TruncatedCopy) {
 
 // ---- the command, through the built binary: nothing here boots ----
 
-struct Outcome {
-  int exit_code;
-  std::string output;
-};
+using Outcome = test::CommandOutput;
 
-Outcome lockvisor(const std::string& args) {
-  const std::string command = std::string(LOCKVISOR_BINARY) + " " + args + " 2>&1";
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
-}
+Outcome lockvisor(const std::string& args) { return test::run_command(std::string(LOCKVISOR_BINARY) + " " + args); }
 
 void expect_one_line_error(const Outcome& o, const std::string& mention) {
   EXPECT_EQ(o.exit_code, 2) << o.output;
@@ -231,7 +217,10 @@ class LinuxConformanceCommand : public ::testing::Test {
     std::ofstream(not_a_kernel_, std::ios::binary) << std::string(4096, '\0');
   }
   void TearDown() override { fs::remove_all(dir_); }
-  const fs::path dir_ = fs::temp_directory_path() / "lockvisor-linux-conformance-test";
+  // One directory per test: ctest runs them side by side.
+  const fs::path dir_ = fs::temp_directory_path() /
+                        ("lockvisor-linux-conformance-" +
+                         std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
   const std::string not_a_kernel_ = (dir_ / "notakernel").string();
 };
 
