@@ -110,8 +110,8 @@ int run_linux(ConformanceOptions o) {
   if (!o.json.empty()) json.emplace(o.json, "--json");
   machine::refuse_linux_on_pvm("--linux");
   const double timeout_s = o.suite.case_timeout_s;
-  fmt::print("lockvisor conformance: {} Linux cases, kernel {}, backend kvm, on KVM {}\n", cases->size(),
-             kernels.kernel, kvm::backend_name(kvm::detect_backend()));
+  fmt::print("lockvisor conformance: {} Linux case{}, kernel {}, backend kvm, on KVM {}\n", cases->size(),
+             cases->size() == 1 ? "" : "s", kernels.kernel, kvm::backend_name(kvm::detect_backend()));
   const auto results = run_cases(
       *cases,
       [&](const conformance::LinuxCase& c) {
