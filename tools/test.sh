@@ -26,7 +26,7 @@ ctest --preset tsan -R 'Lock|Qspin|Pv|Policy|Registry|Workload|Native|Negative' 
 cmake --preset asan >/dev/null
 cmake --build --preset asan --target lockvisor lockvisor_unit_tests lockvisor_cli_tests \
   lockvisor_conformance_tests lockvisor_guest_lock_tests lockvisor_guest_image_tests lockvisor_hostile_tests \
-  lockvisor_linux_tests lockvisor_linux_init_tests
+  lockvisor_linux_tests lockvisor_linux_init_tests lockvisor_linux_conformance_tests
 ctest --preset asan -L unit -j "$jobs"
 
 # Fuzzing needs clang's libFuzzer: its own build directory, only the decoder.

@@ -33,30 +33,21 @@
 #include "lockvisor/abi/guest_layout.h"
 #include "lockvisor/abi/ucall.h"
 #include "lockvisor/abi/workload.h"
+#include "tests/support/command_output.h"
 #include "tests/support/kvm_required.h"
 #include "vmm/report/pingpong_rate.h"
 
 
 namespace {
 
-struct Outcome {
-  int exit_code;
-  std::string output;
-};
+using Outcome = lockvisor::test::CommandOutput;
 
 std::string scratch(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("lockvisor-cli-test-" + name)).string();
 }
 
 Outcome lockvisor(const std::string& args) {
-  const std::string command = std::string(LOCKVISOR_BINARY) + " " + args + " 2>&1";
-  std::FILE* pipe = ::popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (std::fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
+  return lockvisor::test::run_command(std::string(LOCKVISOR_BINARY) + " " + args);
 }
 
 void expect_one_line_error(const Outcome& o, int code, const std::string& mention) {
@@ -473,15 +464,7 @@ std::string read_text(const std::string& path) {
 }
 
 // Runs `command` with /bin/sh, stdout and stderr together.
-Outcome shell(const std::string& command) {
-  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  while (pipe != nullptr && std::fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
-  const int status = pipe != nullptr ? ::pclose(pipe) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
-}
+Outcome shell(const std::string& command) { return lockvisor::test::run_command(command); }
 
 // The run's "outcome: NAME (exit code N): ..." line: exactly one, naming
 // `outcome` and the exit code the process really ended with.

@@ -86,6 +86,13 @@ std::vector<UsageCommand> usage_commands() {
        "head -c 4096 /dev/zero > notakernel; out=$($LV run --kernel notakernel --vcpus 2 --workload futex-hash 2>&1); "
        "rc=$?; echo \"$out\"; [ $rc -eq 2 ] && if [ -d /sys/module/kvm_pvm ]; then "
        "echo \"$out\" | grep -q \"cannot run on this PVM host\"; else echo \"$out\" | grep -q \"not a Linux bzImage\"; fi"},
+      // The Linux case group, likewise without booting: on PVM refused as
+      // such; elsewhere its one case that boots nothing runs.
+      {"lockvisor conformance --linux KERNEL [--linux-cloud K]", "conformance_linux", false,
+       "head -c 4096 /dev/zero > notakernel; out=$($LV conformance --linux notakernel --filter truncated 2>&1); "
+       "rc=$?; echo \"$out\"; if [ -d /sys/module/kvm_pvm ]; then [ $rc -eq 2 ] && "
+       "echo \"$out\" | grep -q \"cannot run on this PVM host\"; else [ $rc -eq 0 ] && "
+       "echo \"$out\" | grep -q \"PASS truncated-kernel-refused\"; fi"},
       {"lockvisor locks", "locks", false, "$LV locks"},
       {"lockvisor bench [--startup] [--contended] [--json F] [--image F]", "bench", true,
        "$LV bench --repeat 1 --kick-rounds 8 --lock-runs 1 --lock-iterations 1000 --contended "

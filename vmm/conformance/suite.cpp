@@ -16,6 +16,7 @@ CaseResult run_case(const kvm::KvmSystem& kvm, const CaseSpec& spec, std::span<c
   if (kvm_backend && !spec.not_for_kvm.empty()) {
     result.applicable = false;
     result.reason = spec.not_for_kvm;
+    result.outcome = machine::outcome_name(result.run.outcome);
     return result;
   }
   const auto& check = kvm_backend && spec.check_kvm ? spec.check_kvm : spec.check;
@@ -33,29 +34,36 @@ CaseResult run_case(const kvm::KvmSystem& kvm, const CaseSpec& spec, std::span<c
     result.reason = e.what();
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.outcome = machine::outcome_name(result.run.outcome);
+  result.run_reason = result.run.reason;
   return result;
+}
+
+Tally tally(const std::vector<CaseResult>& results) {
+  Tally t;
+  for (const auto& r : results) {
+    if (!r.applicable) ++t.not_applicable;
+    else if (r.passed) ++t.passed;
+    else ++t.failed;
+  }
+  return t;
 }
 
 nlohmann::json results_to_json(const std::vector<CaseResult>& results) {
   nlohmann::json cases = nlohmann::json::array();
-  std::size_t passed = 0;
-  std::size_t not_applicable = 0;
   for (const auto& r : results) {
-    passed += r.passed ? 1 : 0;
-    not_applicable += r.applicable ? 0 : 1;
     cases.push_back({{"name", r.name},
                      {"applicable", r.applicable},
                      {"passed", r.passed},
                      {"settings", r.settings},
                      {"reason", r.reason},
                      {"seconds", r.seconds},
-                     {"outcome", machine::outcome_name(r.run.outcome)},
-                     {"run_reason", r.run.reason}});
+                     {"outcome", r.outcome},
+                     {"run_reason", r.run_reason}});
+    if (!r.details.empty()) cases.back()["details"] = r.details;
   }
-  return {{"passed", passed},
-          {"failed", results.size() - passed - not_applicable},
-          {"not_applicable", not_applicable},
-          {"cases", cases}};
+  const Tally t = tally(results);
+  return {{"passed", t.passed}, {"failed", t.failed}, {"not_applicable", t.not_applicable}, {"cases", cases}};
 }
 
 }  // namespace lockvisor::conformance

@@ -48,11 +48,20 @@ struct CaseResult {
   bool passed = false;
   std::string reason;  // failure reason, or notes on success
   double seconds = 0;
-  machine::RunResult run;
+  machine::RunResult run;  // the freestanding cases' run (the Linux cases run theirs in a child)
+  std::string outcome;     // how the run ended (machine::outcome_name; a child's: its exit code's)
+  std::string run_reason;  // the run's own account of it
+  std::vector<std::string> details;  // lines shown under a failed case (a child run's last output)
   nlohmann::json settings;  // report::settings_json of the case's configuration
 };
 
 CaseResult run_case(const kvm::KvmSystem& kvm, const CaseSpec& spec, std::span<const std::byte> image);
+
+struct Tally {
+  std::size_t passed = 0, failed = 0, not_applicable = 0;
+};
+Tally tally(const std::vector<CaseResult>& results);
+// {passed, failed, not_applicable, cases: [...]}: both case groups' --json.
 nlohmann::json results_to_json(const std::vector<CaseResult>& results);
 
 }  // namespace lockvisor::conformance

@@ -1,63 +1,13 @@
 #include "vmm/lab/point_runner.h"
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <fstream>
-#include <thread>
-
-#include <fmt/format.h>
-
 #include "vmm/machine/run_result.h"
-#include "vmm/machine/stop_signals.h"
-#include "vmm/util/child_process.h"
 
 namespace lockvisor::lab {
 
 PointRun run_point(const std::string& lockvisor_path, const std::vector<std::string>& args, const std::string& json_path,
                    const std::string& log_path, double timeout_s) {
-  std::vector<std::string> argv = {lockvisor_path, "run"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  argv.insert(argv.end(), {"--json", json_path});
-  ::unlink(json_path.c_str());
-  const auto start = std::chrono::steady_clock::now();
-  ChildProcess child(argv, log_path);
-  PointRun run;
-  bool timed_out = false, forwarded = false;
-  auto forwarded_at = start;
-  std::optional<int> code;
-  while (!(code = child.poll())) {
-    const auto now = std::chrono::steady_clock::now();
-    if (!forwarded && machine::stop_signal() != 0) {
-      // The child of a terminal's Ctrl-C has it already; a SIGTERM sent to
-      // the lab alone is passed on, so the point ends as "interrupted".
-      child.signal(SIGTERM);
-      forwarded = true;
-      forwarded_at = now;
-      run.interrupted = true;
-    }
-    if ((forwarded && now - forwarded_at > std::chrono::seconds(2)) ||
-        (!forwarded && std::chrono::duration<double>(now - start).count() > timeout_s)) {
-      timed_out = !forwarded;
-      code = child.kill_and_reap();
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.exit_code = *code;
-  run.outcome = timed_out ? "lab-timeout" : machine::outcome_for_exit_code(run.exit_code);
-  if (run.exit_code == 130) run.interrupted = true;
-  std::ifstream in(json_path);
-  if (in) {
-    try {
-      run.report = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception&) {
-      run.report = nullptr;  // recorded as a point without a report
-    }
-  }
-  ::unlink(json_path.c_str());
+  PointRun run{machine::run_child(lockvisor_path, args, json_path, log_path, timeout_s), {}};
+  run.outcome = run.timed_out ? "lab-timeout" : machine::outcome_for_exit_code(run.exit_code);
   return run;
 }
 

@@ -67,10 +67,11 @@ void Machine::build_linux(const kvm::KvmSystem& kvm, LinuxGuest guest) {
                 s.tsc_khz);
 }
 
-void refuse_linux_on_pvm() {
+void refuse_linux_on_pvm(const char* option) {
   if (kvm::detect_backend() == kvm::Backend::kPvm)
-    fail("--kernel: Linux guests cannot run on this PVM host (PVM runs only kernels built as PVM guests, which no "
-         "distribution ships); use hardware KVM or tools/nested-kvm");
+    fail("{}: Linux guests cannot run on this PVM host (PVM runs only kernels built as PVM guests, which no "
+         "distribution ships); use hardware KVM or tools/nested-kvm",
+         option);
 }
 
 void validate_linux_host(const kvm::KvmSystem& kvm) {

@@ -76,8 +76,9 @@ void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm);
 // Linux guests need hardware KVM (or the nested machine): on PVM, one line
 // (usage kind: exit 2) that says why; elsewhere the in-kernel irqchip and PIT.
 void validate_linux_host(const kvm::KvmSystem& kvm);
-// The PVM half of it, needing no /dev/kvm: front ends call it first.
-void refuse_linux_on_pvm();
+// The PVM half of it, needing no /dev/kvm: front ends call it first. The
+// message starts with `option`, the one that asked for a Linux guest.
+void refuse_linux_on_pvm(const char* option = "--kernel");
 
 // Checks the guest image and that --memory fits it and the vCPU stacks,
 // also without KVM. Throws lockvisor::Error ("guest image: ...").

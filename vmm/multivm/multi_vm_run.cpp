@@ -19,6 +19,7 @@
 #include "vmm/multivm/start_gate.h"
 #include "vmm/util/child_process.h"
 #include "vmm/util/error.h"
+#include "vmm/util/scratch_dir.h"
 
 namespace lockvisor::multivm {
 namespace fs = std::filesystem;
@@ -33,27 +34,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kStopGrace = std::chrono::seconds(2);
 // Room past the longest child watchdog before the parent calls it hung.
 constexpr double kRunMarginS = 30;
-
-// A private directory for the children's reports and logs, removed at the end.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/lockvisor-vms.XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) fail_host("cannot create a directory for the VMs' reports: {}", pattern);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -91,7 +71,7 @@ const nlohmann::json* run_json_of(const nlohmann::json& result) {
 }  // namespace
 
 MultiRunResult run_vms(const MultiRunOptions& o) {
-  ScratchDir scratch;
+  ScratchDir scratch("lockvisor-vms", "the VMs' reports");
   std::vector<Running> vms;
   vms.reserve(o.vms.size());
   double longest_watchdog = 0;
