@@ -1,7 +1,7 @@
 // The Linux case group (`lockvisor conformance --linux`) without KVM: its
-// case table, its checks against hand-written run reports (data/linux/, in
-// both the report's shapes), its verdicts on child runs, and the command's
-// refusals, which come before anything runs.
+// case table, its checks against hand-written run reports (data/linux/),
+// its verdicts on child runs, and the command's refusals, which come before
+// anything runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,13 +120,8 @@ TEST_P(LinuxConformanceCheck, Report) {
 }
 
 constexpr CheckRow kCheckRows[] = {
-    // Both shapes of run's report: the figures inside "linux" and at the top level.
     {"pv-4-cpus.json", "pv-4-on-1-kicks-and-halts", ""},
-    {"pv-4-cpus-top-level.json", "pv-4-on-1-kicks-and-halts", ""},
-    // Where a figure is in both places, the top level's counts.
-    {"pv-both-places.json", "pv-4-on-1-kicks-and-halts", ""},
     {"pv-4-cpus.json", "cloud-kernel-every-cpu-online", ""},
-    {"pv-4-cpus-top-level.json", "cloud-kernel-every-cpu-online", ""},
     {"pv-no-halts.json", "pv-4-on-1-kicks-and-halts", "halt_exits: expected more than 0, reported 0"},
     {"pv-no-kicks.json", "pv-4-on-1-kicks-and-halts", "hypercalls: expected more than 0, reported 0"},
     {"pv-3-cpus.json", "pv-4-on-1-kicks-and-halts", "guest_cpus_online: expected 4, reported 3"},
@@ -149,11 +144,10 @@ INSTANTIATE_TEST_SUITE_P(Reports, LinuxConformanceCheck, ::testing::ValuesIn(kCh
                            return name;
                          });
 
-TEST(LinuxConformanceReport, BothShapesShowTheSameFigures) {
+TEST(LinuxConformanceReport, FiguresAreTheReportsOrADash) {
   const std::string expected =
       "guest_spinlock=pv, guest_cpus_online=4, halt_exits=2500, hypercalls=25, ops_per_sec=294000";
   EXPECT_EQ(linux_figures_text(report("pv-4-cpus.json")), expected);
-  EXPECT_EQ(linux_figures_text(report("pv-4-cpus-top-level.json")), expected);
   EXPECT_EQ(linux_figures_text(json(nullptr)),
             "guest_spinlock=-, guest_cpus_online=-, halt_exits=-, hypercalls=-, ops_per_sec=-");
 }

@@ -18,33 +18,27 @@ namespace {
 using nlohmann::json;
 
 // Every key of run's --json report that the Linux cases read, named here
-// and nowhere else: `path` is where it is, `before` (a JSON pointer too)
-// where run's report had it before the figures every run shares moved to
-// the top level. The fallbacks (`before`) can go once the top-level keys
-// have landed in `lockvisor run --kernel --json`.
+// and nowhere else (the report's shape: docs/linux-guests.md, "The
+// workloads"): `path` is its JSON pointer.
 struct ReportKey {
   const char* name;  // in reasons and figures
   const char* path;
-  const char* before = nullptr;
 };
 constexpr ReportKey kGuestSpinlock{"guest_spinlock", "/linux/guest_spinlock"};
-constexpr ReportKey kCpusOnline{"guest_cpus_online", "/guest_cpus_online", "/linux/guest_cpus_online"};
-constexpr ReportKey kHaltExits{"halt_exits", "/kvm_totals/halt_exits", "/linux/kvm_totals/halt_exits"};
-constexpr ReportKey kHypercalls{"hypercalls", "/kvm_totals/hypercalls", "/linux/kvm_totals/hypercalls"};
-constexpr ReportKey kOpsPerSec{"ops_per_sec", "/ops_per_sec", "/linux/ops_per_sec"};
+constexpr ReportKey kCpusOnline{"guest_cpus_online", "/guest_cpus_online"};
+constexpr ReportKey kHaltExits{"halt_exits", "/kvm_totals/halt_exits"};
+constexpr ReportKey kHypercalls{"hypercalls", "/kvm_totals/hypercalls"};
+constexpr ReportKey kOpsPerSec{"ops_per_sec", "/ops_per_sec"};
 constexpr ReportKey kSettings{"settings", "/settings"};
-constexpr ReportKey kReason{"reason", "/reason"};
+constexpr ReportKey kReason{"reason", "/vm/reason"};
 // What a failure reason and a PASS line show, in this order.
 constexpr const ReportKey* kFigures[] = {&kGuestSpinlock, &kCpusOnline, &kHaltExits, &kHypercalls, &kOpsPerSec};
 
-// The key's value, null when the report has it at neither place.
+// The key's value, null when the report does not have it.
 json read(const json& report, const ReportKey& key) {
   if (!report.is_object()) return nullptr;
-  for (const char* path : {key.path, key.before}) {
-    if (path == nullptr) continue;
-    const json::json_pointer pointer(path);
-    if (report.contains(pointer) && !report.at(pointer).is_null()) return report.at(pointer);
-  }
+  const json::json_pointer pointer(key.path);
+  if (report.contains(pointer)) return report.at(pointer);
   return nullptr;
 }
 
