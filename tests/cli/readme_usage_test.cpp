@@ -45,6 +45,14 @@ Outcome shell(const std::string& name, const std::string& script) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), output};
 }
 
+std::vector<std::string> read_lines(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
 nlohmann::json read_json(const fs::path& path) {
   std::ifstream in(path);
   EXPECT_TRUE(in) << path;
@@ -99,6 +107,12 @@ std::vector<UsageCommand> usage_commands() {
        "--contended-seconds 0.02 --json b.json"},
       {"lockvisor lab --preset NAME | --scenario F --out DIR [--resume] [--native] [--shard I/N]", "lab", true,
        scenario + " && $LV lab --scenario s.toml --out lab && $LV lab --scenario s.toml --out lab --resume"},
+      {"lockvisor lab ... --set NAME=VALUE | --kernel FILE", "lab_set", true,
+       scenario + " && $LV lab --scenario s.toml --set seed=7 --set duration_s=0.02 --out lab"},
+      {"lockvisor linux initramfs --out F | report LOG", "linux_parts", false,
+       "$LV linux initramfs --out init.cpio --workload futex-hash --duration 1 > cmdline && "
+       "grep -q \"lockvisor.workload=futex-hash lockvisor.duration=1.000\" cmdline && [ -s init.cpio ] && "
+       "$LV linux report " LOCKVISOR_SOURCE_DIR "/tests/linux/data/qemu-tcg-debian-6.1-lockref.console --json q.json"},
       {"lockvisor lab merge OUT IN...", "lab_merge", false,
        scenario + " && $LV lab --scenario s.toml --native --shard 1/2 --out s1 && "
                   "$LV lab --scenario s.toml --native --shard 2/2 --out s2 && $LV lab merge m s1 s2"},
@@ -172,6 +186,13 @@ void run_case(const UsageCommand& c) {
     EXPECT_TRUE(read_json(dir / "t.json").contains("traceEvents"));
   } else if (name == "lab") {
     EXPECT_TRUE(fs::exists(dir / "lab" / "summary.md"));
+  } else if (name == "lab_set") {
+    const auto manifest = read_json(dir / "lab" / "lab.json");
+    EXPECT_EQ(manifest["overrides"], nlohmann::json::parse(R"([["seed", "7"], ["duration_s", "0.02"]])"));
+    for (const auto& line : read_lines(dir / "lab" / "results.jsonl"))
+      EXPECT_EQ(nlohmann::json::parse(line)["settings"]["seed"], "7");
+  } else if (name == "linux_parts") {
+    EXPECT_GT(read_json(dir / "q.json")["ops_per_sec"].get<double>(), 0.0);
   } else if (name == "lab_merge") {
     EXPECT_TRUE(fs::exists(dir / "m" / "summary.csv"));
   } else if (name == "locks") {
