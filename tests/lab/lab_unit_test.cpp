@@ -597,3 +597,31 @@ TEST(LabMetrics, KvmCountsAreReadWhereTheReportHasThem) {
 
 }  // namespace
 }  // namespace lockvisor::lab
+
+namespace lockvisor::lab {
+namespace {
+
+// One run a side has no spread: a claim gets no verdict from it.
+TEST(LabSummary, OneRunASideIsTooFewForAVerdict) {
+  auto s = parse_scenario(std::string(kTwoAxes) + R"(
+[[claim]]
+text = "tas beats ticket"
+a = "tas"
+b = "ticket"
+expect = "a>b"
+)",
+                          "t");
+  s.repeats = 1;
+  const auto records = completed_records(s, [](const Point& p) {
+    return p.key.find("lock=tas") != std::string::npos ? 1000.0 : 100.0;
+  });
+  const auto summary = summarize(s, records, 2);
+  ASSERT_EQ(summary.claims.size(), 1u);
+  EXPECT_EQ(summary.claims[0].verdict, "too few runs");
+  ASSERT_FALSE(summary.claims[0].findings.empty());
+  EXPECT_NE(summary.claims[0].findings[0].find("too few runs to tell"), std::string::npos)
+      << summary.claims[0].findings[0];
+}
+
+}  // namespace
+}  // namespace lockvisor::lab

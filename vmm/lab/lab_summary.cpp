@@ -103,6 +103,9 @@ std::string key_without(const PointSummary& p, const std::string& axis) {
   return key.empty() ? "(all)" : key;
 }
 
+// The fewest runs on each side of a ratio for a verdict on it.
+constexpr std::size_t kMinRunsForVerdict = 2;
+
 ClaimResult check_ratio(const Claim& c, const Summary& s) {
   ClaimResult result{&c, {}, "no data"};
   std::map<std::string, std::pair<const PointSummary*, const PointSummary*>> groups;
@@ -112,7 +115,7 @@ ClaimResult check_ratio(const Claim& c, const Summary& s) {
     if (label == c.a) groups[key_without(p, c.axis)].first = &p;
     if (label == c.b) groups[key_without(p, c.axis)].second = &p;
   }
-  unsigned agree = 0, contradict = 0, compared = 0;
+  unsigned agree = 0, contradict = 0, compared = 0, too_few = 0;
   for (const auto& [group, pair] : groups) {
     if (!pair.first || !pair.second) continue;
     const auto ia = pair.first->values.find(c.metric), ib = pair.second->values.find(c.metric);
@@ -121,6 +124,15 @@ ClaimResult check_ratio(const Claim& c, const Summary& s) {
       continue;
     }
     const auto r = bootstrap_ratio(ia->second, ib->second, fnv1a(c.text + group));
+    // One run on a side has no spread: its interval is a point, and
+    // "beyond the spread" would claim what one run cannot show.
+    if (ia->second.size() < kMinRunsForVerdict || ib->second.size() < kMinRunsForVerdict) {
+      ++too_few;
+      result.findings.push_back(fmt::format("{}: {}/{} {} = {} ({} vs {} runs): too few runs to tell (at least {} each)",
+                                            group, c.a, c.b, c.metric, fmt_num(r.median), ia->second.size(),
+                                            ib->second.size(), kMinRunsForVerdict));
+      continue;
+    }
     const std::string verdict = ratio_verdict(r);
     ++compared;
     agree += verdict == c.expect;
@@ -133,7 +145,10 @@ ClaimResult check_ratio(const Claim& c, const Summary& s) {
                                                                                ? c.a + " higher, beyond the spread"
                                                                                : c.a + " lower, beyond the spread")));
   }
-  if (compared == 0) return result;
+  if (compared == 0) {
+    if (too_few > 0) result.verdict = "too few runs";
+    return result;
+  }
   result.verdict = contradict ? "contradicted" : (agree == compared ? "holds" : "not beyond the spread");
   return result;
 }
