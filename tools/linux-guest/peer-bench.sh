@@ -70,8 +70,8 @@ except Exception: print("none none")' "$tmp/lockvisor-$1.json"
 echo "peer-bench: $(basename "$kernel"), $vcpus vCPUs, $mem MiB, workload $workload for $duration s, $rounds rounds; host: $(uname -r), $(grep -m1 -o -w -E 'svm|vmx' /proc/cpuinfo || echo 'no svm/vmx')"
 q_init=() q_ops=() l_init=() l_ops=()
 for i in $(seq "$rounds"); do
-	read -r qi qo < <(qemu_round "$i")
-	read -r li lo < <(lockvisor_round "$i")
+	read -r qi qo <<<"$(qemu_round "$i")"
+	read -r li lo <<<"$(lockvisor_round "$i")"
 	printf 'round %s: qemu microvm %s s to init, %s ops/s; lockvisor %s s to init, %s ops/s\n' "$i" "$qi" "$qo" "$li" "$lo"
 	q_init+=("$qi") q_ops+=("$qo") l_init+=("$li") l_ops+=("$lo")
 done
