@@ -151,16 +151,24 @@ TEST(WorkloadNegative, BustedLockIsCaught) {
   p.cs_ns = 1000;
   p.long_hold_every = 0;
   p.duration_ns = 200 * kMs;
-  // Relaxed-atomic data accesses: the lost updates are still there, but they
-  // are not C++ data races, so this also runs clean under TSan.
-  auto shared = std::make_unique<workloads::WorkloadShared<Busted>>();
-  const auto stats = run_native_with<BenchEnv, Busted, HostPlatformAtomicData>(cfg, nullptr, shared.get());
-  const Summary s = summarize(stats);
-  EXPECT_GT(s.violations, 0u) << "the checker did not see the broken lock";
-  std::printf("  busted: %llu violations in %llu acquisitions (counter %llu, totals %llu)\n",
-              static_cast<unsigned long long>(s.violations), static_cast<unsigned long long>(s.ops),
-              static_cast<unsigned long long>(shared->slots[0].first.counter),
-              static_cast<unsigned long long>(shared->totals[0]));
+  // A violation needs two threads inside the lock's window at once, which a
+  // loaded host (or TSan's slowdown) can make rare in one short run: what
+  // must hold is that the broken lock is caught at all, so runs repeat until
+  // the checker sees a violation, up to kMaxRuns.
+  constexpr int kMaxRuns = 25;
+  Summary s;
+  for (int run = 0; run < kMaxRuns && s.violations == 0; ++run) {
+    // Relaxed-atomic data accesses: the lost updates are still there, but
+    // they are not C++ data races, so this also runs clean under TSan.
+    auto shared = std::make_unique<workloads::WorkloadShared<Busted>>();
+    const auto stats = run_native_with<BenchEnv, Busted, HostPlatformAtomicData>(cfg, nullptr, shared.get());
+    s = summarize(stats);
+    std::printf("  busted, run %d: %llu violations in %llu acquisitions (counter %llu, totals %llu)\n", run + 1,
+                static_cast<unsigned long long>(s.violations), static_cast<unsigned long long>(s.ops),
+                static_cast<unsigned long long>(shared->slots[0].first.counter),
+                static_cast<unsigned long long>(shared->totals[0]));
+  }
+  EXPECT_GT(s.violations, 0u) << "the checker did not see the broken lock in " << kMaxRuns << " runs";
 }
 
 // ---- lockbench accounting ---------------------------------------------------
