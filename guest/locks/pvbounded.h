@@ -249,7 +249,9 @@ struct Hooks {
         if (!lend || !Arrival<Env>::head_cannot_run(head_cpu(v))) return false;
         if (try_borrow(lock, v)) return true;
       } else if (try_steal(lock, v)) {
-        if (v & q::kTailMask) lockevent_inc<Env>(LockEvent::pv_lock_stealing);
+        // try_steal() leaves v at the word it took: a tail there is a queued
+        // waiter bypassed (the steal path); none, the TAS-style spin path.
+        lockevent_inc<Env>((v & q::kTailMask) ? LockEvent::pv_lock_stealing : LockEvent::lock_spin);
         return true;
       }
       if (spins-- == 0) return false;
@@ -302,7 +304,13 @@ struct Hooks {
         // Take it, clearing byte 1 (N is cleared only here).
         // (n,*,0) -> (n,0,1).  Acquire pairs with the unlock's release.
         const u32 mine = (v & q::kTailMask) | q::kLockedVal;
-        if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) return mine;
+        if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) {
+          // The path: our reservation (N is set only for the current head,
+          // by itself or by the owner that made it head) or a free lock won
+          // against stealers.
+          lockevent_inc<Env>(no_steal(v) ? LockEvent::pv_reserved : LockEvent::lock_queue);
+          return mine;
+        }
         continue;
       }
       if (!no_steal(v)) {
