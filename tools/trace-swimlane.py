@@ -57,11 +57,11 @@ LABELS = {
 PATH_COLORS = {
     "fast": "#9e9e9e",
     "spin": "#8d6e63",
-    "steal": "#c62828",
+    "steal": "#c2185b",
     "pending": "#f9a825",
     "queue": "#1e88e5",
     "reserved": "#0d47a1",
-    "borrow": "#ad1457",
+    "borrow": "#00897b",
     "invalid": "#000000",
 }
 MAX_ARROWS = 400

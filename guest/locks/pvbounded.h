@@ -107,6 +107,12 @@
 //     ~1 us, the heartbeat within one loop iteration), so the bound gains
 //     one critical section per time the head is descheduled.  A hint stuck
 //     at "preempted" cannot starve a running head: its heartbeat is fresh.
+//     GAP (found by `lockvisor trace-check`, docs/pvbounded.md): "every head
+//     sets N as soon as it is head" needs the head to run.  The owner sets N
+//     for a successor only if it is already older than T when made head; a
+//     halted node made head younger than T that ages past T while it waits
+//     for the host to run it (kicked, up to 25 ms at 8 vCPUs on 2 CPUs) has
+//     nobody to set N, and the lock stays stealable all that time.
 //   * Convoy: once every waiter queues longer than T, every head is old on
 //     arrival and the lock stays in FIFO-handoff mode (pvticket speed) until
 //     the queue drains.  T must exceed the usual queueing time; measured
