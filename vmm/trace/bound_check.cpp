@@ -398,17 +398,8 @@ class Checker {
 }  // namespace
 
 const char* verdict_name(Verdict v) {
-  switch (v) {
-    case Verdict::kAllowed:
-      return "allowed";
-    case Verdict::kExplained:
-      return "explained";
-    case Verdict::kViolation:
-      return "violation";
-    case Verdict::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
+  constexpr const char* kNames[kVerdicts] = {"allowed", "explained", "violation", "unknown"};
+  return static_cast<unsigned>(v) < kVerdicts ? kNames[static_cast<unsigned>(v)] : "unknown";
 }
 const char* reason_name(Reason r) { return kReasons[static_cast<unsigned>(r)].name; }
 const char* reason_text(Reason r) { return kReasons[static_cast<unsigned>(r)].text; }
