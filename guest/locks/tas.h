@@ -32,8 +32,9 @@ inline constexpr u32 kLocked = 1;
 // Acquire pairs with the store-release in unlock (or any release that
 // cleared the word, e.g. q::clear_locked_release for AutoLock).
 // The first attempt is the fast path; a win after spinning counts as the
-// `spin` path (lock_events.h). The spinning is out of line so that the fast
-// path is the same instructions as without the count.
+// `spin` path (lock_events.h). The spinning is out of line and cold so that
+// the fast path is the same instructions as without the count (`cold` keeps
+// the call's frame set-up off it; the spinner loses nothing, it waits anyway).
 template <class Env>
 [[gnu::noinline, gnu::cold]] void acquire_spinning(u32* w) {
   for (;;) {

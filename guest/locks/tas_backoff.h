@@ -49,8 +49,9 @@ class TasBackoffLock {
   bool is_locked() const { return load_relaxed(&w_) != 0; }
 
  private:
-  // Out of line, so that the fast path is the same instructions as without
-  // the path count (lock_events.h): won after backing off is `spin`.
+  // Out of line and cold (as tas.h's), so that the fast path is the same
+  // instructions as without the path count (lock_events.h): won after backing
+  // off is `spin`.
   [[gnu::noinline, gnu::cold]] void lock_backing_off() {
     u32 backoff = kMinPause;
     for (;;) {
