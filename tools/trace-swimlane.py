@@ -4,8 +4,9 @@
 One lane per vCPU: in the guest, in a VMM exit, halted, parked/paused by the
 VMM (injected preemption), descheduled by the host (sampled from the run-state
 page); under it, thin bars for the vCPU's lock waits and holds (and runs of
-short ones merged by --trace-merge-short); kicks as arrows from the kicker to
-the halt they ended.
+short ones merged by --trace-merge-short), each hold coloured by how the lock
+was taken (args.path: fast, spin, steal, pending, queue, reserved, borrow;
+docs/trace.md); kicks as arrows from the kicker to the halt they ended.
 
   /usr/bin/python3 tools/trace-swimlane.py TRACE.json -o OUT.png
       [--window START:END]      a time window, e.g. 120:125 (ms), 120ms:125ms, 800us:900us
@@ -50,6 +51,18 @@ LABELS = {
     "wait": "lock wait",
     "hold": "lock hold",
     "acquisitions": "short waits + holds (merged)",
+}
+# Holds by acquisition path (args.path, guest/locks/lock_events.h): the
+# bypassing paths warm, the queue-order ones blue, the fast path grey.
+PATH_COLORS = {
+    "fast": "#9e9e9e",
+    "spin": "#8d6e63",
+    "steal": "#c2185b",
+    "pending": "#f9a825",
+    "queue": "#1e88e5",
+    "reserved": "#0d47a1",
+    "borrow": "#00897b",
+    "invalid": "#000000",
 }
 MAX_ARROWS = 400
 
@@ -108,6 +121,9 @@ def collect(doc):
             if cat not in COLORS:
                 continue
             vcpus.add(vcpu)
+            path = (e.get("args") or {}).get("path")
+            if cat == "hold" and path in PATH_COLORS:
+                cat = "hold:" + path
             lanes[vcpu][cat].append((ts, dur))
             if cat == "wait":
                 waits.append((dur, ts, vcpu, (e.get("args") or {}).get("lock", 0)))
@@ -167,6 +183,7 @@ def main():
     fig_h = 1.4 + 0.55 * len(vcpus)
     fig, ax = plt.subplots(figsize=(13, fig_h))
     row = {v: i for i, v in enumerate(vcpus)}
+    paths_shown = set()
     for v in vcpus:
         y = row[v]
         for cat in ("guest", "exit", "halted", "parked", "preempted"):
@@ -178,11 +195,16 @@ def main():
             ax.broken_barh(spans, (y - 0.32, 0.44), facecolors=COLORS[cat], alpha=0.85 if cat == "preempted" else 1.0,
                            linewidth=0)
         # Merged runs of short acquisitions (--trace-merge-short) span both rows.
-        for cat, (off, height) in (("acquisitions", (0.16, 0.19)), ("wait", (0.16, 0.09)), ("hold", (0.26, 0.09))):
+        bars = [("acquisitions", (0.16, 0.19), COLORS["acquisitions"]), ("wait", (0.16, 0.09), COLORS["wait"]),
+                ("hold", (0.26, 0.09), COLORS["hold"])]
+        bars += [("hold:" + p, (0.26, 0.09), c) for p, c in PATH_COLORS.items()]
+        for cat, (off, height), color in bars:
             spans = [((s - lo) * scale, d * scale) for s, d in lanes[v].get(cat, []) if s + d >= lo and s <= hi]
             if spans:
                 # An edge as wide as a pixel keeps 100 ns holds visible in a wide window.
-                ax.broken_barh(spans, (y + off, height), facecolors=COLORS[cat], edgecolors=COLORS[cat], linewidth=0.5)
+                ax.broken_barh(spans, (y + off, height), facecolors=color, edgecolors=color, linewidth=0.5)
+                if cat.startswith("hold:"):
+                    paths_shown.add(cat[5:])
     shown = [f for f in flows if lo <= f[0] <= hi or lo <= f[2] <= hi]
     for ts_s, v_s, ts_f, v_f in shown[:MAX_ARROWS]:
         if v_s not in row or v_f not in row:
@@ -202,9 +224,11 @@ def main():
     ax.set_yticklabels([lane_label(v) for v in vcpus])
     ax.set_xlim(0, span * scale)
     ax.set_xlabel(f"time since {lo / 1e3:.3f} ms into the run ({unit})")
-    handles = [Patch(color=COLORS[c], label=LABELS[c]) for c in LABELS]
+    handles = [Patch(color=COLORS[c], label=LABELS[c]) for c in LABELS if c != "hold" or not paths_shown]
+    handles += [Patch(color=c, label=f"hold: {p}") for p, c in PATH_COLORS.items() if p in paths_shown]
     handles.append(plt.Line2D([], [], color=COLORS["kick"], marker=">", lw=0.8, label="kick → wake"))
     fig.legend(handles=handles, loc="lower center", ncol=9, fontsize=7, frameon=False)
+    legend_rows = (len(handles) + 8) // 9
     words = dict(w.split("=", 1) for w in str(meta.get("args", "")).split() if "=" in w)
     what = str(meta.get("program", "?")) + (f" {words['lock']}" if "lock" in words else "")
     ax.set_title(f"lockvisor timeline: {what}, {len(vcpus)} vCPUs{title_extra}", fontsize=10)
@@ -225,7 +249,7 @@ def main():
         # Between the axes and the title, which is raised to make room for it.
         ax.set_title(ax.get_title(), fontsize=10, pad=16)
         ax.text(0.0, 1.01, "; ".join(notes), transform=ax.transAxes, fontsize=7, color="#b71c1c", va="bottom")
-    fig.tight_layout(rect=(0, 0.35 / fig_h, 1, 1))
+    fig.tight_layout(rect=(0, (0.2 + 0.15 * legend_rows) / fig_h, 1, 1))
     try:
         fig.savefig(args.output, dpi=110)
     except OSError as e:

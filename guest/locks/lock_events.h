@@ -5,6 +5,8 @@
 //   * struct LockEvents   plain u64 counters, one per event, per CPU;
 //   * enum class LockEvent the event ids, for indexed access (lock_use_node*);
 //   * kLockEventNames[] / kLockEventDescriptions[] so reporters can iterate.
+// LOCKVISOR_ACQ_PATHS(X) below names how an acquisition was made (fast path,
+// steal, queue handoff, ...) and which of these counters counts each path.
 //
 // Single-writer rule: a CPU's LockEvents is only ever incremented by that CPU
 // (Env::events() returns the calling CPU's block).  Increments are therefore a
@@ -33,14 +35,17 @@ using lockvisor::abi::u64;
   X(pv_hash_hops,       "hash-table entries probed by pv_hash (sum over inserts)")            \
   X(pv_kick_unlock,     "slow-path unlocks (an unlock that had to find and kick a waiter)")   \
   X(lock_pending,       "acquisitions via the pending bit (2-contender path)")               \
-  X(lock_slowpath,      "acquisitions via the MCS queue")                                    \
+  X(lock_slowpath,      "slow-path entries (the fast path failed; qspinlock family, after the pending path)") \
   X(lock_use_node2,     "queue entries using nesting node 2")                                \
   X(lock_use_node3,     "queue entries using nesting node 3")                                \
   X(lock_use_node4,     "queue entries using nesting node 4")                                \
   X(lock_no_node,       "queue entries with all nodes busy (fell back to trylock spinning)")   \
   X(pv_no_steal,        "pvbounded: a queue head older than the bound reserved the lock (no-steal)") \
   X(pv_boost,           "pvbounded: unlocks that asked the host to run a preempted reserved head") \
-  X(pv_lend,            "pvbounded (handoff=running): locks taken while reserved for a preempted head")
+  X(pv_lend,            "pvbounded (handoff=running): locks taken while reserved for a preempted head") \
+  X(lock_spin,          "acquisitions by a spinning contender with no queued waiter (TAS retry, steal phase)") \
+  X(lock_queue,         "acquisitions in queue order (MCS queue head without a reservation, ticket turn)") \
+  X(pv_reserved,        "pvbounded: acquisitions by a queue head of the lock it had reserved (N set)")
 // clang-format on
 
 enum class LockEvent : unsigned {
@@ -52,7 +57,11 @@ enum class LockEvent : unsigned {
 
 inline constexpr unsigned kLockEventCount = static_cast<unsigned>(LockEvent::count_);
 
-struct LockEvents {
+// Whole cache lines per CPU: the slow paths write their CPU's counters, so a
+// block must not share a line with another CPU's (lock_env.h's kCacheLine;
+// that header includes this one).
+inline constexpr unsigned kLockEventsAlign = 64;
+struct alignas(kLockEventsAlign) LockEvents {
 #define LOCKVISOR_X_FIELD_(name, desc) u64 name;
   LOCKVISOR_LOCK_EVENTS(LOCKVISOR_X_FIELD_)
 #undef LOCKVISOR_X_FIELD_
@@ -93,11 +102,69 @@ inline constexpr const char* kLockEventDescriptions[kLockEventCount] = {
 #undef LOCKVISOR_X_DESC_
 };
 
+// ---- How each acquisition was made
+// LOCKVISOR_ACQ_PATHS(X): X(path, counting event, "what it is").  A lock
+// counts the path of an acquisition where its code already branches to it,
+// with that event: one counter increment on a slow path, the same per-CPU
+// block every lock already writes there.  `fast` has no counter (an
+// uncontended acquisition costs nothing more): every acquisition that is not
+// fast increments exactly one of the other events, so per CPU, fast =
+// acquisitions - the sum of the others.  The ids are the lock-trace log's
+// LockTraceRecord::path (lockvisor/abi/lock_trace.h) and the keys of a lock
+// run's acquisitions_by_path (docs/pvbounded.md, docs/trace.md).
+// clang-format off
+#define LOCKVISOR_ACQ_PATHS(X)                                                                  \
+  X(fast,     count_,           "the lock's first attempt, no contention seen")                 \
+  X(spin,     lock_spin,        "won spinning on the word with no queued waiter (TAS retry, steal phase, trylock)") \
+  X(steal,    pv_lock_stealing, "taken past queued waiters: the word had a queue tail (pvbounded: N clear)") \
+  X(pending,  lock_pending,     "qspinlock's pending bit (the second contender)")               \
+  X(queue,    lock_queue,       "in queue order: MCS queue head (pvbounded: without a reservation), ticket turn") \
+  X(reserved, pv_reserved,      "pvbounded: the queue head took the lock it had reserved (N set)") \
+  X(borrow,   pv_lend,          "pvbounded, handoff=running: lent past a reserved head whose vCPU is preempted")
+// clang-format on
+
+enum class AcqPath : unsigned {
+#define LOCKVISOR_X_ENUM_(name, event, desc) name,
+  LOCKVISOR_ACQ_PATHS(LOCKVISOR_X_ENUM_)
+#undef LOCKVISOR_X_ENUM_
+  count_
+};
+inline constexpr unsigned kAcqPathCount = static_cast<unsigned>(AcqPath::count_);
+
+// The counting event of each path; LockEvent::count_ for `fast` (none).
+inline constexpr LockEvent kAcqPathEvents[kAcqPathCount] = {
+#define LOCKVISOR_X_EVENT_(name, event, desc) LockEvent::event,
+    LOCKVISOR_ACQ_PATHS(LOCKVISOR_X_EVENT_)
+#undef LOCKVISOR_X_EVENT_
+};
+inline constexpr const char* kAcqPathNames[kAcqPathCount] = {
+#define LOCKVISOR_X_NAME_(name, event, desc) #name,
+    LOCKVISOR_ACQ_PATHS(LOCKVISOR_X_NAME_)
+#undef LOCKVISOR_X_NAME_
+};
+inline constexpr const char* kAcqPathDescriptions[kAcqPathCount] = {
+#define LOCKVISOR_X_DESC_(name, event, desc) desc,
+    LOCKVISOR_ACQ_PATHS(LOCKVISOR_X_DESC_)
+#undef LOCKVISOR_X_DESC_
+};
+static_assert(static_cast<unsigned>(AcqPath::fast) == 0 && kAcqPathEvents[0] == LockEvent::count_,
+              "fast is path 0, the one without a counter");
+// Every other path has its own event (the sum rule above needs them distinct).
+constexpr bool acq_path_events_distinct() {
+  for (unsigned i = 1; i < kAcqPathCount; i++) {
+    if (kAcqPathEvents[i] == LockEvent::count_) return false;
+    for (unsigned j = 1; j < i; j++)
+      if (kAcqPathEvents[i] == kAcqPathEvents[j]) return false;
+  }
+  return true;
+}
+static_assert(acq_path_events_distinct());
+
 // The three lock_use_node* ids are consecutive so idx 1..3 maps by addition.
 static_assert(static_cast<unsigned>(LockEvent::lock_use_node3) ==
               static_cast<unsigned>(LockEvent::lock_use_node2) + 1);
 static_assert(static_cast<unsigned>(LockEvent::lock_use_node4) ==
               static_cast<unsigned>(LockEvent::lock_use_node2) + 2);
-static_assert(sizeof(LockEvents) == kLockEventCount * sizeof(u64));
+static_assert(sizeof(LockEvents) % kLockEventsAlign == 0 && sizeof(LockEvents) >= kLockEventCount * sizeof(u64));
 
 }  // namespace lockvisor::locks

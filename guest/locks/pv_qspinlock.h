@@ -241,7 +241,7 @@ struct PvHooks {
       u32 v = q::read(lock);
       if (!(v & q::kLockedPendingMask) &&
           try_cmpxchg(&lock->val, &v, v | q::kLockedVal, Order::acquire)) {  // pairs with unlock release
-        if (v & q::kTailMask) lockevent_inc<Env>(LockEvent::pv_lock_stealing);
+        lockevent_inc<Env>((v & q::kTailMask) ? LockEvent::pv_lock_stealing : LockEvent::lock_spin);
         return true;
       }
       if (!(v & q::kTailMask) || (v & q::kPendingMask)) return false;
@@ -322,6 +322,7 @@ struct PvHooks {
     }
 
   gotlock:
+    lockevent_inc<Env>(LockEvent::lock_queue);  // the acquisition's path (lock_events.h)
     return q::read(lock) | q::kLockedVal;
   }
 };

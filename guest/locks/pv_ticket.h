@@ -115,6 +115,7 @@ class PvTicketLock {
     const u32 old = fetch_add(&w_, pvt::kTailInc, Order::acquire);
     const u32 want = pvt::tail_of(old);
     if (pvt::head_of(old) != want) {
+      lockevent_inc<Env>(LockEvent::lock_queue);  // not our turn yet: we get it in ticket order below
       for (;;) {
         for (u32 n = kSpinThreshold; n; n--) {
           // Acquire pairs with the release RMW in unlock().

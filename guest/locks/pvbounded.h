@@ -107,6 +107,12 @@
 //     ~1 us, the heartbeat within one loop iteration), so the bound gains
 //     one critical section per time the head is descheduled.  A hint stuck
 //     at "preempted" cannot starve a running head: its heartbeat is fresh.
+//     GAP (found by `lockvisor trace-check`, docs/pvbounded.md): "every head
+//     sets N as soon as it is head" needs the head to run.  The owner sets N
+//     for a successor only if it is already older than T when made head; a
+//     halted node made head younger than T that ages past T while it waits
+//     for the host to run it (kicked, up to 25 ms at 8 vCPUs on 2 CPUs) has
+//     nobody to set N, and the lock stays stealable all that time.
 //   * Convoy: once every waiter queues longer than T, every head is old on
 //     arrival and the lock stays in FIFO-handoff mode (pvticket speed) until
 //     the queue drains.  T must exceed the usual queueing time; measured
@@ -249,7 +255,9 @@ struct Hooks {
         if (!lend || !Arrival<Env>::head_cannot_run(head_cpu(v))) return false;
         if (try_borrow(lock, v)) return true;
       } else if (try_steal(lock, v)) {
-        if (v & q::kTailMask) lockevent_inc<Env>(LockEvent::pv_lock_stealing);
+        // try_steal() leaves v at the word it took: a tail there is a queued
+        // waiter bypassed (the steal path); none, the TAS-style spin path.
+        lockevent_inc<Env>((v & q::kTailMask) ? LockEvent::pv_lock_stealing : LockEvent::lock_spin);
         return true;
       }
       if (spins-- == 0) return false;
@@ -302,7 +310,13 @@ struct Hooks {
         // Take it, clearing byte 1 (N is cleared only here).
         // (n,*,0) -> (n,0,1).  Acquire pairs with the unlock's release.
         const u32 mine = (v & q::kTailMask) | q::kLockedVal;
-        if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) return mine;
+        if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) {
+          // The path: our reservation (N is set only for the current head,
+          // by itself or by the owner that made it head) or a free lock won
+          // against stealers.
+          lockevent_inc<Env>(no_steal(v) ? LockEvent::pv_reserved : LockEvent::lock_queue);
+          return mine;
+        }
         continue;
       }
       if (!no_steal(v)) {

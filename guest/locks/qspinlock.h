@@ -77,7 +77,12 @@ struct NativeHooks {
   static void pass(QNode* next) { mcs_pass(next); }
   // Returns non-zero (the current word, locked) if it acquired the lock.
   static u32 wait_head_or_lock(QSpinWord*, QNode*) { return 0; }
-  static bool trylock(QSpinWord* l) { return trylock_word(l); }
+  // Only from (0,0,0): nobody is queued, so a win is the `spin` path.
+  static bool trylock(QSpinWord* l) {
+    if (!trylock_word(l)) return false;
+    lockevent_inc<Env>(LockEvent::lock_spin);
+    return true;
+  }
 };
 
 // The pending-bit path for the 2nd contender.  Returns true if it acquired
@@ -184,8 +189,11 @@ template <class Env, class Hooks, bool kUsePending>
     // PV already took the lock (locked byte set by us).  If we are still the
     // tail, clear it: n,0,1 -> 0,0,1.  Failure means a successor appeared.
     if ((v & kTailMask) == tail && try_cmpxchg(&lock->val, &v, kLockedVal, Order::relaxed)) goto release;
-  } else if (head_acquire<Env>(lock, tail)) {
-    goto release;  // we were the last node: no one to hand over to
+  } else {
+    // Native: the head's acquisition, in queue order.  (A PV
+    // wait_head_or_lock counts its own path: it knows how it took the lock.)
+    lockevent_inc<Env>(LockEvent::lock_queue);
+    if (head_acquire<Env>(lock, tail)) goto release;  // we were the last node: no one to hand over to
   }
 
   // Someone queued behind us; wait for them to finish linking in, then pass

@@ -31,13 +31,24 @@ inline constexpr u32 kLocked = 1;
 // virt_spin_lock's loop: read, and only if 0 try the cmpxchg.
 // Acquire pairs with the store-release in unlock (or any release that
 // cleared the word, e.g. q::clear_locked_release for AutoLock).
+// The first attempt is the fast path; a win after spinning counts as the
+// `spin` path (lock_events.h). The spinning is out of line and cold so that
+// the fast path is the same instructions as without the count (`cold` keeps
+// the call's frame set-up off it; the spinner loses nothing, it waits anyway).
+template <class Env>
+[[gnu::noinline, gnu::cold]] void acquire_spinning(u32* w) {
+  for (;;) {
+    spin_relax<Env>();
+    u32 v = load_relaxed(w);
+    if (v == 0 && try_cmpxchg(w, &v, kLocked, Order::acquire)) break;
+  }
+  lockevent_inc<Env>(LockEvent::lock_spin);
+}
 template <class Env>
 [[gnu::always_inline]] inline void acquire(u32* w) {
-  for (;;) {
-    u32 v = load_relaxed(w);
-    if (v == 0 && try_cmpxchg(w, &v, kLocked, Order::acquire)) return;
-    spin_relax<Env>();
-  }
+  u32 v = load_relaxed(w);
+  if (__builtin_expect(v == 0 && try_cmpxchg(w, &v, kLocked, Order::acquire), 1)) return;
+  acquire_spinning<Env>(w);
 }
 [[gnu::always_inline]] inline bool try_acquire(u32* w) {
   u32 v = load_relaxed(w);

@@ -36,14 +36,10 @@ class TasBackoffLock {
   static constexpr u32 kMax = kMaxPause;
 
   void lock() {
-    u32 backoff = kMinPause;
-    for (;;) {
-      u32 v = load_relaxed(&w_);
-      // Acquire pairs with the store-release in unlock().
-      if (v == 0 && try_cmpxchg(&w_, &v, u32{1}, Order::acquire)) return;
-      for (u32 i = 0; i < backoff; i++) spin_relax<Env>();
-      backoff = backoff >= kMaxPause / 2 ? kMaxPause : backoff * 2;
-    }
+    // Acquire (both cmpxchgs) pairs with the store-release in unlock().
+    u32 v = load_relaxed(&w_);
+    if (__builtin_expect(v == 0 && try_cmpxchg(&w_, &v, u32{1}, Order::acquire), 1)) return;  // the fast path
+    lock_backing_off();
   }
   void unlock() { store_release(&w_, u32{0}); }
   bool try_lock() {
@@ -53,6 +49,20 @@ class TasBackoffLock {
   bool is_locked() const { return load_relaxed(&w_) != 0; }
 
  private:
+  // Out of line and cold (as tas.h's), so that the fast path is the same
+  // instructions as without the path count (lock_events.h): won after backing
+  // off is `spin`.
+  [[gnu::noinline, gnu::cold]] void lock_backing_off() {
+    u32 backoff = kMinPause;
+    for (;;) {
+      for (u32 i = 0; i < backoff; i++) spin_relax<Env>();
+      backoff = backoff >= kMaxPause / 2 ? kMaxPause : backoff * 2;
+      u32 v = load_relaxed(&w_);
+      if (v == 0 && try_cmpxchg(&w_, &v, u32{1}, Order::acquire)) break;
+    }
+    lockevent_inc<Env>(LockEvent::lock_spin);
+  }
+
   u32 w_;
 };
 

@@ -49,8 +49,12 @@ class TicketLock {
     const u32 old = fetch_add(&w_, kNextInc, Order::relaxed);
     const u32 my = old >> kNextShift;
     // Wait for our turn (also taken when uncontended: one extra load).
-    // Acquire pairs with the release add in unlock().
-    while ((load_acquire(&w_) & kOwnerMask) != my) spin_relax<Env>();
+    // Acquire pairs with the release add in unlock().  Our turn at the first
+    // look is the fast path; after waiting, the `queue` path (lock_events.h).
+    if (__builtin_expect((load_acquire(&w_) & kOwnerMask) == my, 1)) return;
+    do spin_relax<Env>();
+    while ((load_acquire(&w_) & kOwnerMask) != my);
+    lockevent_inc<Env>(LockEvent::lock_queue);
   }
 
   void unlock() {

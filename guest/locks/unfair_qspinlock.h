@@ -78,7 +78,7 @@ class UnfairQSpinLock {
   bool steal(u32 v) {
     while (!(v & q::kLockedMask)) {
       if (try_cmpxchg(&w_.val, &v, v | q::kLockedVal, Order::acquire)) {
-        if (v & q::kTailMask) lockevent_inc<Env>(LockEvent::pv_lock_stealing);
+        lockevent_inc<Env>((v & q::kTailMask) ? LockEvent::pv_lock_stealing : LockEvent::lock_spin);
         return true;
       }
     }

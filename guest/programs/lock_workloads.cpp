@@ -66,14 +66,38 @@ struct WorkloadEnv : GuestLockEnv {
 // Each vCPU's window-mark message (a vCPU is stopped while the VMM reads it).
 Ucall g_marks[kMaxVcpus];
 
-// --trace: each vCPU's lock-trace log block (null: not tracing) and the
-// arrival time of its acquisition in progress (runtime/lock_trace.h). One
-// cache line per vCPU: the hot loop must not share lines between vCPUs.
+// --trace: each vCPU's lock-trace log block (null: not tracing), the
+// arrival time of its acquisition in progress (runtime/lock_trace.h) and its
+// acquisition-path counters as of its last record. Cache-line aligned per
+// vCPU: the hot loop must not share lines between vCPUs.
 struct alignas(64) TraceSlot {
   LockTraceHeader* log;
   u64 arrive;
+  u64 seen[lockvisor::locks::kAcqPathCount];  // [0] (fast) unused: it has no counter
 };
 TraceSlot g_trace[kMaxVcpus];
+
+// The path of the acquisition being recorded: the path counter that moved
+// since the previous record (every path but `fast` counts itself, once per
+// acquisition: locks/lock_events.h); none moved, the fast path. Tracing
+// only: untraced runs never read the counters here.
+u32 acquisition_path(TraceSlot& slot) {
+  const lockvisor::locks::LockEvents& events = g_lock_events[this_cpu()];
+  u32 path = 0;
+  for (unsigned p = 1; p < lockvisor::locks::kAcqPathCount; p++) {
+    const u64 count = events.get(lockvisor::locks::kAcqPathEvents[p]);
+    if (count == slot.seen[p]) continue;
+    if (path == 0) path = p;
+    slot.seen[p] = count;
+  }
+  return path;
+}
+
+void start_path_counts(TraceSlot& slot) {
+  const lockvisor::locks::LockEvents& events = g_lock_events[this_cpu()];
+  for (unsigned p = 1; p < lockvisor::locks::kAcqPathCount; p++)
+    slot.seen[p] = events.get(lockvisor::locks::kAcqPathEvents[p]);
+}
 
 struct GuestPlatform {
   static u64 now() { return rdtsc(); }
@@ -103,8 +127,8 @@ struct GuestPlatform {
   // time read here: a preemption right after the release is not the hold's.
   // (Tracing only: it adds a 32-byte store to the traced critical section.)
   static void on_lock_releasing(unsigned lock, u64 t1) {
-    const TraceSlot& slot = g_trace[this_cpu()];
-    if (slot.log != nullptr) lock_trace_record(slot.log, lock, slot.arrive, t1, now());
+    TraceSlot& slot = g_trace[this_cpu()];
+    if (slot.log != nullptr) lock_trace_record(slot.log, lock, slot.arrive, t1, now(), acquisition_path(slot));
   }
   static void on_lock_release(unsigned lock) {
     if (g_lock_probe_on) [[unlikely]]
@@ -147,6 +171,7 @@ void run(WorkloadKind kind) {
   const u32 cpu = this_cpu();
   lock_trace_init();
   g_trace[cpu].log = lock_trace_block(cpu);
+  if (g_trace[cpu].log != nullptr) start_path_counts(g_trace[cpu]);
   auto run_with = [&]<class Lock>() {
     lockvisor::workloads::run_workload<WorkloadEnv, Lock, GuestPlatform>(params, g_shared<Lock>, cpu, g_stats[cpu]);
   };

@@ -23,15 +23,16 @@ void lock_trace_init();
 
 // Appends one acquisition to `block` (this vCPU's), or counts it as dropped
 // when the log is full. The record is written whole before count moves.
+// `path`: how the lock was taken (locks::AcqPath, locks/lock_events.h).
 inline void lock_trace_record(lockvisor::abi::LockTraceHeader* block, unsigned lock, lockvisor::abi::u64 t0,
-                              lockvisor::abi::u64 t1, lockvisor::abi::u64 t2) {
+                              lockvisor::abi::u64 t1, lockvisor::abi::u64 t2, lockvisor::abi::u32 path) {
   const lockvisor::abi::u64 n = block->count;
   if (n >= block->capacity) {
     block->dropped = block->dropped + 1;
     return;
   }
   auto* records = reinterpret_cast<lockvisor::abi::LockTraceRecord*>(block + 1);
-  records[n] = {t0, t1, t2, lock, 0};
+  records[n] = {t0, t1, t2, lock, path};
   block->count = n + 1;
 }
 

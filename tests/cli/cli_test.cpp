@@ -429,7 +429,7 @@ TEST(CliKvm, OvercommittedPingpongPrintsStatistics) {
 // Which test produces each row of README.md's exit-code table:
 //   0   CliKvm.OvercommittedPingpongPrintsStatistics, CliNoKvm.NativeRunsNeedNoKvmDevice
 //   1   CliKvm.GuestProgramExitingNonZeroExits1, CliKvm.MutualExclusionViolationExits1,
-//       CliKvm.FailingConformanceCaseExits1
+//       CliKvm.FailingConformanceCaseExits1, trace.cli_refusals (trace-check on a violation)
 //   2   CliBadInput.*, CliOptions.*, CliOutputFiles.*
 //   3   CliKvm.GuestFaultExits3, CliKvm.LockWorkloadWithoutStatisticsIsAGuestFault, CliKvm.BenchGuestFaultExits3
 //   4   CliKvm.WatchdogStopsTheGuestWithExitCode4

@@ -90,6 +90,13 @@ std::vector<UsageCommand> usage_commands() {
       // CPU (tools/linux-guest/conformance.sh boots Debian's kernels there,
       // in CI's nested step); here the command is checked to be understood:
       // on PVM it is refused as such, elsewhere a file that is no kernel is.
+      // The oracle on a real trace: it works if it judges every long wait
+      // (exit 0, or 1 when it finds the invariant broken: a finding, not a
+      // failure of the command) and ends with its summary.
+      {"lockvisor trace-check FILE [--bound-us T]", "trace_check", true,
+       "$LV run --workload lockbench --lock pvbounded --vcpus 4 --pcpus 0 --duration 0.1 --trace t.json "
+       "--trace-window worst-wait > run.log && $LV trace-check t.json --bound-us 1000 > check.txt; rc=$?; cat check.txt; "
+       "[ $rc -le 1 ] && grep -q \"^trace-check: pvbounded, T = 1000 us\" check.txt"},
       {"lockvisor run --kernel FILE [options]", "run_kernel", false,
        "head -c 4096 /dev/zero > notakernel; out=$($LV run --kernel notakernel --vcpus 2 --workload futex-hash 2>&1); "
        "rc=$?; echo \"$out\"; [ $rc -eq 2 ] && if [ -d /sys/module/kvm_pvm ]; then "

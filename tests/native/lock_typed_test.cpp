@@ -127,6 +127,40 @@ TYPED_TEST(LockTest, ManyUncontendedRoundsWrapCounters) {
   EXPECT_EQ(r.total, 10000u);
 }
 
+// Acquisition paths (lock_events.h): an uncontended acquisition counts no
+// path event (the fast path costs nothing more), one that had to wait for a
+// holder counts exactly one, on the waiting CPU.
+TYPED_TEST(LockTest, CountsNoPathUncontendedAndOnePathPerContendedAcquisition) {
+  const auto paths_counted = [](unsigned cpu) {
+    u64 n = 0;
+    for (unsigned p = 1; p < locks::kAcqPathCount; p++) n += Env::ev[cpu].get(locks::kAcqPathEvents[p]);
+    return n;
+  };
+  Env::bind_cpu(0);
+  TypeParam lock{};
+  for (int i = 0; i < 1000; i++) {
+    lock.lock();
+    lock.unlock();
+  }
+  EXPECT_EQ(paths_counted(0), 0u) << "an uncontended acquisition must stay on the fast path";
+
+  lock.lock();  // held for cpu 1 to wait on
+  std::atomic<int> phase{0};
+  run_on_cpus<Env>(2, [&](unsigned cpu) {
+    if (cpu == 1) {
+      phase.store(1);
+      lock.lock();
+      lock.unlock();
+    } else {
+      while (phase.load() != 1) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      lock.unlock();  // on behalf of the test's hold
+    }
+  });
+  EXPECT_EQ(paths_counted(1), 1u) << "the waiter's acquisition counts exactly one path";
+  EXPECT_EQ(paths_counted(0), 0u);
+}
+
 TYPED_TEST(LockTest, MutualExclusion2Threads) { this->run_stress(2); }
 TYPED_TEST(LockTest, MutualExclusion4Threads) { this->run_stress(4); }
 TYPED_TEST(LockTest, MutualExclusion8Threads) { this->run_stress(8); }

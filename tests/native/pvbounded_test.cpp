@@ -67,6 +67,32 @@ TEST(PvBounded, StealsPastAQueueOnlyWhileNoStealIsClear) {
   EXPECT_FALSE(l.is_locked()) << "reserved is not held";
 }
 
+// The steal phase counts its path where it branches: a tail in the word it
+// took is a steal (a queued waiter bypassed), none a spin; a reserved lock is
+// neither taken nor counted.
+TEST(PvBounded, StealPhaseCountsStealOrSpinByTheWordItTook) {
+  WordEnv::reset();
+  WordEnv::bind_cpu(0);
+  using Hooks = pvb::Hooks<WordEnv>;
+  q::QSpinWord with_queue{};
+  with_queue.val = q::encode_tail(1, 0);
+  EXPECT_TRUE(Hooks::trylock(&with_queue));
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_lock_stealing), 1u);
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::lock_spin), 0u);
+
+  q::QSpinWord empty{};
+  EXPECT_TRUE(Hooks::trylock(&empty));
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::lock_spin), 1u);
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_lock_stealing), 1u);
+
+  q::QSpinWord reserved{};
+  reserved.val = q::encode_tail(1, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1);
+  EXPECT_FALSE(Hooks::trylock(&reserved));
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::lock_spin) + WordEnv::ev[0].get(LockEvent::pv_lock_stealing) +
+                WordEnv::ev[0].get(LockEvent::pv_lend),
+            2u);
+}
+
 TEST(PvBounded, UnlockOfAReservedLockKeepsTheReservation) {
   WordEnv::reset();
   WordEnv::bind_cpu(0);
@@ -125,6 +151,12 @@ TEST(PvBounded, NoStealIsClearedOnlyByTheHeadsAcquisition) {
   EXPECT_FALSE(lock.is_locked());
   EXPECT_EQ(lock.value(), 0u);
   EXPECT_GE(HeadEnv::event_total(LockEvent::pv_no_steal), 1u);
+  // The paths: cpu 0 took the free lock on the fast path (no count), cpu 1
+  // got its reservation.  (try_lock() counts no path.)
+  EXPECT_EQ(HeadEnv::ev[1].get(LockEvent::pv_reserved), 1u);
+  for (LockEvent e : {LockEvent::lock_queue, LockEvent::pv_lock_stealing, LockEvent::lock_spin, LockEvent::pv_lend})
+    EXPECT_EQ(HeadEnv::event_total(e), 0u) << locks::kLockEventNames[static_cast<unsigned>(e)];
+  EXPECT_EQ(HeadEnv::ev[0].get(LockEvent::pv_reserved), 0u);
   EXPECT_GE(HeadEnv::event_total(LockEvent::pv_wait_head), 1u);
   EXPECT_EQ(HeadEnv::event_total(LockEvent::pv_kick_unlock), 1u);
   EXPECT_EQ(HeadEnv::stats().timeouts, 0u);

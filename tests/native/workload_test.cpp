@@ -77,6 +77,12 @@ void expect_well_formed(const std::vector<WorkloadStats>& stats, const WorkloadP
     EXPECT_EQ(buckets, st.latency_count) << "cpu " << i;
     EXPECT_GE(st.latency_sum, st.latency_max);
     for (unsigned e = locks::kLockEventCount; e < abi::kLockEventSlots; e++) EXPECT_EQ(st.lock_events[e], 0u);
+    // An acquisition counts at most one path event (lock_events.h), so the
+    // counted paths never exceed the acquisitions (fast is the rest).
+    u64 paths = 0;
+    for (unsigned path = 1; path < locks::kAcqPathCount; path++)
+      paths += st.lock_events[static_cast<unsigned>(locks::kAcqPathEvents[path])];
+    EXPECT_LE(paths, st.ops) << "cpu " << i;
   }
 }
 

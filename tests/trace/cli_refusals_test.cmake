@@ -24,3 +24,39 @@ expect_refused("worst-wait without locks" --workload pingpong --trace ${OUT}/t.j
 if(EXISTS ${OUT}/t.json)
   message(FATAL_ERROR "a refused command left ${OUT}/t.json behind")
 endif()
+
+# trace-check: a file that is no trace is a usage error (exit 2, naming the
+# file); a synthetic trace whose steal bypasses a running head older than T
+# breaks the invariant (exit 1); the same with the head halted is explained
+# by the host (exit 0).
+function(expect_trace_check what expected file)
+  execute_process(COMMAND ${LOCKVISOR} trace-check ${file} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc EQUAL ${expected})
+    message(FATAL_ERROR "trace-check ${what}: exit ${rc}, expected ${expected}\n${out}\n${err}")
+  endif()
+  if(expected EQUAL 2 AND NOT err MATCHES "${file}")
+    message(FATAL_ERROR "trace-check ${what}: the error does not name the file:\n${err}")
+  endif()
+  if(NOT expected EQUAL 2 AND NOT out MATCHES "trace-check: pvbounded, T = [0-9]+ us")
+    message(FATAL_ERROR "trace-check ${what}: no summary line:\n${out}")
+  endif()
+endfunction()
+expect_trace_check("a missing file" 2 ${OUT}/missing.json)
+expect_trace_check("a directory" 2 ${OUT}/a-directory)
+file(WRITE ${OUT}/not-a-trace.json "{\"hello\": 1}")
+expect_trace_check("a JSON file that is no trace" 2 ${OUT}/not-a-trace.json)
+# vCPU 0 waits 1..6 ms as the (running) queue head; vCPU 1 steals at 3 ms.
+set(lanes "{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"guest\",\"ts\":0,\"dur\":10000,\"args\":{}},
+{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"name\":\"guest\",\"ts\":0,\"dur\":10000,\"args\":{}},
+{\"ph\":\"X\",\"pid\":1,\"tid\":2000,\"name\":\"wait\",\"ts\":1000,\"dur\":5000,\"args\":{\"lock\":0,\"path\":\"reserved\"}},
+{\"ph\":\"X\",\"pid\":1,\"tid\":2000,\"name\":\"hold\",\"ts\":6000,\"dur\":0.1,\"args\":{\"lock\":0,\"path\":\"reserved\"}},
+{\"ph\":\"X\",\"pid\":1,\"tid\":2001,\"name\":\"wait\",\"ts\":3000,\"dur\":0,\"args\":{\"lock\":0,\"path\":\"steal\"}},
+{\"ph\":\"X\",\"pid\":1,\"tid\":2001,\"name\":\"hold\",\"ts\":3000,\"dur\":0.1,\"args\":{\"lock\":0,\"path\":\"steal\"}}")
+set(meta "\"metadata\":{\"vcpus\":2,\"args\":\"lock=pvbounded\",\"backend\":\"userspace\"}")
+file(WRITE ${OUT}/violation.json "{\"traceEvents\":[${lanes}],${meta}}")
+expect_trace_check("a steal past a running old head" 1 ${OUT}/violation.json)
+expect_trace_check("the same with T = 3 ms" 0 ${OUT}/violation.json --bound-us 3000)
+file(WRITE ${OUT}/halted.json "{\"traceEvents\":[${lanes},
+{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"halted\",\"ts\":1100,\"dur\":4000,\"args\":{}}],${meta}}")
+expect_trace_check("a steal past a halted head" 0 ${OUT}/halted.json)

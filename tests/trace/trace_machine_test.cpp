@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -15,6 +16,8 @@
 #include "tests/support/kvm_required.h"
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
+#include "locks/lock_events.h"
+#include "vmm/lockstat/lock_metrics.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/machine.h"
 #include "vmm/trace/trace.h"
@@ -131,6 +134,49 @@ TEST(TraceMachine, OvercommittedPingPongShowsHaltsKicksAndPreemptions) {
   }
   EXPECT_GT(count_named(doc, "X", "preempted"), 0u) << "8 vCPUs on one CPU are preempted by the host";
   expect_well_nested(doc);
+}
+
+// Each record's path (the guest's trace hook, from the path counter that
+// moved since its previous record) adds up per vCPU to the path counts of its
+// statistics (fast = acquisitions - counted paths): an acquisition that
+// counted two paths would make them differ. Two vCPUs on two CPUs: both run,
+// so slow paths are taken, and a fair lock does not wait for a descheduled
+// turn.
+TEST(TraceMachine, EveryRecordsPathAddsUpToTheLocksPathCounts) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  std::uint64_t slow = 0;
+  for (const char* lock : {"pvbounded", "pvqspinlock", "ticket", "tas"}) {
+    const MachineConfig config = lockbench_config(lock, 2, 20000);
+    Trace trace(TraceOptions{});
+    const auto result = traced_run(*kvm, config, trace);
+    ASSERT_EQ(result.outcome, Outcome::kCompleted) << lock << ": " << result.reason;
+    const auto stats = lockstat::workload_stats_from(result);
+    const auto doc = nlohmann::json::parse(to_trace_json(trace));
+    const auto& meta = doc["metadata"]["locks"];
+    ASSERT_EQ(meta["dropped_in_guest"], 0) << lock;
+    EXPECT_EQ(meta["invalid_path"], 0) << lock;
+    std::map<unsigned, std::map<std::string, std::uint64_t>> traced;
+    for (const auto& e : doc["traceEvents"])
+      if (e["ph"] == "X" && e["name"] == "hold")
+        ++traced[e["tid"].get<unsigned>() - kLockTidBase][e["args"]["path"].get<std::string>()];
+    std::array<std::uint64_t, locks::kAcqPathCount> all{};
+    for (unsigned i = 0; i < stats.size(); ++i) {
+      const lockstat::PathFigures f = lockstat::path_figures(stats[i]);
+      EXPECT_EQ(f.invalid, 0u) << lock << " vCPU " << i;
+      for (unsigned p = 0; p < locks::kAcqPathCount; ++p) {
+        EXPECT_EQ(traced[i][locks::kAcqPathNames[p]], f.by_path[p]) << lock << " vCPU " << i << " " << locks::kAcqPathNames[p];
+        all[p] += f.by_path[p];
+      }
+    }
+    std::string seen;
+    for (unsigned p = 0; p < locks::kAcqPathCount; ++p)
+      if (all[p] != 0) seen += fmt::format(" {} {}", locks::kAcqPathNames[p], all[p]);
+    std::printf("[ measured ] %s, 2 vCPUs on 2 CPUs:%s\n", lock, seen.c_str());
+    slow += 2u * 20000u - all[0];
+  }
+  // A host busy elsewhere may run one vCPU's loop before the other's, so one
+  // lock's run may stay on the fast path; four cannot all have.
+  EXPECT_GT(slow, 0u) << "no acquisition of any lock left the fast path: nothing was compared";
 }
 
 TEST(TraceMachine, LockbenchHasOneWaitAndHoldPerAcquisitionInsideGuestTime) {

@@ -237,6 +237,56 @@ TEST(LockLog, GoodRecordsBecomeWaitAndHoldSlices) {
   EXPECT_TRUE(trace.lock_lane(0).events().empty());
 }
 
+// The record's path code: a known one travels to both slices, is counted and
+// labels (and colours) the acquisition in the file; an unknown one is counted
+// as invalid and drawn as such, never used as an index.
+TEST(LockLog, PathsAreCheckedCountedAndWritten) {
+  LogImage image(1, 10);
+  const GuestClock clock(ClockPair{kOrigin, kOrigin, 0}, ClockPair{kOrigin + 1'000'000, kOrigin + 1'000'000, 0}, 0,
+                         0);
+  const auto steal = static_cast<std::uint32_t>(locks::AcqPath::steal);
+  const auto reserved = static_cast<std::uint32_t>(locks::AcqPath::reserved);
+  auto* r = image.records(0);
+  r[0] = {kOrigin + 100, kOrigin + 200, kOrigin + 300, 0, steal};
+  r[1] = {kOrigin + 400, kOrigin + 500, kOrigin + 600, 0, reserved};
+  r[2] = {kOrigin + 700, kOrigin + 800, kOrigin + 900, 0, locks::kAcqPathCount};  // one past the last
+  r[3] = {kOrigin + 1000, kOrigin + 1100, kOrigin + 1200, 0, ~std::uint32_t{0}};
+  r[4] = {kOrigin + 1300, kOrigin + 1300, kOrigin + 1400, 0, 0};  // fast
+  image.header(0).count = 5;
+  Trace trace = make_trace(1);
+  const auto stats = read_lock_log(image.memory, image.place, std::vector<GuestClock>(1, clock), kOrigin,
+                                   kOrigin + 1'000'000, 1, trace);
+  EXPECT_EQ(stats.records, 5u) << "a bad path code does not make the times untrustworthy";
+  EXPECT_EQ(stats.rejected, 0u);
+  EXPECT_EQ(stats.invalid_path, 2u);
+  EXPECT_EQ(stats.by_path[steal], 1u);
+  EXPECT_EQ(stats.by_path[reserved], 1u);
+  EXPECT_EQ(stats.by_path[0], 1u);
+  const auto events = trace.lock_lane(0).events();
+  ASSERT_EQ(events.size(), 10u);
+  EXPECT_EQ(events[0].path, steal);
+  EXPECT_EQ(events[1].path, steal);
+  EXPECT_EQ(events[4].path, kInvalidPath);
+  EXPECT_EQ(events[7].path, kInvalidPath);
+
+  const auto doc = nlohmann::json::parse(to_trace_json(trace));
+  std::vector<nlohmann::json> holds;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["name"] == "wait") {
+      EXPECT_FALSE(e.contains("cname")) << "waits keep their default colour";
+    }
+    if (e["name"] == "hold") holds.push_back(e);
+  }
+  ASSERT_EQ(holds.size(), 5u);
+  EXPECT_EQ(holds[0]["args"]["path"], "steal");
+  EXPECT_EQ(holds[0]["cname"], "terrible");
+  EXPECT_EQ(holds[1]["args"]["path"], "reserved");
+  EXPECT_EQ(holds[2]["args"]["path"], "invalid");
+  EXPECT_EQ(holds[2]["cname"], "black");
+  EXPECT_EQ(holds[4]["args"]["path"], "fast");
+}
+
 TEST(LockLog, HostileRecordsAreRejectedNotTrusted) {
   LogImage image(1, 10);
   const GuestClock clock(ClockPair{0, 0, 0}, ClockPair{1'000'000, 1'000'000, 0}, 0, 0);
@@ -283,6 +333,7 @@ TEST(TraceWriter, MergeShortWritesRunsOfShortLockSlicesAsOneAndKeepsLongOnes) {
   EXPECT_EQ(xs[0]["args"]["slices"], 6);
   EXPECT_EQ(xs[0]["args"]["acquisitions"], 3);
   EXPECT_EQ(xs[0]["args"]["longest_wait_ns"], 100);
+  EXPECT_EQ(xs[0]["args"]["paths"], nlohmann::json({{"fast", 3}}));
   EXPECT_DOUBLE_EQ(xs[0]["dur"].get<double>(), 1.1);  // first wait's start to last hold's end
   EXPECT_EQ(xs[1]["name"], "wait");
   EXPECT_DOUBLE_EQ(xs[1]["dur"].get<double>(), 50.0);

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "locks/lock_events.h"
 #include "lockvisor/abi/workload.h"
@@ -51,6 +52,56 @@ TEST(LockStats, TwoTimesTwoToThe63ViolationsIsNotZero) {
   ASSERT_NE(sink, nullptr);
   EXPECT_NO_THROW(print_summary(run, m, sink));
   std::fclose(sink);
+}
+
+// Acquisitions by path: fast is what the counted paths leave of a CPU's
+// acquisitions; counts that add up to more than the acquisitions are the
+// guest's error, reported as invalid (never a wrapped fast count).
+TEST(LockStats, AcquisitionsByPathAddUpOrAreInvalid) {
+  auto with = [](std::uint64_t ops, std::uint64_t steals, std::uint64_t reserved) {
+    abi::WorkloadStats s{};
+    s.version = abi::kWorkloadStatsVersion;
+    s.ops = ops;
+    s.lock_events[static_cast<unsigned>(locks::LockEvent::pv_lock_stealing)] = steals;
+    s.lock_events[static_cast<unsigned>(locks::LockEvent::pv_reserved)] = reserved;
+    s.lock_events[static_cast<unsigned>(locks::LockEvent::pv_no_steal)] = 1000;  // not a path
+    return s;
+  };
+  LockRun run;
+  run.mode = "guest";
+  run.lock = "pvbounded";
+  run.workload = "lockbench";
+  run.cpus = 3;
+  run.samples = {{with(100, 30, 5), 1.0, 0, 1, 1}, {with(10, 20, 0), 1.0, 0, 1, 1}, {with(7, 0, 0), 1.0, 0, 1, 1}};
+  const auto j = to_json(run);
+  const auto& all = j["acquisitions_by_path"];
+  EXPECT_EQ(all["fast"], 65u + 0u + 7u);
+  EXPECT_EQ(all["steal"], 50u);
+  EXPECT_EQ(all["reserved"], 5u);
+  EXPECT_EQ(all["queue"], 0u);
+  EXPECT_EQ(all["invalid"], 10u) << "vCPU 1 claims 20 steals in 10 acquisitions";
+  ASSERT_EQ(j["per_vcpu_acquisitions_by_path"].size(), 3u);
+  EXPECT_EQ(j["per_vcpu_acquisitions_by_path"][0]["fast"], 65u);
+  EXPECT_EQ(j["per_vcpu_acquisitions_by_path"][1]["fast"], 0u);
+  EXPECT_EQ(j["per_vcpu_acquisitions_by_path"][1]["invalid"], 10u);
+  for (unsigned p = 0; p < locks::kAcqPathCount; ++p) EXPECT_TRUE(all.contains(locks::kAcqPathNames[p]));
+
+  // The human summary names the paths in one line and flags the invalid counts.
+  std::FILE* sink = std::tmpfile();
+  ASSERT_NE(sink, nullptr);
+  print_summary(run, j, sink);
+  std::rewind(sink);
+  std::string text;
+  for (int c; (c = std::fgetc(sink)) != EOF;) text += static_cast<char>(c);
+  std::fclose(sink);
+  EXPECT_NE(text.find("acquisitions by path: fast 72 (61.5%) steal 50 (42.7%) reserved 5 (4.3%)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("!!! 10 path counts beyond the acquisitions"), std::string::npos) << text;
+
+  // Saturating: forged counts never wrap into a small fast count.
+  const PathFigures f = path_figures(forged());
+  EXPECT_EQ(f.by_path[0], 0u);
+  EXPECT_GT(f.invalid, 0u);
 }
 
 TEST(LockStats, MalformedRecordsAreGuestErrors) {

@@ -18,6 +18,7 @@ Action add_conformance_command(CLI::App& app);
 Action add_doctor_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
 Action add_locks_command(CLI::App& app);
+Action add_trace_check_command(CLI::App& app);
 Action add_lab_command(CLI::App& app);
 Action add_ctl_command(CLI::App& app);
 Action add_linux_command(CLI::App& app);

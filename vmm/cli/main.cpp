@@ -100,6 +100,7 @@ int run_command_line(int argc, char** argv) {
   add(cli::add_doctor_command);
   add(cli::add_bench_command);
   add(cli::add_locks_command);
+  add(cli::add_trace_check_command);
   add(cli::add_lab_command);
   add(cli::add_ctl_command);
   add(cli::add_linux_command);

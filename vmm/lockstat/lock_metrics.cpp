@@ -72,6 +72,22 @@ std::optional<WindowFigures> windows_of(const LockRun& run, std::uint64_t tsc_kh
 
 }  // namespace
 
+PathFigures path_figures(const abi::WorkloadStats& stats) {
+  static_assert(locks::kLockEventCount <= abi::kLockEventSlots);
+  PathFigures f;
+  std::uint64_t counted = 0;
+  for (unsigned p = 1; p < locks::kAcqPathCount; ++p) {
+    f.by_path[p] = stats.lock_events[static_cast<unsigned>(locks::kAcqPathEvents[p])];
+    add_to(counted, f.by_path[p]);
+  }
+  if (counted <= stats.ops) {
+    f.by_path[0] = stats.ops - counted;
+  } else {
+    f.invalid = counted - stats.ops;
+  }
+  return f;
+}
+
 LockMetrics analyse(const LockRun& run) {
   LockMetrics m;
   std::uint64_t tsc_khz = 0, max_elapsed = 0;
@@ -91,6 +107,10 @@ LockMetrics analyse(const LockRun& run) {
       if (st.lock_events[e]) cpu_events[name] = st.lock_events[e];
     }
     m.lock_events_per_cpu.push_back(std::move(cpu_events));
+    const PathFigures paths = path_figures(st);
+    for (unsigned p = 0; p < locks::kAcqPathCount; ++p) add_to(m.paths.by_path[p], paths.by_path[p]);
+    add_to(m.paths.invalid, paths.invalid);
+    m.paths_per_cpu.push_back(paths);
     m.total.cpu_seconds += s.cpu_seconds;
     add_to(m.total.involuntary_switches, s.involuntary_switches);
     if (s.host_preemptions) add_to(m.total.host_preemptions, *s.host_preemptions);

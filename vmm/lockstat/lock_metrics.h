@@ -15,12 +15,14 @@
 // Host-side costs come twice: `total` over the threads' whole life (boot,
 // barriers, reporting) and `window` between the workload's window marks.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "locks/lock_events.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/metrics/summary.h"
 #include "vmm/metrics/window_fairness.h"
@@ -40,6 +42,18 @@ struct UsageFigures {
   std::optional<std::uint64_t> host_preemptions;  // KVM stat (whole life only)
   double ops_per_cpu_second = 0;                  // ops_total / cpu_seconds (0 without CPU time)
 };
+
+// Acquisitions by how they were made (locks::AcqPath, guest/locks/lock_events.h).
+// Every path but `fast` is its own lock event; fast is what remains of a
+// CPU's acquisitions. The counts are the guest's word: a CPU whose path
+// events add up to more than its acquisitions gets fast = 0 and the excess
+// as `invalid` (a count that cannot be an acquisition), never a wrapped
+// number.
+struct PathFigures {
+  std::array<std::uint64_t, locks::kAcqPathCount> by_path{};
+  std::uint64_t invalid = 0;
+};
+PathFigures path_figures(const abi::WorkloadStats& stats);
 
 struct WindowFigures {
   double window_ms = 0;          // one window's length
@@ -63,6 +77,8 @@ struct LockMetrics {
   std::uint64_t violations = 0;
   std::map<std::string, std::uint64_t> lock_events;                 // every LockEvent, summed
   std::vector<std::map<std::string, std::uint64_t>> lock_events_per_cpu;  // non-zero ones
+  PathFigures paths;                        // summed over CPUs (saturating)
+  std::vector<PathFigures> paths_per_cpu;
   UsageFigures total;                  // threads' whole life
   std::optional<UsageFigures> window;  // measured window only; nullopt unless every CPU was sampled at both marks
   std::optional<bool> pv_kicks_match_vmm;  // guest runs: guest pv_kick == VMM kicks

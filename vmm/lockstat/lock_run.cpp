@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "locks/lock_events.h"
 #include "vmm/lockstat/lock_metrics.h"
 #include "vmm/lockstat/saturating.h"
 #include "vmm/report/run_report.h"
@@ -19,6 +20,15 @@ namespace {
 // A PV counter of one vCPU by name: absent is a host bug (a renamed counter
 // must not read as 0).
 nlohmann::json optional_json(const auto& value) { return value ? nlohmann::json(*value) : nlohmann::json(nullptr); }
+
+// {"fast": N, "spin": N, ...}: every path, and "invalid" (path counts beyond
+// the acquisitions: the guest's counters do not add up).
+nlohmann::json paths_json(const PathFigures& f) {
+  nlohmann::json j = nlohmann::json::object();
+  for (unsigned p = 0; p < locks::kAcqPathCount; ++p) j[locks::kAcqPathNames[p]] = f.by_path[p];
+  j["invalid"] = f.invalid;
+  return j;
+}
 
 nlohmann::json spread_json(const std::optional<metrics::Spread>& s) {
   if (!s) return nullptr;
@@ -125,6 +135,10 @@ nlohmann::json to_json(const LockRun& run) {
   nlohmann::json per_cpu = nlohmann::json::array();
   for (const auto& events : m.lock_events_per_cpu) per_cpu.push_back(events.empty() ? nlohmann::json::object() : nlohmann::json(events));
   j["pv_per_vcpu"] = per_cpu;
+  j["acquisitions_by_path"] = paths_json(m.paths);
+  nlohmann::json paths_per_cpu = nlohmann::json::array();
+  for (const auto& p : m.paths_per_cpu) paths_per_cpu.push_back(paths_json(p));
+  j["per_vcpu_acquisitions_by_path"] = std::move(paths_per_cpu);
   if (run.vmm) {
     const auto& c = *run.vmm;
     j["vmm"] = {{"halts", c.halts},
@@ -199,6 +213,18 @@ void print_summary(const LockRun& run, const nlohmann::json&, std::FILE* out) {
   };
   if (m.window) usage_line("(window)", *m.window);
   usage_line("(total) ", m.total);
+  // One line: the paths taken, in the list's order (lock_events.h), with
+  // their shares, so a reader sees at once how much was stolen or handed over.
+  std::string paths;
+  const double all = static_cast<double>(m.ops_total);
+  for (unsigned p = 0; p < locks::kAcqPathCount; ++p)
+    if (m.paths.by_path[p] != 0)
+      paths += fmt::format(" {} {} ({:.1f}%)", locks::kAcqPathNames[p], m.paths.by_path[p],
+                           all > 0 ? 100.0 * static_cast<double>(m.paths.by_path[p]) / all : 0.0);
+  if (!paths.empty() || m.paths.invalid != 0)
+    fmt::print(out, "  acquisitions by path:{}{}\n", paths,
+               m.paths.invalid ? fmt::format("  !!! {} path counts beyond the acquisitions (invalid)", m.paths.invalid)
+                               : std::string());
   std::string events;
   for (const auto& [name, value] : m.lock_events)
     if (value > 0) events += fmt::format(" {}={}", name, value);

@@ -80,8 +80,15 @@ LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlace
       }
       const auto u0 = static_cast<std::uint64_t>(t0), u1 = static_cast<std::uint64_t>(t1),
                  u2 = static_cast<std::uint64_t>(t2);
-      lane.add({u0, u1, 0, rec.lock, EventKind::kLockWait});
-      lane.add({u1, u2, 0, rec.lock, EventKind::kLockHold});
+      std::uint8_t path = kInvalidPath;
+      if (rec.path < locks::kAcqPathCount) {
+        path = static_cast<std::uint8_t>(rec.path);
+        ++stats.by_path[rec.path];
+      } else {
+        ++stats.invalid_path;
+      }
+      lane.add({u0, u1, 0, rec.lock, EventKind::kLockWait, path});
+      lane.add({u1, u2, 0, rec.lock, EventKind::kLockHold, path});
       ++stats.records;
     }
     lane.add_dropped(2 * dropped);

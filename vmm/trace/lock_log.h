@@ -1,9 +1,12 @@
 // The lock-trace log in guest memory (lockvisor/abi/lock_trace.h): where it
 // goes, and turning it into lock-lane slices after the run.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "locks/lock_events.h"
 
 #include "vmm/trace/trace.h"
 #include "vmm/trace/trace_clock.h"
@@ -27,6 +30,10 @@ struct LockLogStats {
   std::uint64_t records = 0;   // accepted
   std::uint64_t dropped = 0;   // the guest's count of acquisitions its full log did not keep
   std::uint64_t rejected = 0;  // records that failed a check (never in the trace)
+  // Accepted records by acquisition path (locks::AcqPath), and those whose
+  // path code is none the VMM knows (drawn with path kInvalidPath).
+  std::array<std::uint64_t, locks::kAcqPathCount> by_path{};
+  std::uint64_t invalid_path = 0;
 };
 
 // Reads every vCPU's block after the run, trusting nothing in it: count is
@@ -34,7 +41,8 @@ struct LockLogStats {
 // `max_lock`, have arrive <= acquired <= released, and map inside
 // [window_begin_ns, window_end_ns] through its vCPU's clock (clocks[i]:
 // each vCPU has its own TSC offset). Good records become a wait and a hold
-// slice on the vCPU's lock lane.
+// slice on the vCPU's lock lane, both with the record's path; an unknown
+// path code keeps the record (its times passed) as path kInvalidPath.
 LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlacement& place,
                            std::span<const GuestClock> clocks, std::uint64_t window_begin_ns,
                            std::uint64_t window_end_ns, std::uint32_t max_lock, Trace& trace);

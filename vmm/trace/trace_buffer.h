@@ -23,6 +23,10 @@ enum class EventKind : std::uint8_t {
   kLockHold,   // lock lane: acquired -> released; arg = lock slot
 };
 
+// kLockWait/kLockHold: the lock-trace record's path code was not one the VMM
+// knows (a guest's word; never used as an index).
+inline constexpr std::uint8_t kInvalidPath = 0xff;
+
 // Times are CLOCK_MONOTONIC nanoseconds (the trace's one clock).
 struct Event {
   std::uint64_t begin_ns;
@@ -30,6 +34,9 @@ struct Event {
   std::uint64_t id;      // flow id (kKick, kWake), else 0
   std::uint32_t arg;
   EventKind kind;
+  // kLockWait/kLockHold: how the lock was taken, a locks::AcqPath below
+  // locks::kAcqPathCount (guest/locks/lock_events.h) or kInvalidPath.
+  std::uint8_t path = 0;
 };
 
 class TraceBuffer {

@@ -152,6 +152,10 @@ void TraceService::finish() {
     meta["locks"]["records"] = stats.records;
     meta["locks"]["dropped_in_guest"] = stats.dropped;
     meta["locks"]["rejected"] = stats.rejected;
+    nlohmann::json by_path = nlohmann::json::object();
+    for (unsigned p = 0; p < locks::kAcqPathCount; ++p) by_path[locks::kAcqPathNames[p]] = stats.by_path[p];
+    meta["locks"]["by_path"] = std::move(by_path);
+    meta["locks"]["invalid_path"] = stats.invalid_path;
   }
 }
 

@@ -2,14 +2,29 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cstdint>
 #include <iterator>
 #include <unordered_set>
+
+#include "locks/lock_events.h"
 
 namespace lockvisor::trace {
 namespace {
 
 const char* park_name(std::uint32_t cause) { return cause == 0 ? "parked (injected)" : "paused"; }
+
+// A lock slice's path (Event::path, checked when the log was read).
+const char* path_name(std::uint8_t path) {
+  return path < locks::kAcqPathCount ? locks::kAcqPathNames[path] : "invalid";
+}
+
+// The colour of a hold by its path: chrome://tracing's reserved colour names
+// ("cname"); Perfetto ignores them and shows args.path. The steal (a queued
+// waiter bypassed) and the borrow stand out; queue-order paths are blues.
+constexpr const char* kPathColours[] = {"good", "olive", "terrible", "yellow", "rail_response", "rail_idle", "bad"};
+static_assert(std::size(kPathColours) == locks::kAcqPathCount, "a colour per path (lock_events.h)");
+const char* path_colour(std::uint8_t path) { return path < locks::kAcqPathCount ? kPathColours[path] : "black"; }
 
 class Writer {
  public:
@@ -70,10 +85,12 @@ class Writer {
     return fmt::format("{}.{:03}", d / 1000, d % 1000);
   }
 
-  void slice(unsigned tid, const char* cat, std::string_view name, const Event& e, std::string_view args = "{}") {
+  void slice(unsigned tid, const char* cat, std::string_view name, const Event& e, std::string_view args = "{}",
+             const char* colour = nullptr) {
     fmt::format_to(std::back_inserter(out_),
-                   "{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"cat\":\"{}\",\"name\":\"{}\",\"ts\":{},\"dur\":{},\"args\":{}}},\n",
-                   tid, cat, name, ts(e.begin_ns), dur(e.begin_ns, e.end_ns), args);
+                   "{{\"ph\":\"X\",\"pid\":1,\"tid\":{},\"cat\":\"{}\",\"name\":\"{}\",\"ts\":{},\"dur\":{},\"args\":{}{}}},\n",
+                   tid, cat, name, ts(e.begin_ns), dur(e.begin_ns, e.end_ns), args,
+                   colour != nullptr ? fmt::format(",\"cname\":\"{}\"", colour) : std::string());
   }
   void flow(unsigned tid, const char* ph, const Event& e, std::uint32_t target) {
     fmt::format_to(std::back_inserter(out_),
@@ -82,8 +99,11 @@ class Writer {
                    *ph == 'f' ? std::string(",\"bp\":\"e\"") : fmt::format(",\"args\":{{\"target\":{}}}", target));
   }
 
+  // Both slices of an acquisition carry its path; the hold is coloured by it.
   void plain_lock_slice(unsigned tid, const Event& e) {
-    slice(tid, "lock", e.kind == EventKind::kLockWait ? "wait" : "hold", e, fmt::format(R"({{"lock":{}}})", e.arg));
+    const bool hold = e.kind == EventKind::kLockHold;
+    slice(tid, "lock", hold ? "hold" : "wait", e, fmt::format(R"({{"lock":{},"path":"{}"}})", e.arg, path_name(e.path)),
+          hold ? path_colour(e.path) : nullptr);
   }
 
   // --trace-merge-short: a run of short lock slices (each, and each gap,
@@ -98,12 +118,13 @@ class Writer {
       return;
     }
     if (group_.count != 0 && (e.begin_ns < group_.end_ns || e.begin_ns - group_.end_ns >= limit)) flush_merged(tid);
-    if (group_.count == 0) group_ = {e, e.begin_ns, e.end_ns, 0, 0, 0};
+    if (group_.count == 0) group_ = {e, e.begin_ns, e.end_ns, 0, 0, 0, {}};
     group_.end_ns = std::max(group_.end_ns, e.end_ns);
     ++group_.count;
     if (e.kind == EventKind::kLockWait) {
       ++group_.waits;
       group_.longest_wait_ns = std::max(group_.longest_wait_ns, length);
+      ++group_.paths[e.path < locks::kAcqPathCount ? e.path : locks::kAcqPathCount];
     }
   }
 
@@ -112,9 +133,16 @@ class Writer {
       plain_lock_slice(tid, group_.first);
     } else if (group_.count > 1) {
       const Event merged{group_.begin_ns, group_.end_ns, 0, group_.first.arg, EventKind::kLockHold};
+      // The merged acquisitions by path (each counted once, at its wait).
+      std::string paths;
+      for (unsigned p = 0; p <= locks::kAcqPathCount; ++p)
+        if (group_.paths[p] != 0)
+          paths += fmt::format("{}\"{}\":{}", paths.empty() ? "" : ",", path_name(static_cast<std::uint8_t>(
+                                                                         p < locks::kAcqPathCount ? p : kInvalidPath)),
+                               group_.paths[p]);
       slice(tid, "lock", "acquisitions", merged,
-            fmt::format(R"({{"slices":{},"acquisitions":{},"longest_wait_ns":{}}})", group_.count, group_.waits,
-                        group_.longest_wait_ns));
+            fmt::format(R"({{"slices":{},"acquisitions":{},"longest_wait_ns":{},"paths":{{{}}}}})", group_.count,
+                        group_.waits, group_.longest_wait_ns, paths));
       merged_slices_ += group_.count;
       ++merged_written_;
     }
@@ -196,6 +224,7 @@ class Writer {
   struct MergeGroup {
     Event first;
     std::uint64_t begin_ns, end_ns, count, waits, longest_wait_ns;
+    std::array<std::uint64_t, locks::kAcqPathCount + 1> paths;  // by path, [kAcqPathCount]: invalid
   } group_{};
   std::uint64_t merged_slices_ = 0, merged_written_ = 0;
   fmt::memory_buffer out_;

@@ -14,7 +14,8 @@
 //
 // The guest is untrusted: the VMM takes capacity from its own bookkeeping,
 // never from the header, clamps count to it, and checks every record (lock
-// slot in range, t0 <= t1 <= t2, times inside the run) before using it.
+// slot in range, t0 <= t1 <= t2, times inside the run) before using it; a
+// path code it does not know is counted as invalid, never used as an index.
 #pragma once
 #include "lockvisor/abi/types.h"
 
@@ -35,7 +36,7 @@ struct LockTraceRecord {
   u64 acquired;  // t1: lock() returned
   u64 released;  // t2: unlock() returned
   u32 lock;      // lock slot (0 for lockbench, 0..locks-1 for torture)
-  u32 reserved;
+  u32 path;      // how the lock was taken: a locks::AcqPath code (guest/locks/lock_events.h), below its count
 };
 
 static_assert(sizeof(LockTraceHeader) == 32);

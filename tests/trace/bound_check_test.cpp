@@ -1,0 +1,263 @@
+// The bound oracle (vmm/trace/bound_check.h) on synthetic timelines: it must
+// fail a trace where a bypass breaks pvbounded's invariant (a steal past a
+// running head older than T, a queue jump, a borrow with lending off) and
+// pass one where every bypass is allowed (young waiter, older waiters served
+// in order) or explained by a host event (the head descheduled, halted
+// awaiting its wake-up, the waiter descheduled before it queued). Also the
+// reader: a written trace reads back to the same verdicts, and a file that
+// is not a trace is refused.
+#include "vmm/trace/bound_check.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "locks/lock_events.h"
+#include "vmm/trace/trace.h"
+#include "vmm/trace/trace_reader.h"
+#include "vmm/trace/trace_writer.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::trace {
+namespace {
+
+using locks::AcqPath;
+constexpr std::uint64_t kUs = 1000, kMs = 1000 * kUs;
+
+struct Builder {
+  TraceTimeline t;
+  explicit Builder(unsigned vcpus, std::uint64_t end = 20 * kMs) {
+    t.vcpus = vcpus;
+    t.vcpu.resize(vcpus);
+    t.end_ns = end;
+    t.metadata = {{"vcpus", vcpus}, {"args", "lock=pvbounded cs=100"}, {"backend", "userspace"}};
+    for (TracedVcpu& v : t.vcpu) v.guest.push_back({0, end});  // running unless told otherwise
+  }
+  Builder& acq(unsigned vcpu, std::uint64_t arrive, std::uint64_t acquired, AcqPath path) {
+    t.acquisitions.push_back({vcpu, 0, arrive, acquired, acquired + 100, static_cast<std::uint8_t>(path)});
+    return *this;
+  }
+  Builder& preempted(unsigned vcpu, std::uint64_t begin, std::uint64_t end) {
+    t.vcpu[vcpu].preempted.push_back({begin, end});
+    return *this;
+  }
+  // A halt is inside a hypercall exit, outside KVM_RUN: split the guest span.
+  Builder& halted(unsigned vcpu, std::uint64_t begin, std::uint64_t end) {
+    TracedVcpu& v = t.vcpu[vcpu];
+    const Span g = v.guest.back();
+    v.guest.back().end_ns = begin - 1 * kUs;
+    v.exits.push_back({begin - 1 * kUs, end + 1 * kUs});
+    v.halted.push_back({begin, end});
+    v.guest.push_back({end + 1 * kUs, g.end_ns});
+    return *this;
+  }
+};
+
+BoundRules rules() {
+  BoundRules r;
+  r.bound_ns = 1 * kMs;
+  return r;
+}
+
+// The reasons of the bypasses of the first long wait.
+std::vector<Reason> reasons(const BoundReport& r) {
+  std::vector<Reason> out;
+  if (!r.long_waits.empty())
+    for (const Bypass& b : r.long_waits[0].bypasses) out.push_back(b.reason);
+  return out;
+}
+
+TEST(BoundCheck, AStealPastARunningHeadOlderThanTIsAViolation) {
+  // vCPU 0 waits 5 ms, running (spinning as the queue head) all along; vCPU 1
+  // steals twice after 1 ms: the head should have reserved the lock.
+  Builder b(2);
+  b.acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved)
+      .acq(1, 3 * kMs, 3 * kMs, AcqPath::steal)
+      .acq(1, 4 * kMs, 4 * kMs, AcqPath::steal);
+  const BoundReport r = check_bound(b.t, rules());
+  ASSERT_EQ(r.long_waits.size(), 1u);
+  EXPECT_TRUE(r.long_waits[0].checked);
+  EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kRule3, Reason::kRule3}));
+  EXPECT_EQ(r.violations, 2u);
+  EXPECT_EQ(r.waits_with_violation, 1u);
+  EXPECT_EQ(r.long_waits[0].bypasses[0].head, 0);
+  const std::string text = format_bound_report(b.t, r, 10);
+  EXPECT_NE(text.find("violation rule-3 (vCPU 0)"), std::string::npos) << text;
+  EXPECT_NE(text.find("result: 2 bypasses in 1 waits break the invariant"), std::string::npos) << text;
+}
+
+TEST(BoundCheck, YoungStealsAndOlderWaitersInQueueOrderAreAllowed) {
+  Builder b(3);
+  b.acq(2, 0, 5 * kMs, AcqPath::reserved)  // older than vCPU 0: ahead of it
+      .acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved)
+      .acq(1, 1 * kMs + 200 * kUs, 1 * kMs + 300 * kUs, AcqPath::steal)  // vCPU 0 younger than T
+      .acq(1, 1 * kMs + 900 * kUs, 1 * kMs + 995 * kUs, AcqPath::steal);
+  const BoundReport r = check_bound(b.t, rules());
+  ASSERT_EQ(r.long_waits.size(), 2u);  // vCPU 2's 5 ms wait too
+  // vCPU 2's wait: vCPU 1 stole while vCPU 2 was the running head, old: a violation there.
+  const LongWait* w0 = nullptr;
+  for (const LongWait& w : r.long_waits)
+    if (b.t.acquisitions[w.wait].vcpu == 0) w0 = &w;
+  ASSERT_NE(w0, nullptr);
+  ASSERT_EQ(w0->bypasses.size(), 3u);
+  EXPECT_EQ(w0->bypasses[0].reason, Reason::kYoung);
+  EXPECT_EQ(w0->bypasses[1].reason, Reason::kYoung);
+  EXPECT_EQ(w0->bypasses[2].reason, Reason::kAhead);
+}
+
+TEST(BoundCheck, StealsWhileTheHeadIsHaltedOrDescheduledAreExplainedByTheHost) {
+  // vCPU 0 queues and halts (made head while halted: kicked at 2 ms, woken at
+  // 4 ms); vCPU 2, older, is preempted; vCPU 1 steals meanwhile.
+  Builder b(3);
+  b.acq(0, 1 * kMs, 6 * kMs, AcqPath::queue)
+      .halted(0, 1 * kMs + 20 * kUs, 4 * kMs)
+      .acq(1, 3 * kMs, 3 * kMs, AcqPath::steal)
+      .acq(1, 4 * kMs + 20 * kUs, 4 * kMs + 20 * kUs, AcqPath::steal)  // vCPU 0 back for 19 us: resuming
+      .acq(1, 5 * kMs, 5 * kMs, AcqPath::steal);                       // and then able to reserve
+  b.t.vcpu[0].kicked_ns.push_back(2 * kMs);
+  const BoundReport r = check_bound(b.t, rules());
+  EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kHeadHalted, Reason::kHeadResuming, Reason::kRule3}));
+  EXPECT_EQ(r.long_waits[0].bypasses[0].kicked_ago_ns, 1 * kMs);
+  EXPECT_EQ(r.max_kicked_ago_ns, 1 * kMs);
+
+  Builder p(2);
+  p.acq(0, 1 * kMs, 6 * kMs, AcqPath::queue).preempted(0, 2 * kMs, 5 * kMs).acq(1, 3 * kMs, 3 * kMs, AcqPath::steal);
+  const BoundReport rp = check_bound(p.t, rules());
+  EXPECT_EQ(reasons(rp), (std::vector<Reason>{Reason::kHeadPreempted}));
+  EXPECT_EQ(rp.violations, 0u);
+  EXPECT_NE(format_bound_report(p.t, rp, 10).find("result: no bypass breaks the invariant"), std::string::npos);
+}
+
+TEST(BoundCheck, AWaiterDescheduledBeforeItQueuedExplainsFastPathsAndQueueJumps) {
+  // vCPU 0 is preempted 5 us after it arrives (in its steal phase): nobody
+  // is queued, others take the lock on the fast path or queue before it.
+  Builder b(3);
+  b.acq(0, 1 * kMs, 6 * kMs, AcqPath::queue)
+      .preempted(0, 1 * kMs + 5 * kUs, 5 * kMs + 900 * kUs)
+      .acq(1, 3 * kMs, 3 * kMs, AcqPath::fast)
+      .acq(2, 3 * kMs + 500 * kUs, 4 * kMs, AcqPath::queue);
+  const BoundReport r = check_bound(b.t, rules());
+  EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kWaiterLate, Reason::kWaiterLate}));
+  EXPECT_EQ(r.violations, 0u);
+
+  // The same arrivals with vCPU 0 running (so queued): both break a rule.
+  Builder v(3);
+  v.acq(0, 1 * kMs, 6 * kMs, AcqPath::queue)
+      .acq(1, 3 * kMs, 3 * kMs, AcqPath::fast)
+      .acq(2, 3 * kMs + 500 * kUs, 4 * kMs, AcqPath::queue);
+  const BoundReport rv = check_bound(v.t, rules());
+  EXPECT_EQ(reasons(rv), (std::vector<Reason>{Reason::kRule1, Reason::kRule2}));
+  EXPECT_EQ(rv.violations, 2u);
+}
+
+TEST(BoundCheck, ABorrowNeedsLendingOnAndAPreemptedHead) {
+  Builder b(2);
+  b.acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved)
+      .preempted(0, 2 * kMs, 5 * kMs)
+      .acq(1, 3 * kMs, 3 * kMs, AcqPath::borrow);
+  EXPECT_EQ(reasons(check_bound(b.t, rules())), (std::vector<Reason>{Reason::kRule4})) << "lending is off";
+  BoundRules lending = rules();
+  lending.lending = true;
+  EXPECT_EQ(reasons(check_bound(b.t, lending)), (std::vector<Reason>{Reason::kLent}));
+  Builder running(2);
+  running.acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved).acq(1, 3 * kMs, 3 * kMs, AcqPath::borrow);
+  EXPECT_EQ(reasons(check_bound(running.t, lending)), (std::vector<Reason>{Reason::kRule4})) << "the head could run";
+}
+
+TEST(BoundCheck, WaitsTheTraceCannotFullyShowAreNotCheckedAndUnknownsAreNotViolations) {
+  Builder b(2);
+  b.acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved).acq(1, 3 * kMs, 3 * kMs, AcqPath::steal);
+  b.t.vcpu[1].lock_lane_until = 4 * kMs;  // vCPU 1's log was full from 4 ms on
+  BoundReport r = check_bound(b.t, rules());
+  ASSERT_EQ(r.long_waits.size(), 1u);
+  EXPECT_FALSE(r.long_waits[0].checked);
+  EXPECT_EQ(r.violations, 0u) << "an unchecked wait's bypasses are not judged as complete";
+
+  Builder w(2);
+  w.acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved).acq(1, 3 * kMs, 3 * kMs, AcqPath::steal);
+  w.t.begin_ns = 2 * kMs;  // a window that starts inside the wait
+  w.t.windowed = true;
+  EXPECT_FALSE(check_bound(w.t, rules()).long_waits[0].checked);
+
+  Builder u(2);
+  u.acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved).acq(1, 3 * kMs, 3 * kMs, AcqPath::steal);
+  u.t.acquisitions[1].path = kInvalidPath;
+  u.t.vcpu[0].vcpu_lane_until = 2 * kMs;
+  u.acq(1, 4 * kMs, 4 * kMs, AcqPath::steal);
+  r = check_bound(u.t, rules());
+  EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kUnknownPath, Reason::kUnknownState}));
+  EXPECT_EQ(r.violations, 0u);
+}
+
+TEST(BoundCheck, RulesComeFromTheRunsArguments) {
+  BoundRules r = bound_rules_from(
+      {{"args", "pvb_bound_us=2500 pvb_handoff=running pvb_head_us=30 pvb_stale_us=300 lock=pvbounded"},
+       {"backend", "userspace"}});
+  EXPECT_EQ(r.bound_ns, 2500 * kUs);
+  EXPECT_EQ(r.head_ns, 30 * kUs);
+  EXPECT_EQ(r.resume_ns, 300 * kUs) << "a head silent for less than pvb_stale_us may be running";
+  EXPECT_TRUE(r.lending);
+  EXPECT_TRUE(r.judged);
+  EXPECT_TRUE(r.halts_visible);
+  r = bound_rules_from({{"args", "pvb_bound_us=junk lock=tas"}, {"backend", "kvm"}});
+  EXPECT_EQ(r.bound_ns, 1000 * kUs) << "the lock's default T";
+  EXPECT_EQ(r.resume_ns, 100 * kUs);
+  EXPECT_FALSE(r.judged);
+  EXPECT_FALSE(r.halts_visible);
+
+  Builder b(2);
+  b.t.metadata["args"] = "lock=tas";
+  b.acq(0, 1 * kMs, 6 * kMs, AcqPath::spin).acq(1, 3 * kMs, 3 * kMs, AcqPath::spin);
+  const BoundReport nr = check_bound(b.t, bound_rules_from(b.t.metadata));
+  EXPECT_EQ(reasons(nr), (std::vector<Reason>{Reason::kNotJudged}));
+  EXPECT_EQ(nr.violations, 0u);
+}
+
+// Through the file: the writer's JSON read back gives the same verdicts.
+TEST(TraceReader, AWrittenTraceReadsBackToTheSameVerdicts) {
+  constexpr std::uint64_t kOrigin = 1'000'000'000;
+  const char* const exit_names[] = {"hypercall"};
+  Trace trace(TraceOptions{100000, 0});
+  trace.begin(2, kOrigin, exit_names);
+  trace.metadata()["vcpus"] = 2;
+  trace.metadata()["args"] = "lock=pvbounded";
+  for (unsigned v = 0; v < 2; ++v) trace.vcpu_lane(v).add({kOrigin, kOrigin + 20 * kMs, 0, 0, EventKind::kGuest});
+  const auto wait = [&](unsigned v, std::uint64_t a, std::uint64_t q, AcqPath p) {
+    trace.lock_lane(v).add({kOrigin + a, kOrigin + q, 0, 0, EventKind::kLockWait, static_cast<std::uint8_t>(p)});
+    trace.lock_lane(v).add({kOrigin + q, kOrigin + q + 100, 0, 0, EventKind::kLockHold, static_cast<std::uint8_t>(p)});
+  };
+  wait(0, 1 * kMs, 6 * kMs, AcqPath::reserved);
+  wait(1, 3 * kMs, 3 * kMs, AcqPath::steal);
+  wait(1, 4 * kMs, 4 * kMs, AcqPath::steal);
+  trace.host_lane(0).add({kOrigin + 3 * kMs + 500 * kUs, kOrigin + 5 * kMs, 0, 1, EventKind::kPreempted});
+  std::istringstream in(to_trace_json(trace));
+  const TraceTimeline t = read_trace_json(in, "t.json");
+  ASSERT_EQ(t.vcpus, 2u);
+  ASSERT_EQ(t.acquisitions.size(), 3u);
+  EXPECT_EQ(t.acquisitions[0].arrive_ns, 1 * kMs);
+  EXPECT_EQ(t.acquisitions[0].released_ns, 6 * kMs + 100);
+  EXPECT_EQ(t.acquisitions[0].path, static_cast<std::uint8_t>(AcqPath::reserved));
+  const BoundReport r = check_bound(t, bound_rules_from(t.metadata));
+  EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kRule3, Reason::kHeadPreempted}));
+}
+
+TEST(TraceReader, WhatIsNotALockvisorTraceIsAUsageError) {
+  for (const char* text :
+       {"", "not json", "[1,2]", R"({"traceEvents":[]})",
+        R"({"traceEvents":[{"ph":"X","tid":5000,"ts":1,"dur":1}],"metadata":{"vcpus":1}})",
+        R"({"traceEvents":[{"ph":"X","tid":0,"ts":"x","dur":1}],"metadata":{"vcpus":1}})",
+        R"({"traceEvents":[{"ph":"X","tid":3,"ts":1,"dur":1,"name":"guest"}],"metadata":{"vcpus":2}})",
+        R"({"traceEvents":[],"metadata":{"vcpus":0}})"}) {
+    std::istringstream in(text);
+    try {
+      read_trace_json(in, "bad.json");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+      EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lockvisor::trace

@@ -1,0 +1,57 @@
+// lockvisor trace-check: the bound oracle on a trace file (vmm/trace/bound_check.h,
+// docs/pvbounded.md). Exit 0 when no bypass breaks pvbounded's invariant, 1
+// when one does, 2 for a file that is no lockvisor trace or a bad option.
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "vmm/cli/commands.h"
+#include "vmm/trace/bound_check.h"
+#include "vmm/trace/trace_reader.h"
+
+namespace lockvisor::cli {
+
+Action add_trace_check_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "trace-check", "Judge every lock wait longer than T in a trace file by pvbounded's invariant (the bound oracle)");
+  struct Options {
+    std::string file;
+    std::optional<std::uint64_t> bound_us;
+    std::uint64_t grace_us = 10;
+    std::optional<std::uint64_t> resume_us;
+    std::uint64_t steal_phase_us = 100;
+    std::size_t runs = 12;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("FILE", o->file, "A trace written by lockvisor run --trace FILE")->required();
+  cmd->add_option("--bound-us", o->bound_us,
+                  "T in microseconds (default: the run's pvb_bound_us, else the lock's default)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{10000000}));
+  cmd->add_option("--grace-us", o->grace_us,
+                  "Slack for a running head to react (one loop iteration and a critical section), default 10")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1000000}));
+  cmd->add_option("--resume-us", o->resume_us,
+                  "How long a head that runs again takes to act (its return from a halt or exit); default: the "
+                  "run's pvb_stale_us, 100")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1000000}));
+  cmd->add_option("--steal-phase-us", o->steal_phase_us,
+                  "Longest running time of a newcomer's steal phase before it queues (a waiter that halted has "
+                  "queued), default 100")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1000000}));
+  cmd->add_option("--runs", o->runs, "Lines of bypass runs shown per long wait (0: none), default 12")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1000000}));
+  return [o] {
+    const trace::TraceTimeline timeline = trace::read_trace_file(o->file);
+    trace::BoundRules rules = trace::bound_rules_from(timeline.metadata);
+    if (o->bound_us) rules.bound_ns = *o->bound_us * 1000;
+    rules.grace_ns = o->grace_us * 1000;
+    rules.steal_phase_ns = o->steal_phase_us * 1000;
+    if (o->resume_us) rules.resume_ns = *o->resume_us * 1000;
+    const trace::BoundReport report = trace::check_bound(timeline, rules);
+    fmt::print("{}", trace::format_bound_report(timeline, report, o->runs));
+    std::fflush(stdout);
+    return report.violations != 0 ? 1 : 0;
+  };
+}
+
+}  // namespace lockvisor::cli

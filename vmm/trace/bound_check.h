@@ -1,0 +1,149 @@
+// The bound oracle (`lockvisor trace-check FILE`, docs/pvbounded.md): from a
+// traced run, every lock wait longer than T, the acquisitions that bypassed
+// it, and for each whether pvbounded's invariant (guest/locks/pvbounded.h)
+// allows it, a host event explains it, or it breaks a named rule.
+//
+// A bypass of waiter W is an acquisition B of W's lock by another vCPU with
+// W.arrive < B.acquired < W.acquired. At t = B.acquired, with W's age
+// t - W.arrive, B is judged in this order:
+//   young        age < T + grace: no waiter need have reserved yet (rule 1:
+//                anyone may steal while N is clear).                allowed
+//   queue order  B took a queue path (queue, reserved):
+//                  ahead       B arrived no later than W (the bound: waiters
+//                              ahead of W arrived earlier).          allowed
+//                  not-queued  W had run less than the steal phase S by the
+//                              time B arrived, without a break: W had not
+//                              joined the queue when B did.         allowed
+//                  waiter-late the same, with W off its CPU meanwhile: W was
+//                              descheduled before it queued.      explained
+//                  rule-2      otherwise: W was queued before B arrived, and
+//                              the MCS queue is FIFO.             violation
+//   borrow       lending must be on (pvb_handoff=running) and the presumed
+//                head (below) off its CPU: lent (allowed), else rule-4.
+//   steal, spin, fast (need N clear): the presumed head must not have been
+//                able to reserve. The presumed head is the oldest waiter of
+//                the lock at t (other than B's vCPU, no younger than W) that
+//                has run for at least S since it arrived (a waiter that ran
+//                less may still be in its steal phase, not queued); by the
+//                header's bound argument it is the queue head, older than T.
+//                (A waiter that halted since it arrived has queued: only
+//                queued pvbounded waiters halt.)
+//                  head-preempted / head-halted / head-exit / head-parked
+//                              it was not running guest code at t: it could
+//                              not set N (a host event).        explained
+//                  head-resuming  it ran again for less than the resume
+//                              time (its return from a halt or exit).
+//                                                                 explained
+//                  head-competes  T_head > 0 and a head took over less than
+//                              T_head ago (it competes first).    allowed
+//                  rule-3 (steal) / rule-1 (fast, spin: nobody queued although
+//                              it had run past its steal phase): it was
+//                              running and should have reserved. violation
+//                  waiter-late no such waiter: every older waiter (W too) ran
+//                              less than S in all that time, i.e. was
+//                              descheduled before it queued.     explained
+// Verdict `unknown` when the trace cannot tell (a lane full at t, a path the
+// VMM does not know, halts invisible with --backend kvm). A wait is checked
+// only when the file holds all of it and every lock lane is complete until it
+// ended (a window or a full lane could hide bypasses).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vmm/trace/trace_reader.h"
+
+namespace lockvisor::trace {
+
+// The rules' parameters: the lock's own (pvbounded_tuning.h), as the run set
+// them, and the oracle's slack.
+struct BoundRules {
+  std::uint64_t bound_ns = 0;      // T (pvb_bound_us)
+  std::uint64_t head_ns = 0;       // T_head (pvb_head_us)
+  bool lending = false;            // pvb_handoff=running
+  std::uint64_t grace_ns = 10000;  // a running head's reaction: one loop iteration and a critical section
+  // How long a head that runs again takes to act: the return from its halt
+  // or exit, guest CPL0 code that PVM emulates. Default: the lock's own
+  // allowance for a silent running head, pvb_stale_us (100 us).
+  std::uint64_t resume_ns = 100000;
+  std::uint64_t steal_phase_ns = 100000;  // a newcomer's pvb_steal_spins take less running time (generous: contended reads)
+  bool judged = true;                    // false: not a pvbounded run (its bypasses are listed, not judged)
+  bool halts_visible = true;             // false: --backend kvm (halts inside KVM_RUN look like running)
+};
+
+// T and the other parameters as the traced run had them: its metadata.args
+// ("pvb_bound_us=... lock=pvbounded ..."), the lock's defaults otherwise.
+BoundRules bound_rules_from(const nlohmann::json& metadata);
+
+enum class Verdict : std::uint8_t { kAllowed, kExplained, kViolation, kUnknown };
+inline constexpr unsigned kVerdicts = 4;
+const char* verdict_name(Verdict v);
+
+// The reasons above, in one list (reason_name, reason_verdict).
+enum class Reason : std::uint8_t {
+  kYoung,
+  kAhead,
+  kNotQueued,
+  kHeadCompetes,
+  kLent,
+  kHeadPreempted,
+  kHeadHalted,
+  kHeadExit,
+  kHeadParked,
+  kHeadResuming,
+  kWaiterLate,
+  kRule1,
+  kRule2,
+  kRule3,
+  kRule4,
+  kUnknownState,
+  kUnknownPath,
+  kNotJudged,
+  kCount
+};
+const char* reason_name(Reason r);
+const char* reason_text(Reason r);
+Verdict reason_verdict(Reason r);
+
+struct Bypass {
+  std::size_t by = 0;  // TraceTimeline::acquisitions index
+  Reason reason = Reason::kYoung;
+  int head = -1;                    // the vCPU the rule needed (presumed head), -1 none
+  std::uint64_t kicked_ago_ns = 0;  // head halted and kicked: since the latest kick (0: not kicked)
+};
+
+struct LongWait {
+  std::size_t wait = 0;  // TraceTimeline::acquisitions index
+  bool checked = false;
+  std::string unchecked_why;
+  std::vector<Bypass> bypasses;  // in acquisition order
+  // The waiter's own time during the wait: running guest code, preempted,
+  // halted, other (exits, parks, unknown).
+  std::uint64_t running_ns = 0, preempted_ns = 0, halted_ns = 0;
+  // The lock held by others during the wait (holds are disjoint): the rest
+  // of the wait it was free, e.g. reserved for a head waiting for a CPU.
+  std::uint64_t held_ns = 0;
+};
+
+struct BoundReport {
+  BoundRules rules;
+  std::uint64_t waits = 0;  // every wait in the file
+  std::vector<LongWait> long_waits;
+  std::uint64_t violations = 0;  // bypasses judged a violation, over checked waits
+  std::uint64_t waits_with_violation = 0;
+  std::array<std::uint64_t, static_cast<unsigned>(Reason::kCount)> by_reason{};
+  std::vector<std::string> notes;  // limits of this trace (estimated preemptions, unseen switches, ...)
+  // head-halted bypasses whose head had been kicked: the longest time since
+  // that kick (the wake-up latency the lock was stealable for).
+  std::uint64_t max_kicked_ago_ns = 0;
+};
+
+BoundReport check_bound(const TraceTimeline& t, const BoundRules& rules);
+
+// One line per long wait (and, with `runs` > 0, up to that many lines per
+// wait of consecutive bypasses with the same path, verdict and head), then a
+// summary line.
+std::string format_bound_report(const TraceTimeline& t, const BoundReport& r, std::size_t runs);
+
+}  // namespace lockvisor::trace
