@@ -1,0 +1,95 @@
+#include "vmm/runstate/runstate_loader.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "vmm/util/error.h"
+
+namespace lockvisor::runstate {
+
+RunStateLoader::RunStateLoader(Load load, unsigned max_waiters) : load_(std::move(load)), waiting_(max_waiters) {
+  // Private and never written: every read finds the kernel's zero page.
+  void* p = ::mmap(nullptr, abi::kRunStatePageSize, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) fail_host("mmap of the run-state zero page: {}", std::strerror(errno));
+  view_ = Mapping(p, abi::kRunStatePageSize);
+  view_address_ = p;
+  if (!load_) finished_ = true;
+}
+
+RunStateLoader::~RunStateLoader() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void RunStateLoader::start() {
+  std::lock_guard lock(mutex_);
+  if (started_ || finished_) return;
+  started_ = true;
+  thread_ = std::thread([this] { run(load_); });
+}
+
+void RunStateLoader::run(const Load& load) {
+  std::optional<RunStatePage> page;
+  std::string why;
+  try {
+    page.emplace(load());
+    // Before anyone registers: the reset page (all zeros) replaces the
+    // zeros; the view_ member is only touched here and in the destructor.
+    page->take_view(view_);
+  } catch (const std::exception& e) {
+    why = e.what();
+    page.reset();
+  }
+  std::lock_guard lock(mutex_);
+  if (page) {
+    page_ = std::move(page);
+    published_at_ = Clock::now();
+    published_.store(&*page_, std::memory_order_release);
+    // Under the lock: cancel_notify() returns only once no wake can run.
+    for (auto& wake : waiting_)
+      if (wake) wake();
+  } else {
+    failure_ = why.empty() ? "the run-state page did not load" : why;
+    spdlog::debug("runstate: {}", failure_);
+  }
+  for (auto& wake : waiting_) wake = nullptr;
+  finished_ = true;
+  done_.notify_all();
+}
+
+RunStatePage* RunStateLoader::page_or_notify(unsigned id, std::function<void()> wake) {
+  std::lock_guard lock(mutex_);
+  if (page_) return &*page_;
+  if (id >= waiting_.size()) fail("run-state loader: waiter {} is outside 0..{}", id, waiting_.size() - 1);
+  if (!finished_) waiting_[id] = std::move(wake);
+  return nullptr;
+}
+
+void RunStateLoader::cancel_notify(unsigned id) {
+  std::lock_guard lock(mutex_);
+  if (id < waiting_.size()) waiting_[id] = nullptr;
+}
+
+RunStatePage* RunStateLoader::wait() {
+  start();
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [this] { return finished_; });
+  return page_ ? &*page_ : nullptr;
+}
+
+std::string RunStateLoader::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+std::optional<RunStateLoader::Clock::time_point> RunStateLoader::published_at() const {
+  std::lock_guard lock(mutex_);
+  return published_at_;
+}
+
+}  // namespace lockvisor::runstate
