@@ -107,17 +107,19 @@ void VcpuRunner::rearm_entry() {
 
 // The park requested by inject_preemption()/pause() (vcpu_park.h). The
 // request set immediate_exit to get us here; it is cleared only after the
-// park and before the stop check, so a stop that comes at any point still
-// keeps this thread out of KVM_RUN (stop sets `stopping` before it sets
-// immediate_exit again).
+// park, and a request that came meanwhile is served before the guest runs
+// again (its interrupt was the one just cleared). Then the stop check: a
+// stop that comes at any point still keeps this thread out of KVM_RUN.
 bool VcpuRunner::serve_park() {
-  while (park_.pending()) {
-    const auto interval = park_.wait_while_parked();
-    if (!interval) break;
-    if (observer_) observer_->parked(*interval);
-    if (on_parked) on_parked(index(), *interval);
-  }
-  vcpu_.run_state()->immediate_exit = 0;
+  do {
+    while (park_.pending()) {
+      const auto interval = park_.wait_while_parked();
+      if (!interval) break;
+      if (observer_) observer_->parked(*interval);
+      if (on_parked) on_parked(index(), *interval);
+    }
+    rearm_entry();
+  } while (park_.pending() && !control_.stopping());
   return !control_.stopping();
 }
 
