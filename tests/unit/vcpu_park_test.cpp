@@ -84,6 +84,26 @@ TEST(VcpuPark, PauseHoldsUntilResume) {
   EXPECT_FALSE(park.pending());
 }
 
+// A pause asked for is not a pause taken: held() turns true only once the
+// vCPU thread sleeps in wait_while_parked(), and false again when it leaves.
+TEST(VcpuPark, HeldSaysWhetherTheThreadSleepsInThePark) {
+  VcpuPark park;
+  ASSERT_TRUE(park.pause());
+  EXPECT_TRUE(park.paused());
+  EXPECT_FALSE(park.held()) << "nobody sleeps in the park yet";
+  auto parked = std::async(std::launch::async, [&] { return park.wait_while_parked(); });
+  const auto deadline = Clock::now() + 10s;
+  while (!park.held() && Clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(park.held());
+  park.resume();
+  ASSERT_TRUE(parked.get().has_value());
+  EXPECT_FALSE(park.held());
+  ASSERT_TRUE(park.inject(1ms));
+  EXPECT_FALSE(park.held());
+  ASSERT_TRUE(park.wait_while_parked().has_value());
+  EXPECT_FALSE(park.held());
+}
+
 TEST(VcpuPark, StopEndsAPauseAndRefusesLaterParks) {
   VcpuPark park;
   ASSERT_TRUE(park.pause());

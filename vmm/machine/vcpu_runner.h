@@ -75,6 +75,8 @@ class VcpuRunner final : private GuestProgramContext {
   bool pause();
   void resume();
   bool paused() const { return park_.paused(); }
+  // Held out of the guest right now by a pause or an injected preemption.
+  bool parked() const { return park_.held(); }
   // Host CPU time the vCPU thread has used so far (guest and VMM), seconds;
   // nullopt before it starts or once it has left its loop. Callable from the
   // monitor thread while the run lasts (the thread is joined only after).
