@@ -1,6 +1,8 @@
 #include "vmm/runstate/runstate_loader.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,6 +14,9 @@
 #include "vmm/util/error.h"
 
 namespace lockvisor::runstate {
+namespace {
+constexpr int kLoaderNice = 10;
+}  // namespace
 
 RunStateLoader::RunStateLoader(Load load, unsigned max_waiters) : load_(std::move(load)), waiting_(max_waiters) {
   // Private and never written: every read finds the kernel's zero page.
@@ -23,7 +28,16 @@ RunStateLoader::RunStateLoader(Load load, unsigned max_waiters) : load_(std::mov
 }
 
 RunStateLoader::~RunStateLoader() {
+  hurry();
   if (thread_.joinable()) thread_.join();
+}
+
+// The load is what the caller waits for now: nothing to yield to. Raising
+// a thread's priority back needs CAP_SYS_NICE (root has it); without it the
+// load stays at nice 10.
+void RunStateLoader::hurry() {
+  hurried_.store(true);
+  if (const pid_t tid = tid_.load(); tid > 0) ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 0);
 }
 
 void RunStateLoader::start() {
@@ -34,6 +48,17 @@ void RunStateLoader::start() {
 }
 
 void RunStateLoader::run(const Load& load) {
+  // The load is CPU work (BTF parsing, verification) that competes with the
+  // VM it serves: at nice 10 (CFS weight 110 against 1024) a vCPU thread
+  // that wants the CPU gets it first, and an idle CPU still runs the load at
+  // full speed. Once someone waits for it, it goes back to nice 0 (hurry()).
+  // Best effort: without the calls the load merely competes.
+  const auto self = static_cast<id_t>(::gettid());
+  ::setpriority(PRIO_PROCESS, self, kLoaderNice);
+  // Then published: a hurry() that comes first is seen here, one that comes
+  // later sees the tid (both sequentially consistent).
+  tid_.store(static_cast<pid_t>(self));
+  if (hurried_.load()) ::setpriority(PRIO_PROCESS, self, 0);
   std::optional<RunStatePage> page;
   std::string why;
   try {
@@ -78,6 +103,7 @@ void RunStateLoader::cancel_notify(unsigned id) {
 RunStatePage* RunStateLoader::wait() {
   start();
   std::unique_lock lock(mutex_);
+  if (!finished_) hurry();
   done_.wait(lock, [this] { return finished_; });
   return page_ ? &*page_ : nullptr;
 }

@@ -21,6 +21,8 @@
 // never after cancel_notify() returned. Threads that need the final answer
 // (the services, the report) call wait().
 #pragma once
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -56,7 +58,9 @@ class RunStateLoader {
 
   // Starts the load (once; later calls do nothing). Start it where its work
   // competes least with what is on the way to the first guest instruction:
-  // the VMM starts it once the vCPU threads are started.
+  // the VMM starts it once the vCPU threads are started. The loader's
+  // thread runs at nice 10, below the vCPU threads, until someone waits for
+  // it (wait(), the destructor).
   void start();
 
   // The page's host address, for the guest's memslot: fixed for the
@@ -86,6 +90,7 @@ class RunStateLoader {
 
  private:
   void run(const Load& load);
+  void hurry();
 
   const Load load_;
   Mapping view_;  // the zeros, until the page takes the range over
@@ -99,6 +104,8 @@ class RunStateLoader {
   std::optional<Clock::time_point> published_at_;
   std::string failure_;
   std::vector<std::function<void()>> waiting_;  // by id; empty: not waiting
+  std::atomic<pid_t> tid_{0};  // the loader thread's, once it runs
+  std::atomic<bool> hurried_{false};
   std::thread thread_;
 };
 
