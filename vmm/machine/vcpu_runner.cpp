@@ -237,6 +237,11 @@ void VcpuRunner::run_loop() {
       break;
     }
     control_.note_exit();
+    // The guest's first exit: the start-up is over, the run-state load need
+    // no longer stay below the vCPU threads.
+    if (!exited()) {
+      if (auto* loader = control_.runstate_loader()) loader->hurry();
+    }
     rip_.store(vcpu_.sync_regs().rip, std::memory_order_relaxed);
     const bool go_on = handle_exit();
     if (observer_) observer_->exit_handled(last_exit_, left, monotonic_ns());

@@ -32,11 +32,16 @@ RunStateLoader::~RunStateLoader() {
   if (thread_.joinable()) thread_.join();
 }
 
-// The load is what the caller waits for now: nothing to yield to. Raising
-// a thread's priority back needs CAP_SYS_NICE (root has it); without it the
-// load stays at nice 10.
 void RunStateLoader::hurry() {
+  std::lock_guard lock(mutex_);
+  hurry_locked();
+}
+
+// Under mutex_: a loader thread that has not set finished_ is still alive,
+// so its tid is not yet anybody else's.
+void RunStateLoader::hurry_locked() {
   hurried_.store(true);
+  if (finished_) return;
   if (const pid_t tid = tid_.load(); tid > 0) ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 0);
 }
 
@@ -51,7 +56,8 @@ void RunStateLoader::run(const Load& load) {
   // The load is CPU work (BTF parsing, verification) that competes with the
   // VM it serves: at nice 10 (CFS weight 110 against 1024) a vCPU thread
   // that wants the CPU gets it first, and an idle CPU still runs the load at
-  // full speed. Once someone waits for it, it goes back to nice 0 (hurry()).
+  // full speed. Once the start-up is over or someone waits for it, it goes
+  // back to nice 0 (hurry()).
   // Best effort: without the calls the load merely competes.
   const auto self = static_cast<id_t>(::gettid());
   ::setpriority(PRIO_PROCESS, self, kLoaderNice);
@@ -103,7 +109,7 @@ void RunStateLoader::cancel_notify(unsigned id) {
 RunStatePage* RunStateLoader::wait() {
   start();
   std::unique_lock lock(mutex_);
-  if (!finished_) hurry();
+  hurry_locked();
   done_.wait(lock, [this] { return finished_; });
   return page_ ? &*page_ : nullptr;
 }

@@ -59,9 +59,13 @@ class RunStateLoader {
   // Starts the load (once; later calls do nothing). Start it where its work
   // competes least with what is on the way to the first guest instruction:
   // the VMM starts it once the vCPU threads are started. The loader's
-  // thread runs at nice 10, below the vCPU threads, until someone waits for
-  // it (wait(), the destructor).
+  // thread runs at nice 10, below the vCPU threads, until hurry().
   void start();
+  // Back to nice 0: the start-up it must not delay is over (the VMM calls
+  // it at the guest's first exit), or someone waits for the load (wait()
+  // and the destructor call it). Raising a priority needs CAP_SYS_NICE
+  // (root has it); without it the load stays at nice 10.
+  void hurry();
 
   // The page's host address, for the guest's memslot: fixed for the
   // loader's life, PROT_READ.
@@ -90,7 +94,7 @@ class RunStateLoader {
 
  private:
   void run(const Load& load);
-  void hurry();
+  void hurry_locked();
 
   const Load load_;
   Mapping view_;  // the zeros, until the page takes the range over
