@@ -57,8 +57,8 @@ void RunStateLoader::run(const Load& load) {
   // VM it serves: at nice 10 (CFS weight 110 against 1024) a vCPU thread
   // that wants the CPU gets it first, and an idle CPU still runs the load at
   // full speed. Once the start-up is over or someone waits for it, it goes
-  // back to nice 0 (hurry()).
-  // Best effort: without the calls the load merely competes.
+  // back to nice 0 (hurry()). Best effort: without the calls the load
+  // merely competes.
   const auto self = static_cast<id_t>(::gettid());
   ::setpriority(PRIO_PROCESS, self, kLoaderNice);
   // Then published: a hurry() that comes first is seen here, one that comes
@@ -74,6 +74,8 @@ void RunStateLoader::run(const Load& load) {
     page->take_view(view_);
   } catch (const std::exception& e) {
     why = e.what();
+    page.reset();
+  } catch (...) {  // nothing may leave the thread: std::terminate would end the run unreported
     page.reset();
   }
   std::lock_guard lock(mutex_);
