@@ -163,8 +163,11 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, LinuxGuest gue
 void Machine::finish_build() {
   State& s = *state_;
   // --runstate on promises the page from the first guest instruction.
-  if (s.config.runstate == RunStateMode::kOn && s.settle_runstate() == nullptr)
-    fail_host("--runstate on: the vCPU run-state page cannot be published: {}", s.runstate_detail);
+  if (s.config.runstate == RunStateMode::kOn) {
+    if (s.settle_runstate() == nullptr)
+      fail_host("--runstate on: the vCPU run-state page cannot be published: {}", s.runstate_detail);
+    s.map_runstate_slot();
+  }
   s.kvm_kind = kvm::backend_name(kvm::detect_backend());
   s.serial.open();  // last: a --serial file is created or truncated only once the VM is built
   s.startup.vcpus = s.since_origin();
@@ -222,14 +225,27 @@ void Machine::map_runstate_page(const kvm::KvmSystem& kvm) {
   if (!load && mode == RunStateMode::kOn)
     fail_host("--runstate on: the vCPU run-state page cannot be published: {}", s.runstate_detail);
   s.runstate_loading = static_cast<bool>(load);
+  s.runstate_readonly = readonly_mem;
   s.runstate.emplace(std::move(load), vcpus);
-  // Without KVM_CAP_READONLY_MEM the zeros are mapped writable: a guest that
-  // writes them changes only its own view of "unknown" (the page is never
-  // loaded then).
-  s.runstate_slot.emplace(s.vm, kRunStateSlot, abi::kRunStateGpa, s.runstate->view(), abi::kRunStateBytes, readonly_mem);
   s.control.set_runstate(&*s.runstate, abi::kRunStateGpa, abi::kRunStateBytes);
   spdlog::debug("run-state page (--runstate {}): {}, GPA {:#x}", runstate_mode_name(mode),
                 s.runstate_loading ? "loading" : s.runstate_detail, abi::kRunStateGpa);
+}
+
+// The page's memslot, showing the loader's view. A second
+// KVM_SET_USER_MEMORY_REGION waits for an SRCU grace period (tens of
+// microseconds here, milliseconds on a busy host), and the guest needs the
+// page only when it reads it: run() adds it once the vCPU threads are
+// started, and until then a guest read of the page exits and reads zeros,
+// "unknown", as the view does (VcpuRunner::handle_mmio). --runstate on
+// promises the page from the first guest instruction: its slot comes with
+// the build. Without KVM_CAP_READONLY_MEM the zeros are mapped writable: a
+// guest that writes them changes only its own view of "unknown" (the page
+// is never loaded then).
+void Machine::State::map_runstate_slot() {
+  if (runstate_slot || !runstate) return;
+  runstate_slot.emplace(vm, kRunStateSlot, abi::kRunStateGpa, runstate->view(), abi::kRunStateBytes,
+                        runstate_readonly);
 }
 
 runstate::RunStatePage* Machine::State::settle_runstate() {
@@ -343,10 +359,15 @@ RunResult Machine::run() {
     v.start(std::move(affinity));
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  // The run-state page's load, now that nothing more is on the way to the
-  // first guest instruction: it overlaps the vCPU threads' start instead of
-  // the build (runstate_loader.h). Already running when a service or
-  // --runstate on needed the page.
+  // The run-state page's memslot and load, now that nothing more is on the
+  // way to the first guest instruction: they overlap the vCPU threads' start
+  // instead of the build (runstate_loader.h, map_runstate_slot()). The load
+  // is already running when a service or --runstate on needed the page.
+  try {
+    s.map_runstate_slot();
+  } catch (const Error& e) {
+    s.control.end(Outcome::kHostError, e.what());  // the vCPU threads run: they must be stopped, not left
+  }
   if (s.runstate) s.runstate->start();
 
   asio::steady_timer watchdog(io);

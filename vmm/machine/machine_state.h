@@ -60,8 +60,9 @@ struct Machine::State {
   // loader (which waits for a load still running).
   std::optional<runstate::RunStateLoader> runstate;
   bool runstate_loading = false;  // a load was started: BootInfo's kBootFlagRunStateLive
+  bool runstate_readonly = false;  // KVM_CAP_READONLY_MEM: the slot is read-only
   kvm::Vm vm;
-  std::optional<kvm::ExtraSlot> runstate_slot;
+  std::optional<kvm::ExtraSlot> runstate_slot;  // from map_runstate_slot() on
   std::string runstate_kind = "unknown";  // "bpf" when the page is live
   std::string runstate_detail;
   std::vector<std::unique_ptr<VcpuRunner>> vcpus;
@@ -78,6 +79,8 @@ struct Machine::State {
   // Waits for the run-state page's load, if one runs, and sets
   // runstate_kind and runstate_detail from its outcome: the page or nullptr.
   runstate::RunStatePage* settle_runstate();
+  // The run-state page's memslot (machine.cpp); once.
+  void map_runstate_slot();
   bool deadlocked() const;
   // The ports of lockvisor's freestanding guest (freestanding_ports.h).
   void add_freestanding_ports();

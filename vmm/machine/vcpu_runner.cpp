@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -366,6 +367,12 @@ bool VcpuRunner::handle_mmio(const VcpuExit::Mmio& mmio) {
   const IoBus::MmioClaim claim = bus_.mmio(mmio.gpa, mmio.len);
   count(claim.kind);
   if (claim.device != nullptr) return claim.device->on_mmio(*this, mmio);
+  // Before its memslot is added (Machine::State::map_runstate_slot) the
+  // run-state page reads zeros, "unknown", like the view the slot shows.
+  if (!mmio.write && control_.in_runstate_page(mmio.gpa)) {
+    std::fill(mmio.data.begin(), mmio.data.end(), std::uint8_t{0});
+    return true;
+  }
   // The run-state page is a read-only memslot: KVM drops a guest write to
   // it and exits here. Never legitimate (the guest maps it read-only, so
   // only a guest that rewrote its own page tables gets here): a guest
