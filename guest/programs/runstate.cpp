@@ -1,7 +1,10 @@
 // `runstate`: reads the vCPU run-state page (runtime/runstate.h) from CPL3
 // while every vCPU spins, for tests/runstate's machine test.
 //
-// Parameters: ms=N (spin time, default 500), mode=observe|write.
+// Parameters: ms=N (spin time, default 500), mode=observe|write,
+// until_live=1 (observe: after the ms, go on until the own record has read
+// "running", for at most 30 s more: a page the host publishes late is still
+// seen, however late).
 //   observe  every vCPU meets the others at a barrier, then for `ms` spins
 //            reading its own record and its peers' records (plain loads, no
 //            exit). Results per vCPU:
@@ -40,7 +43,7 @@ namespace {
 
 Shared<u32> g_arrived;
 
-void observe(u64 ms) {
+void observe(u64 ms, bool until_live) {
   const u32 me = this_cpu();
   const u32 n = nr_cpus();
   g_arrived.add(1);
@@ -51,7 +54,10 @@ void observe(u64 ms) {
   u32 last_seq[kRunStateMaxVcpus];
   for (auto& s : last_seq) s = ~0u;
   const u64 end = rdtsc() + ns_to_tsc(ms * 1000000);
-  while (rdtsc() < end) {
+  const u64 cap = end + ns_to_tsc(30ull * 1000000000);
+  for (;;) {
+    const u64 now = rdtsc();
+    if (now >= end && (!until_live || self_running > 0 || now >= cap)) break;
     ++samples;
     switch (vcpu_run_state(me)) {
       case RunState::kRunning: ++self_running; break;
@@ -117,7 +123,7 @@ void program_runstate() {
     write_page();
   } else {
     LV_CHECK_MSG(str_equal(mode, "observe"), "mode must be observe or write");
-    observe(arg_u64("ms", 500));
+    observe(arg_u64("ms", 500), arg_u64("until_live", 0) != 0);
   }
 }
 

@@ -117,7 +117,9 @@ TEST(RunStateMachine, PageArrivingAfterBootIsNeverMisread) {
                        Case{"cold, 2 vCPUs", 2, false}}) {
     SCOPED_TRACE(c.name);
     if (!c.pooled) ::setenv(runstate::kPoolVariable, "off", 1);
-    auto config = runstate_config(c.vcpus, "ms=600", RunStateMode::kAuto);
+    // The guest goes on until it has seen its own record "running": a cold
+    // load on a loaded host can take longer than any fixed spin.
+    auto config = runstate_config(c.vcpus, "ms=300 until_live=1", RunStateMode::kAuto);
     config.pcpus = {0};
     const RunResult r = run(*kvm, config);
     ::unsetenv(runstate::kPoolVariable);
