@@ -1,6 +1,8 @@
 // The vCPU run-state page (vmm/runstate, docs/runstate.md): the sched_switch
 // BPF program against the kernel's own context-switch counts, the states a
-// reader on another CPU sees, the page's protection, and clean detachment.
+// reader on another CPU sees, the page's protection, clean detachment, and
+// the loader that publishes it over a zero view. One file (over 500 lines):
+// every test shares the same privileged set-up and helpers.
 //
 // Needs BPF privilege (root) and kernel BTF, not /dev/kvm. Without them the
 // tests that load the program skip with the reason, except with CI=true,
