@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <system_error>
 
 #include "vmm/util/error.h"
 
@@ -121,13 +122,19 @@ void VcpuBooster::attach(unsigned vcpu) {
       !started_.load(std::memory_order_acquire)) {
     std::lock_guard lock(start_mutex_);
     if (!started_.load(std::memory_order_relaxed) && !stopping_.load()) {
-      booster_ = std::thread([this] {
-        // Best effort: without it the bound still holds wherever the booster
-        // gets a CPU of its own, and RT throttling bounds the rest.
-        if (mechanism_ == BoostMechanism::kFifo) set_fifo(0, kReverterFifoPriority);
-        run();
-      });
-      started_.store(true, std::memory_order_release);
+      try {
+        booster_ = std::thread([this] {
+          // Best effort: without it the bound still holds wherever the booster
+          // gets a CPU of its own, and RT throttling bounds the rest.
+          if (mechanism_ == BoostMechanism::kFifo) set_fifo(0, kReverterFifoPriority);
+          run();
+        });
+        started_.store(true, std::memory_order_release);
+      } catch (const std::system_error&) {
+        // No thread (no memory for its stack, a thread limit): boosts are
+        // refused from now on, as with --boost off; the vCPU runs on.
+        stopping_.store(true);
+      }
     }
   }
   tid.store(this_tid(), std::memory_order_release);

@@ -49,7 +49,24 @@ void RunStateLoader::start() {
   std::lock_guard lock(mutex_);
   if (started_ || finished_) return;
   started_ = true;
-  thread_ = std::thread([this] { run(load_); });
+  // Never throws: the VMM starts the load while vCPU threads run, and a
+  // thread it cannot create (no memory for its stack, a thread limit) only
+  // means no page.
+  try {
+    thread_ = std::thread([this] { run(load_); });
+  } catch (const std::exception& e) {
+    failure_ = fmt::format("cannot start the loader thread: {}", e.what());
+    finished_ = true;
+    done_.notify_all();
+  }
+}
+
+void RunStateLoader::cancel(const std::string& why) {
+  std::lock_guard lock(mutex_);
+  if (started_ || finished_) return;
+  failure_ = why;
+  finished_ = true;
+  done_.notify_all();
 }
 
 void RunStateLoader::run(const Load& load) {

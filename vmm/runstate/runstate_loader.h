@@ -56,11 +56,16 @@ class RunStateLoader {
   RunStateLoader(const RunStateLoader&) = delete;
   RunStateLoader& operator=(const RunStateLoader&) = delete;
 
-  // Starts the load (once; later calls do nothing). Start it where its work
+  // Starts the load (once; later calls do nothing; never throws: a thread
+  // that cannot be created is a failed load). Start it where its work
   // competes least with what is on the way to the first guest instruction:
   // the VMM starts it once the vCPU threads are started. The loader's
   // thread runs at nice 10, below the vCPU threads, until hurry().
   void start();
+  // A load not started yet never will be (the run ended first): wait()
+  // then returns nullptr at once, with `why` as the failure. Does nothing
+  // to a load already started.
+  void cancel(const std::string& why);
   // Back to nice 0: the start-up it must not delay is over (the VMM calls
   // it at the guest's first exit), or someone waits for the load (wait()
   // and the destructor call it). Raising a priority needs CAP_SYS_NICE
