@@ -368,7 +368,7 @@ RunResult Machine::run() {
   } catch (const Error& e) {
     s.control.end(Outcome::kHostError, e.what());  // the vCPU threads run: they must be stopped, not left
   }
-  if (s.runstate) s.runstate->start();
+  if (s.runstate && !s.control.decided()) s.runstate->start();
 
   asio::steady_timer watchdog(io);
   if (s.config.timeout_s > 0) {
@@ -431,6 +431,9 @@ RunResult Machine::run() {
   result.kvm_kind = s.kvm_kind;
   result.tsc_khz = s.tsc_khz;
   result.guest_usage = s.control.usage();
+  // A run that ended before its load began (a signal while the VM was being
+  // built) does not start one now only to wait for it.
+  if (s.runstate) s.runstate->cancel("the run ended before the page's load began");
   s.settle_runstate();
   result.startup = s.startup;
   result.runstate = s.runstate_kind;
