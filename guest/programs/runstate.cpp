@@ -1,7 +1,10 @@
 // `runstate`: reads the vCPU run-state page (runtime/runstate.h) from CPL3
 // while every vCPU spins, for tests/runstate's machine test.
 //
-// Parameters: ms=N (spin time, default 500), mode=observe|write.
+// Parameters: ms=N (spin time, default 500), mode=observe|write,
+// until_live=1 (observe: after the ms, go on until the own record has read
+// "running", for at most 30 s more: a page the host publishes late is still
+// seen, however late).
 //   observe  every vCPU meets the others at a barrier, then for `ms` spins
 //            reading its own record and its peers' records (plain loads, no
 //            exit). Results per vCPU:
@@ -17,6 +20,10 @@
 //              own_preemptions own record's preemption count at the end
 //              nonzero_words   non-zero 64-bit words in the whole page
 //                              (vCPU 0 only; 0 when the page is off)
+//              foreign_reads   reads, every 256th sample, of a record past
+//                              the last vCPU that were not all zeros: the
+//                              host writes none of them in this run, so any
+//                              is a stale or misplaced page (vCPU 0 only)
 //   write    vCPU 0 makes its own PTE for the page writable (CPL3 can write
 //            the page tables, so a hostile guest can too) and writes the
 //            page: the read-only memslot drops it and the VMM ends the run
@@ -36,22 +43,35 @@ namespace {
 
 Shared<u32> g_arrived;
 
-void observe(u64 ms) {
+void observe(u64 ms, bool until_live) {
   const u32 me = this_cpu();
   const u32 n = nr_cpus();
   g_arrived.add(1);
   g_arrived.wait_for(n);
 
   u64 samples = 0, self_running = 0, self_unknown = 0, self_other = 0, peer_preempted = 0, peer_running = 0;
+  u64 foreign_reads = 0;
   u32 last_seq[kRunStateMaxVcpus];
   for (auto& s : last_seq) s = ~0u;
   const u64 end = rdtsc() + ns_to_tsc(ms * 1000000);
-  while (rdtsc() < end) {
+  const u64 cap = end + ns_to_tsc(30ull * 1000000000);
+  for (;;) {
+    const u64 now = rdtsc();
+    if (now >= end && (!until_live || self_running > 0 || now >= cap)) break;
     ++samples;
     switch (vcpu_run_state(me)) {
       case RunState::kRunning: ++self_running; break;
       case RunState::kUnknown: ++self_unknown; break;
       default: ++self_other; break;
+    }
+    if (me == 0 && (samples & 255) == 0) {
+      const auto* words = reinterpret_cast<const volatile u64*>(boot().runstate_gpa);
+      for (u64 i = u64{n} * (sizeof(VcpuRunState) / 8); i < kRunStateBytes / 8; ++i) {
+        if (words[i] != 0) {
+          ++foreign_reads;
+          break;
+        }
+      }
     }
     for (u32 peer = 0; peer < n && peer < kRunStateMaxVcpus; ++peer) {
       if (peer == me) continue;
@@ -79,6 +99,7 @@ void observe(u64 ms) {
     u64 nonzero = 0;
     for (u64 i = 0; i < kRunStateBytes / 8; ++i) nonzero += words[i] != 0 ? 1 : 0;
     report_result("nonzero_words", nonzero);
+    report_result("foreign_reads", foreign_reads);
   }
 }
 
@@ -102,7 +123,7 @@ void program_runstate() {
     write_page();
   } else {
     LV_CHECK_MSG(str_equal(mode, "observe"), "mode must be observe or write");
-    observe(arg_u64("ms", 500));
+    observe(arg_u64("ms", 500), arg_u64("until_live", 0) != 0);
   }
 }
 

@@ -98,22 +98,39 @@ TEST(InjectMachine, HolderPointsHitEveryNthAcquisitionAndCountsAgree) {
   }
 }
 
+// First waiters need an overlap: one vCPU arriving while the other holds the
+// lock. Left to the host, that overlap may not come at all (one vCPU can run
+// its whole window while the other waits for a CPU). So the test makes it:
+// a holder schedule parks every holder for 1 ms with the lock held (every
+// one: a vCPU slowed by the points and a loaded host may acquire the lock
+// only a few hundred times, and an every-Nth rule may choose none), and
+// whichever vCPU runs meanwhile arrives at a held lock nobody waits for.
+// Every such first waiter is a point (every=1).
 TEST(InjectMachine, WaiterPointsHitFirstWaitersAndCountsAgree) {
   LOCKVISOR_REQUIRE_KVM(kvm);
-  // A duration, not a count: with a few thousand acquisitions one vCPU may
-  // finish within one host time slice before the other runs, and never wait.
-  // One host CPU each, so that on a loaded host they still overlap often.
   auto config = lockbench(2, "ticket", 0, 0.4);
-  if (const auto cpus = host::allowed_cpus(); cpus.size() >= 2) config.pcpus = {cpus[0], cpus[1]};
-  const RunResult r = run(*kvm, config, "waiter:lock=0,p=0.2,for=50us");
+  const RunResult r = run(*kvm, config, "holder:lock=0,every=1,for=1ms;waiter:lock=0,every=1,for=50us");
   ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
-  expect_counts_agree(r, "waiter");
-  std::uint64_t points = 0, events = 0;
+  std::uint64_t points = 0, events = 0, holder_points = 0;
   for (const auto& v : r.vcpus) {
-    points += v.injected.at("waiter").count;
-    events += v.injected.at("waiter").guest_events.value_or(0);
+    SCOPED_TRACE(fmt::format("vCPU {}", v.index));
+    const auto& waiter = v.injected.at("waiter");
+    const auto& holder = v.injected.at("holder");
+    ASSERT_TRUE(waiter.guest_count.has_value());
+    ASSERT_TRUE(holder.guest_count.has_value());
+    EXPECT_EQ(waiter.count, *waiter.guest_count);
+    EXPECT_EQ(holder.count, *holder.guest_count);
+    EXPECT_EQ(waiter.count, waiter.guest_events.value_or(0)) << "every first waiter is a point (every=1)";
+    // The VMM requested one park per point of either kind, nothing else.
+    EXPECT_EQ(v.park.requested, waiter.count + holder.count);
+    EXPECT_LE(v.park.parks, v.park.requested);
+    points += waiter.count;
+    events += waiter.guest_events.value_or(0);
+    holder_points += holder.count;
   }
-  EXPECT_GT(points, 0u) << "two vCPUs on one lock: " << events << " first-waiter events, no point chosen";
+  EXPECT_GT(holder_points, 0u) << "no holder was parked with the lock held";
+  EXPECT_GT(points, 0u) << "two vCPUs on one lock, " << holder_points << " holders parked for 1 ms with it held: "
+                        << events << " first-waiter events";
 }
 
 TEST(InjectMachine, SameSeedSamePointsOtherSeedOtherPoints) {

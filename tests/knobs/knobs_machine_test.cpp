@@ -84,7 +84,12 @@ TEST(HaltPollMachine, PollCountersAddUp) {
     EXPECT_LE(c.halt_polls_failed, c.halts_woken);
     if (setting.mode == pvlock::HaltPollMode::kFixed) {
       EXPECT_EQ(c.halt_polls_failed, c.halts_woken);  // a fixed window polls before every sleep
-      EXPECT_GT(c.halt_poll_ns, 0u);
+      // Every halt that did not return at once (a kick already pending)
+      // polled: some CPU time was spent polling. Whether any halt had to
+      // wait is the host's timing, not the backend's.
+      if (c.halts_polled + c.halts_woken > 0) {
+        EXPECT_GT(c.halt_poll_ns, 0u);
+      }
       EXPECT_GE(c.halt_poll_ns, c.halt_polls_failed * 200'000);
     }
     const auto json = report::run_to_json(r, config);

@@ -17,6 +17,7 @@
 #include "vmm/machine/machine.h"
 #include "vmm/report/run_report.h"
 #include "vmm/runstate/runstate_page.h"
+#include "vmm/runstate/runstate_pool.h"
 
 namespace lockvisor::machine {
 namespace {
@@ -93,6 +94,50 @@ TEST(RunStateMachine, PinnedVcpusPageCountsEqualInvoluntarySwitches) {
       EXPECT_GT(value(r, v.index, "self_running"), samples / 2);
       EXPECT_GT(value(r, v.index, "peer_preempted"), 0u) << "never saw a peer preempted";
       EXPECT_LE(value(r, v.index, "own_preemptions"), c.preemptions);
+    }
+  }
+}
+
+// The page comes after the guest started (runstate_loader.h): the guest
+// first reads the zeros, then the live page at the same address, and never
+// a record the host did not write for this run. Three runs: four vCPUs
+// leave records 0..3 of a pooled page written; two vCPUs then lease a
+// pooled program (records 2..63 must read zeros throughout); and two vCPUs
+// with no pool load their own program (a cold load, tens of milliseconds
+// after the first guest instruction here). Each vCPU thread registers late
+// and still counts exactly.
+TEST(RunStateMachine, PageArrivingAfterBootIsNeverMisread) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  struct Case {
+    const char* name;
+    unsigned vcpus;
+    bool pooled;
+  };
+  for (const Case c : {Case{"pooled, 4 vCPUs", 4, true}, Case{"pooled, 2 vCPUs", 2, true},
+                       Case{"cold, 2 vCPUs", 2, false}}) {
+    SCOPED_TRACE(c.name);
+    if (!c.pooled) ::setenv(runstate::kPoolVariable, "off", 1);
+    // The guest goes on until it has seen its own record "running": a cold
+    // load on a loaded host can take longer than any fixed spin.
+    auto config = runstate_config(c.vcpus, "ms=300 until_live=1", RunStateMode::kAuto);
+    config.pcpus = {0};
+    const RunResult r = run(*kvm, config);
+    ::unsetenv(runstate::kPoolVariable);
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+    if (r.runstate != "bpf") {
+      if (test::in_ci()) FAIL() << "the run-state page must be live in CI (CI=true): " << r.runstate_detail;
+      GTEST_SKIP() << "the run-state page cannot load here: " << r.runstate_detail;
+    }
+    ASSERT_GT(r.startup.runstate_live, 0.0) << "a live page has a publication time";
+    std::printf("[ measured ] %s: first guest instruction %.2f ms, page live %.2f ms after the start\n", c.name,
+                r.seconds_to_first_entry * 1e3, r.startup.runstate_live * 1e3);
+    EXPECT_EQ(value(r, 0, "foreign_reads"), 0u) << "a record past the last vCPU read non-zero";
+    for (const auto& v : r.vcpus) {
+      SCOPED_TRACE(fmt::format("vCPU {}", v.index));
+      EXPECT_EQ(value(r, v.index, "live"), 1u);
+      ASSERT_TRUE(v.runstate.has_value()) << "the vCPU thread never registered";
+      EXPECT_EQ(v.runstate->preemptions, v.runstate->involuntary_switches);
+      EXPECT_GT(value(r, v.index, "self_running"), 0u) << "the live page never reached the guest";
     }
   }
 }

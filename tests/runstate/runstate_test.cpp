@@ -1,6 +1,8 @@
 // The vCPU run-state page (vmm/runstate, docs/runstate.md): the sched_switch
 // BPF program against the kernel's own context-switch counts, the states a
-// reader on another CPU sees, the page's protection, and clean detachment.
+// reader on another CPU sees, the page's protection, clean detachment, and
+// the loader that publishes it over a zero view. One file (over 500 lines):
+// every test shares the same privileged set-up and helpers.
 //
 // Needs BPF privilege (root) and kernel BTF, not /dev/kvm. Without them the
 // tests that load the program skip with the reason, except with CI=true,
@@ -21,10 +23,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -33,6 +37,7 @@
 
 #include "lockvisor/abi/vcpu_runstate.h"
 #include "vmm/runstate/runstate_experiment.h"
+#include "vmm/runstate/runstate_loader.h"
 #include "vmm/runstate/runstate_page.h"
 #include "vmm/util/error.h"
 #include "vmm/util/mapping.h"
@@ -244,7 +249,9 @@ TEST(RunStatePage, BlockedThreadReadsSleeping) {
   // registration makes the program see it block.
   word.store(0);
   futex_wake(word);
-  EXPECT_TRUE(eventually([&] { return page->state(2) == RunState::kSleeping; }, 2000ms))
+  // Bounds on waits for a state, not on the feature: they end as soon as it
+  // holds, and a loaded host only makes them longer.
+  EXPECT_TRUE(eventually([&] { return page->state(2) == RunState::kSleeping; }, 30000ms))
       << "state " << run_state_name(page->state(2));
   abi::VcpuRunState record = page->snapshot(2);
   EXPECT_EQ(record.state, LOCKVISOR_RUNSTATE_SLEEPING);
@@ -262,7 +269,7 @@ TEST(RunStatePage, BlockedThreadReadsSleeping) {
   // switch-out, which may come much later on a busy host: so wait for the
   // drop (the program writes the record first, then drops the id, in the
   // same switch), then the state must be "sleeping".
-  EXPECT_TRUE(eventually([&] { return page->registered_threads().empty(); }, 10000ms));
+  EXPECT_TRUE(eventually([&] { return page->registered_threads().empty(); }, 60000ms));
   EXPECT_EQ(page->state(2), RunState::kSleeping);
 }
 
@@ -457,6 +464,81 @@ TEST(RunStatePage, DestroyingDetachesTheProgram) {
   EXPECT_EQ(after.seq, frozen.seq) << "the record changed after the program was detached";
   EXPECT_EQ(after.sleeps, frozen.sleeps);
   EXPECT_EQ(after.runs, frozen.runs);
+}
+
+// ---- (f) Loaded beside the VM (runstate_loader.h): zeros, then the page.
+
+// Until the load is done, the view is zeros and nobody is told anything;
+// then the same address shows the live page, reset (a pooled page that an
+// earlier user left written reads all zeros again), a waiter is told once
+// and a cancelled one never; a thread registered through it is published
+// at that address.
+TEST(RunStateLoader, ViewReadsZerosUntilThePageTakesItOver) {
+  LOCKVISOR_REQUIRE_RUNSTATE(probe, 4);
+  probe.reset();
+  {  // Leave a pooled page written: a thread that sleeps, registered as vCPU 1.
+    RunStatePage dirty = RunStatePage::open_shared(4);
+    dirty.register_thread(current_tid(), 1);
+    for (int i = 0; i < 5; ++i) std::this_thread::sleep_for(1ms);
+    EXPECT_TRUE(eventually([&] { return dirty.state(1) != RunState::kUnknown; }, 2000ms));
+  }
+  std::mutex gate_mutex;
+  std::condition_variable gate_changed;
+  bool open = false;
+  RunStateLoader loader([&] {
+    std::unique_lock lock(gate_mutex);
+    gate_changed.wait(lock, [&] { return open; });
+    return RunStatePage::open_shared(4);
+  });
+  loader.start();
+  const auto* view = static_cast<const abi::VcpuRunState*>(loader.view());
+  std::atomic<int> told{0}, cancelled_told{0};
+  EXPECT_EQ(loader.page_or_notify(0, [&] { told.fetch_add(1); }), nullptr);
+  EXPECT_EQ(loader.page_or_notify(1, [&] { cancelled_told.fetch_add(1); }), nullptr);
+  loader.cancel_notify(1);
+  for (int i = 0; i < 20; ++i) {
+    for (unsigned v = 0; v < abi::kRunStateMaxVcpus; ++v) ASSERT_TRUE(all_zero(view[v])) << "vCPU " << v;
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(loader.page(), nullptr);
+  EXPECT_FALSE(loader.published_at().has_value());
+  EXPECT_EQ(told.load(), 0);
+  {
+    std::lock_guard lock(gate_mutex);
+    open = true;
+  }
+  gate_changed.notify_all();
+  RunStatePage* page = loader.wait();
+  ASSERT_NE(page, nullptr) << loader.failure();
+  EXPECT_EQ(loader.page(), page);
+  EXPECT_EQ(static_cast<const void*>(page->records()), loader.view()) << "the page took the view's address over";
+  EXPECT_TRUE(loader.published_at().has_value());
+  EXPECT_EQ(told.load(), 1);
+  EXPECT_EQ(cancelled_told.load(), 0);
+  for (unsigned v = 0; v < abi::kRunStateMaxVcpus; ++v) EXPECT_TRUE(all_zero(view[v])) << "vCPU " << v << " before any registration";
+  EXPECT_EQ(loader.page_or_notify(2, [&] { told.fetch_add(1); }), page) << "published: no notice, the page";
+  page->register_thread(current_tid(), 2);
+  for (int i = 0; i < 5; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(eventually([&] { return load_state(view[2]) != RunState::kUnknown; }, 2000ms))
+      << "the registered thread's switches never reached the view";
+  EXPECT_EQ(told.load(), 1);
+}
+
+// A load that fails leaves the zeros for good, says why, and tells no one.
+TEST(RunStateLoader, FailedLoadKeepsTheZerosAndSaysWhy) {
+  RunStateLoader loader([]() -> RunStatePage { fail_host("no page today"); });
+  std::atomic<int> told{0};
+  EXPECT_EQ(loader.page_or_notify(0, [&] { told.fetch_add(1); }), nullptr);
+  EXPECT_EQ(loader.wait(), nullptr);
+  EXPECT_NE(loader.failure().find("no page today"), std::string::npos) << loader.failure();
+  EXPECT_EQ(told.load(), 0);
+  EXPECT_EQ(loader.page_or_notify(0, [&] { told.fetch_add(1); }), nullptr);
+  const auto* view = static_cast<const abi::VcpuRunState*>(loader.view());
+  for (unsigned v = 0; v < abi::kRunStateMaxVcpus; ++v) EXPECT_TRUE(all_zero(view[v]));
+  // Without a load there is nothing to wait for.
+  RunStateLoader none{RunStateLoader::Load()};
+  EXPECT_EQ(none.wait(), nullptr);
+  EXPECT_EQ(none.page(), nullptr);
 }
 
 // ---- What the VMM will do with it: a read-only memslot (label kvm).

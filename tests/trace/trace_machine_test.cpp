@@ -304,23 +304,37 @@ TEST(TraceMachine, SpinningVcpusOnOneCpuAreDrawnRunningOneAtATime) {
       for (const auto& y : b) total += std::max(0.0, std::min(x.second, y.second) - std::max(x.first, y.first));
     return total;
   };
-  double busy = 0, overlapping = 0;
+  // Exact only where the program saw every switch: a switch-in it never saw
+  // (docs/runstate.md, "Accuracy and limits") leaves that vCPU's time off the
+  // CPU before it undrawn, of any length, and the vCPU drawn running through
+  // it. So the pairs checked are those of vCPUs whose every switch was seen.
+  const auto& unseen = host["switches_unseen_by_vcpu"];
+  ASSERT_EQ(unseen.size(), 4u) << host.dump();
+  double busy = 0, busy_exact = 0, overlapping = 0;
+  unsigned exact_vcpus = 0;
   for (int v = 0; v < 4; ++v) {
-    for (const auto& r : running[v]) busy += r.second - r.first;
-    for (int u = v + 1; u < 4; ++u) overlapping += overlap(running[v], running[u]);
+    double mine = 0;
+    for (const auto& r : running[v]) mine += r.second - r.first;
+    busy += mine;
+    if (unseen[v] != 0) continue;
+    ++exact_vcpus;
+    busy_exact += mine;
+    for (int u = v + 1; u < 4; ++u)
+      if (unseen[u] == 0) overlapping += overlap(running[v], running[u]);
   }
   const double span = hi - lo;
   std::printf("[ measured ] 4 spinning vCPUs on one CPU, %.1f ms window: %llu preemptions counted, %llu drawn exact; "
-              "vCPUs running %.1f%% of the window, running at once %.2f%%\n",
+              "vCPUs running %.1f%% of the window, running at once %.2f%% (among the %u vCPUs whose every "
+              "switch the program saw)\n",
               span / 1e3, static_cast<unsigned long long>(counted), static_cast<unsigned long long>(exact),
-              100 * busy / span, 100 * overlapping / span);
+              100 * busy / span, 100 * overlapping / span, exact_vcpus);
   EXPECT_LT(overlapping, 0.02 * span) << "two vCPUs drawn running at once on one CPU";
   // How much of the window some vCPU had the CPU is the host's business:
   // any other task on that CPU (a build, ctest -j, a hog) takes its share,
   // and every vCPU is then drawn preempted, rightly. What the drawing must
   // show is that some vCPU ran, and never two at once (above).
   EXPECT_GT(busy, 0.0) << "no vCPU drawn running in the whole window";
-  EXPECT_LT(busy, 1.02 * span);
+  EXPECT_LT(busy_exact, 1.02 * span) << "the exactly drawn vCPUs ran for longer than the window";
 }
 
 // A cap far below the run's size: the lock lane keeps the first records,

@@ -28,6 +28,7 @@
 #include "vmm/metrics/summary.h"
 #include "vmm/report/run_report.h"
 #include "vmm/report/settings_json.h"
+#include "vmm/runstate/runstate_pool.h"
 #include "vmm/util/error.h"
 #include "vmm/util/output_file.h"
 
@@ -42,6 +43,7 @@ struct BenchOptions {
   unsigned lock_runs = 11;
   bool contended = false;
   bool startup_only = false;
+  bool cold = false;  // --cold: no pooled run-state program, every run loads its own
   double contended_seconds = 0.5;
   std::uint64_t lock_iterations = 1u << 20;  // 4x the 256K loop of Waiman Long's qspinlock series: steadier medians
 };
@@ -177,8 +179,11 @@ void startup_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image, 
   machine::MachineConfig base;
   base.vcpus = 1;
   base.program = "empty";
+  // Before any run starts a loader thread (which reads the variable), and
+  // inherited by the empty processes below.
+  if (o.cold) ::setenv(runstate::kPoolVariable, "off", 1);
   // Each step's own cost, ms: medians over the runs.
-  std::map<std::string, std::vector<double>> steps, floor_steps;
+  std::map<std::string, std::vector<double>> steps, floor_steps, off_path;
   std::vector<double> entry, exit, total, floor_entry, floor_exit, process;
   std::string runstate;
   for (unsigned r = 0; r < o.repeat; ++r) {
@@ -206,6 +211,8 @@ void startup_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image, 
     steps["vcpus"].push_back((m.vcpus - m.image) * 1e3);
     steps["threads"].push_back((run.seconds_to_first_entry - m.vcpus) * 1e3);
     steps["first_kvm_run"].push_back((run.seconds_to_first_exit - run.seconds_to_first_entry) * 1e3);
+    // Off the path: when the live run-state page replaced the zeros.
+    if (m.runstate_live > 0) off_path["runstate_live_at"].push_back(m.runstate_live * 1e3);
     runstate = run.runstate;
   }
   for (unsigned r = 0; r < o.repeat; ++r) {
@@ -228,12 +235,16 @@ void startup_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image, 
              "threads to first KVM_RUN {:.2f}, first KVM_RUN {:.2f}\n",
              median(steps["vm"]), median(steps["runstate"]), median(steps["image"]), median(steps["vcpus"]),
              median(steps["threads"]), median(steps["first_kvm_run"]));
+  if (const auto live = off_path.find("runstate_live_at"); live != off_path.end())
+    fmt::print("  off the path                 : run-state page live {:.2f} ms after the start ({} of {} runs)\n",
+               median(live->second), live->second.size(), o.repeat);
   if (!process.empty())
     fmt::print("  whole `lockvisor run --workload empty`, process start to exit: {:.2f} ms (median of {})\n",
                median(process), process.size());
-  nlohmann::json breakdown, floor_breakdown;
+  nlohmann::json breakdown, floor_breakdown, off_path_json = nlohmann::json::object();
   for (const auto& [name, values] : steps) breakdown[name] = median(values);
   for (const auto& [name, values] : floor_steps) floor_breakdown[name] = median(values);
+  for (const auto& [name, values] : off_path) off_path_json[name] = median(values);
   out["startup_ms"] = {{"first_entry", e},
                        {"first_exit", median(exit)},
                        {"total", median(total)},
@@ -242,6 +253,8 @@ void startup_bench(const kvm::KvmSystem& kvm, std::span<const std::byte> image, 
                        {"ratio_to_floor", fl > 0 ? e / fl : 0.0},
                        {"breakdown", breakdown},
                        {"floor_breakdown", floor_breakdown},
+                       {"off_path", off_path_json},
+                       {"cold", o.cold},
                        {"empty_process", process.empty() ? nlohmann::json(nullptr) : nlohmann::json(median(process))},
                        {"runstate", runstate},
                        {"memory_mib", base.memory_mib},
@@ -367,6 +380,9 @@ Action add_bench_command(CLI::App& app) {
       ->transform(unsigned_in(1, 4096));
   command->add_flag("--startup", options->startup_only,
                     "Measure only the start-up (beside the bare-KVM floor) and the whole empty run");
+  command->add_flag("--cold", options->cold,
+                    "Start-up as after a reboot or a new build: every run loads its own run-state program "
+                    "(LOCKVISOR_RUNSTATE_PIN=off) instead of leasing a pinned one");
   command->add_flag("--contended", options->contended, "Also run lockbench at 1:1, 2:1 (both CPUs) and 4:1 (one CPU), guest vs native, every lock");
   command->add_option("--contended-seconds", options->contended_seconds, "Length of each --contended run (0.001..3600 s)")
       ->check(seconds_in(0.001, 3600));

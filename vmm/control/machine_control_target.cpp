@@ -35,6 +35,7 @@ json vcpu_stats(const machine::VcpuRunner& v, const pvlock::PvBackend& backend) 
   const auto cpu = v.cpu_seconds_now();
   return {{"vcpu", v.index()},
           {"state", live_state(v, backend)},
+          {"parked", v.parked()},
           {"cpu_s", cpu ? json(*cpu) : json(nullptr)},
           {"exits_total", total},
           {"exits", exits},

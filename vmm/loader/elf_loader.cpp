@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <system_error>
 
@@ -150,6 +152,19 @@ std::string errno_message(int err) { return std::system_category().message(err);
 
 namespace {
 
+// Faults the pages under `bytes` in with one call rather than one fault per
+// page as the copy touches them (fresh guest memory, the image's file pages):
+// 35-55 us instead of 50-90 us for the built-in image on the PVM host of
+// docs/runstate.md. Only a hint: on a kernel before 5.14 (no
+// MADV_POPULATE_*) or memory that refuses it, the copy faults them as before.
+void prefault(std::span<const std::byte> bytes, int advice) {
+  if (bytes.empty()) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data()) & ~(page - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size();
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, advice);
+}
+
 struct CheckedImage {
   std::uint64_t entry = 0;
   std::vector<Segment> segments;  // sorted by address, non-empty, not overlapping
@@ -212,7 +227,11 @@ LoadedImage load_elf_image(std::span<const std::byte> file, std::span<std::byte>
   // Pass 2: copy. Every range below was checked against the file and memory.
   for (const Segment& s : image.segments) {
     auto dst = guest_memory.subspan(s.gpa, s.end - s.gpa);
-    std::ranges::copy(file.subspan(s.offset, s.filesz), dst.begin());
+    prefault(file.subspan(s.offset, s.filesz), MADV_POPULATE_READ);
+    prefault(dst.first(bss == Bss::kZeroFill ? dst.size() : s.filesz), MADV_POPULATE_WRITE);
+    // memcpy, not std::ranges::copy: GCC 12 made that a byte loop over span
+    // iterators, 50 us instead of 9 for the built-in image's 90 KiB.
+    if (s.filesz > 0) std::memcpy(dst.data(), file.data() + s.offset, s.filesz);
     if (bss == Bss::kZeroFill) std::ranges::fill(dst.subspan(s.filesz), std::byte{0});
   }
   return LoadedImage{image.entry, image.segments.front().gpa, image.segments.back().end};

@@ -58,7 +58,6 @@ void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std:
   if (free_start + kTwoMiB > stacks)
     fail("--memory {} MiB is too small for this image and {} vCPUs (need at least {} MiB)", cfg.memory_mib, cfg.vcpus,
          minimum_memory_mib(cfg.vcpus, loaded.end_gpa));
-
   write_boot_tables(memory, cfg.vcpus);
   s.startup.image = s.since_origin();
   s.add_freestanding_ports();
@@ -77,8 +76,10 @@ void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std:
   boot->seed = cfg.seed;
   boot->sbi_experimental_eid = cfg.sbi_experimental_eid;
   boot->runstate_gpa = abi::kRunStateGpa;
-  boot->runstate_vcpus = s.runstate_page ? std::min<unsigned>(cfg.vcpus, abi::kRunStateMaxVcpus) : 0;
-  if (s.runstate_page) boot->flags |= abi::kBootFlagRunStateLive;
+  // Live as soon as its load has started: the page reads "unknown" until the
+  // load is done, and for good if it fails after all (runstate_loader.h).
+  boot->runstate_vcpus = s.runstate_loading ? std::min<unsigned>(cfg.vcpus, abi::kRunStateMaxVcpus) : 0;
+  if (s.runstate_loading) boot->flags |= abi::kBootFlagRunStateLive;
   std::memcpy(boot->program, cfg.program.c_str(), cfg.program.size() + 1);
   std::memcpy(boot->args, cfg.args.c_str(), cfg.args.size() + 1);
   boot->lock_probe_gpa = abi::kLockProbeAddr;
@@ -92,7 +93,6 @@ void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std:
     boot->workload.lock[abi::kLockNameBytes - 1] = '\0';
     boot->flags |= abi::kBootFlagWorkload;
   }
-
   const auto supported = kvm.supported_cpuid();
   const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint, cfg.steal_time};
   for (unsigned i = 0; i < cfg.vcpus; ++i) {

@@ -66,14 +66,6 @@ std::uint64_t calibrate_tsc_khz() {
 // The run-state memslot's number (slot 0 is RAM).
 constexpr unsigned kRunStateSlot = 1;
 
-// A private, read-only page of zeros: the run-state page when the host does
-// not publish one (every vCPU reads "unknown").
-Mapping zero_page() {
-  void* p = ::mmap(nullptr, abi::kRunStateBytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) fail_host("mmap of the run-state zero page: {}", std::strerror(errno));
-  return Mapping(p, abi::kRunStateBytes);
-}
-
 const char* runstate_mode_name(RunStateMode mode) {
   switch (mode) {
     case RunStateMode::kOn: return "on";
@@ -170,6 +162,12 @@ Machine::Machine(const kvm::KvmSystem& kvm, MachineConfig config, LinuxGuest gue
 
 void Machine::finish_build() {
   State& s = *state_;
+  // --runstate on promises the page from the first guest instruction.
+  if (s.config.runstate == RunStateMode::kOn) {
+    if (s.settle_runstate() == nullptr)
+      fail_host("--runstate on: the vCPU run-state page cannot be published: {}", s.runstate_detail);
+    s.map_runstate_slot();
+  }
   s.kvm_kind = kvm::backend_name(kvm::detect_backend());
   s.serial.open();  // last: a --serial file is created or truncated only once the VM is built
   s.startup.vcpus = s.since_origin();
@@ -184,12 +182,15 @@ Machine::~Machine() = default;
 
 void Machine::add_service(std::unique_ptr<RunService> service) {
   State& s = *state_;
+  // Services read the page from the host side from before_boot() on: they
+  // get it as it will stay (waiting for a load still running).
+  runstate::RunStatePage* page = s.settle_runstate();
   BootContext boot{s.config,
                    s.vm.memory(),
                    s.linux_guest ? nullptr : s.vm.memory().at<abi::BootInfo>(abi::kBootInfoAddr),
                    *s.backend,
                    s.vcpus,
-                   s.runstate_page ? &*s.runstate_page : nullptr,
+                   page,
                    s.runstate_kind,
                    s.kvm_kind,
                    s.tsc_khz,
@@ -199,45 +200,63 @@ void Machine::add_service(std::unique_ptr<RunService> service) {
   s.services.push_back(std::move(service));
 }
 
-// --runstate (docs/runstate.md, "Handing it to the guest"): the BPF-published
-// page when it loads (and the mode allows), else a zero page; either way one
-// 4 KiB memslot at abi::kRunStateGpa, read-only where KVM can do that.
+// --runstate (docs/runstate.md, "Handing it to the guest"): one 4 KiB
+// memslot at abi::kRunStateGpa, read-only where KVM can do that, showing the
+// loader's view (runstate_loader.h): zeros until the BPF-published page is
+// loaded, once the vCPUs run (run() starts the load), when the mode allows it
+// and nothing says at once that it cannot load; else zeros for the whole run.
 void Machine::map_runstate_page(const kvm::KvmSystem& kvm) {
   State& s = *state_;
   const RunStateMode mode = s.config.runstate;
+  const unsigned vcpus = s.config.vcpus;
   const bool readonly_mem = kvm.check_extension(KVM_CAP_READONLY_MEM) > 0;
+  runstate::RunStateLoader::Load load;
   if (mode == RunStateMode::kOff) {
     s.runstate_detail = "--runstate off";
   } else if (!readonly_mem) {
     s.runstate_detail = "KVM lacks KVM_CAP_READONLY_MEM (the page must be a read-only memslot)";
-  } else if (s.config.vcpus > abi::kRunStateMaxVcpus) {
-    s.runstate_detail = fmt::format("the page describes at most {} vCPUs, this VM has {}", abi::kRunStateMaxVcpus,
-                                    s.config.vcpus);
+  } else if (vcpus > abi::kRunStateMaxVcpus) {
+    s.runstate_detail = fmt::format("the page describes at most {} vCPUs, this VM has {}", abi::kRunStateMaxVcpus, vcpus);
+  } else if (std::string why = runstate::RunStatePage::why_unavailable(vcpus); !why.empty()) {
+    s.runstate_detail = fmt::format("vCPU run-state page unavailable: {}", why);
   } else {
-    try {
-      s.runstate_page.emplace(runstate::RunStatePage::open_shared(s.config.vcpus));
-      s.runstate_kind = "bpf";
-      s.runstate_detail = s.runstate_page->attach_point();
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kHost) throw;
-      s.runstate_detail = e.what();
-    }
+    load = [vcpus] { return runstate::RunStatePage::open_shared(vcpus); };
   }
-  if (!s.runstate_page && mode == RunStateMode::kOn)
+  if (!load && mode == RunStateMode::kOn)
     fail_host("--runstate on: the vCPU run-state page cannot be published: {}", s.runstate_detail);
-  const void* host = nullptr;
-  if (s.runstate_page) {
-    host = s.runstate_page->page().data();
-  } else {
-    s.runstate_zero = zero_page();
-    host = s.runstate_zero.data();
+  s.runstate_loading = static_cast<bool>(load);
+  s.runstate_readonly = readonly_mem;
+  s.runstate.emplace(std::move(load), vcpus);
+  s.control.set_runstate(&*s.runstate, abi::kRunStateGpa, abi::kRunStateBytes);
+  spdlog::debug("run-state page (--runstate {}): {}, GPA {:#x}", runstate_mode_name(mode),
+                s.runstate_loading ? "loading" : s.runstate_detail, abi::kRunStateGpa);
+}
+
+// The page's memslot, showing the loader's view. A second
+// KVM_SET_USER_MEMORY_REGION waits for an SRCU grace period (tens of
+// microseconds here, milliseconds on a busy host), and the guest needs the
+// page only when it reads it: run() adds it once the vCPU threads are
+// started, and until then a guest read of the page exits and reads zeros,
+// "unknown", as the view does (VcpuRunner::handle_mmio). --runstate on
+// promises the page from the first guest instruction: its slot comes with
+// the build. Without KVM_CAP_READONLY_MEM the zeros are mapped writable: a
+// guest that writes them changes only its own view of "unknown" (the page
+// is never loaded then).
+void Machine::State::map_runstate_slot() {
+  if (runstate_slot || !runstate) return;
+  runstate_slot.emplace(vm, kRunStateSlot, abi::kRunStateGpa, runstate->view(), abi::kRunStateBytes,
+                        runstate_readonly);
+}
+
+runstate::RunStatePage* Machine::State::settle_runstate() {
+  runstate::RunStatePage* page = runstate ? runstate->wait() : nullptr;
+  if (runstate_loading) {
+    runstate_kind = page != nullptr ? "bpf" : "unknown";
+    runstate_detail = page != nullptr ? page->attach_point() : runstate->failure();
+    if (const auto at = runstate->published_at(); at && startup.runstate_live == 0)
+      startup.runstate_live = std::chrono::duration<double>(*at - origin).count();
   }
-  // Without KVM_CAP_READONLY_MEM a zero page is mapped writable: a guest that
-  // writes it changes only its own view of "unknown".
-  s.runstate_slot.emplace(s.vm, kRunStateSlot, abi::kRunStateGpa, host, abi::kRunStateBytes, readonly_mem);
-  s.control.set_runstate_page(s.runstate_page ? &*s.runstate_page : nullptr, abi::kRunStateGpa, abi::kRunStateBytes);
-  spdlog::debug("run-state page (--runstate {}): {} ({}), GPA {:#x}", runstate_mode_name(mode), s.runstate_kind,
-                s.runstate_detail, abi::kRunStateGpa);
+  return page;
 }
 
 std::vector<std::string> Machine::State::vcpu_state_lines() const {
@@ -340,6 +359,16 @@ RunResult Machine::run() {
     v.start(std::move(affinity));
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  // The run-state page's memslot and load, now that nothing more is on the
+  // way to the first guest instruction: they overlap the vCPU threads' start
+  // instead of the build (runstate_loader.h, map_runstate_slot()). The load
+  // is already running when a service or --runstate on needed the page.
+  try {
+    s.map_runstate_slot();
+  } catch (const Error& e) {
+    s.control.end(Outcome::kHostError, e.what());  // the vCPU threads run: they must be stopped, not left
+  }
+  if (s.runstate && !s.control.decided()) s.runstate->start();
 
   asio::steady_timer watchdog(io);
   if (s.config.timeout_s > 0) {
@@ -396,13 +425,17 @@ RunResult Machine::run() {
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   result.seconds_to_first_entry = s.control.seconds_to_first_entry();
   result.seconds_to_first_exit = s.control.seconds_to_first_exit();
-  result.startup = s.startup;
   result.backend = std::string(s.backend->name());
   result.unknown_kvm_hypercalls = s.hypercalls->unknown_calls(pvlock::Transport::kKvm);
   result.unknown_sbi_calls = s.hypercalls->unknown_calls(pvlock::Transport::kSbi);
   result.kvm_kind = s.kvm_kind;
   result.tsc_khz = s.tsc_khz;
   result.guest_usage = s.control.usage();
+  // A run that ended before its load began (a signal while the VM was being
+  // built) does not start one now only to wait for it.
+  if (s.runstate) s.runstate->cancel("the run ended before the page's load began");
+  s.settle_runstate();
+  result.startup = s.startup;
   result.runstate = s.runstate_kind;
   result.runstate_detail = s.runstate_detail;
   for (const auto& v : s.vcpus) {

@@ -18,6 +18,7 @@
 #include "vmm/machine/vcpu_runner.h"
 #include "vmm/pvlock/hypercall_table.h"
 #include "vmm/pvlock/pv_backend.h"
+#include "vmm/runstate/runstate_loader.h"
 #include "vmm/runstate/runstate_page.h"
 #include "vmm/util/mapping.h"
 
@@ -53,13 +54,15 @@ struct Machine::State {
   std::unique_ptr<LinuxConsole> linux_console;  // Linux guests: outlives the UART below
   std::vector<std::unique_ptr<PortDevice>> devices;
   ReportChannelPort* report_channel = nullptr;
-  // The run-state page's host memory (one of the two, or neither before the
-  // constructor maps it) outlives the VM and its slot: members are destroyed
-  // in reverse order, so vCPUs, then the slot (deleted), then the VM, then these.
-  std::optional<runstate::RunStatePage> runstate_page;
-  Mapping runstate_zero;  // unmapped (empty) when the live page is used
+  // The run-state page (runstate_loader.h): its view is the slot's host
+  // memory, so it outlives the VM and the slot: members are destroyed in
+  // reverse order, so vCPUs, then the slot (deleted), then the VM, then the
+  // loader (which waits for a load still running).
+  std::optional<runstate::RunStateLoader> runstate;
+  bool runstate_loading = false;  // a load was started: BootInfo's kBootFlagRunStateLive
+  bool runstate_readonly = false;  // KVM_CAP_READONLY_MEM: the slot is read-only
   kvm::Vm vm;
-  std::optional<kvm::ExtraSlot> runstate_slot;
+  std::optional<kvm::ExtraSlot> runstate_slot;  // from map_runstate_slot() on
   std::string runstate_kind = "unknown";  // "bpf" when the page is live
   std::string runstate_detail;
   std::vector<std::unique_ptr<VcpuRunner>> vcpus;
@@ -73,6 +76,11 @@ struct Machine::State {
 
   double since_origin() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count(); }
   std::vector<std::string> vcpu_state_lines() const;
+  // Waits for the run-state page's load, if one runs, and sets
+  // runstate_kind and runstate_detail from its outcome: the page or nullptr.
+  runstate::RunStatePage* settle_runstate();
+  // The run-state page's memslot (machine.cpp); once.
+  void map_runstate_slot();
   bool deadlocked() const;
   // The ports of lockvisor's freestanding guest (freestanding_ports.h).
   void add_freestanding_ports();

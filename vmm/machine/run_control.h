@@ -17,6 +17,7 @@
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/serial_console.h"
 #include "vmm/pvlock/pv_backend.h"
+#include "vmm/runstate/runstate_loader.h"
 #include "vmm/runstate/runstate_page.h"
 
 namespace lockvisor::machine {
@@ -65,14 +66,16 @@ class RunControl {
   void add_print(std::string line);
   std::vector<std::string> prints() const;
 
-  // The vCPU run-state page: the live one (nullptr: a zero page) and where
-  // the guest sees it. Set once by the Machine before any vCPU starts.
-  void set_runstate_page(runstate::RunStatePage* page, std::uint64_t gpa, std::uint64_t bytes) {
-    runstate_page_ = page;
+  // The vCPU run-state page's loader (runstate_loader.h) and where the
+  // guest sees the page. Set once by the Machine before any vCPU starts.
+  void set_runstate(runstate::RunStateLoader* loader, std::uint64_t gpa, std::uint64_t bytes) {
+    runstate_loader_ = loader;
     runstate_gpa_ = gpa;
     runstate_bytes_ = bytes;
   }
-  runstate::RunStatePage* runstate_page() const { return runstate_page_; }
+  runstate::RunStateLoader* runstate_loader() const { return runstate_loader_; }
+  // The live page, nullptr while it is not (yet) published.
+  runstate::RunStatePage* runstate_page() const { return runstate_loader_ ? runstate_loader_->page() : nullptr; }
   bool in_runstate_page(std::uint64_t gpa) const { return gpa >= runstate_gpa_ && gpa - runstate_gpa_ < runstate_bytes_; }
 
  private:
@@ -94,7 +97,7 @@ class RunControl {
   std::atomic<double> first_entry_s_{0};
   std::atomic<double> first_exit_s_{0};
   std::vector<int> apic_map_ = std::vector<int>(256, -1);
-  runstate::RunStatePage* runstate_page_ = nullptr;
+  runstate::RunStateLoader* runstate_loader_ = nullptr;
   std::uint64_t runstate_gpa_ = 0;
   std::uint64_t runstate_bytes_ = 0;
 };

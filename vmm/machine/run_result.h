@@ -139,6 +139,9 @@ struct RunResult {
   // boot tables, the run-state page, the vCPUs, and run() starting threads.
   struct StartupMarks {
     double vm = 0, runstate = 0, image = 0, vcpus = 0, run = 0;  // seconds since origin, in build order
+    // Off the path to the first entry: when the live run-state page replaced
+    // the zeros (0: never, e.g. --runstate off or a failed load).
+    double runstate_live = 0;
   } startup;
   std::string backend;                // PV backend name
   std::uint64_t unknown_kvm_hypercalls = 0;  // doorbell 0xE4 calls no handler answered (-KVM_ENOSYS)

@@ -47,6 +47,11 @@ bool VcpuPark::paused() const {
   return paused_;
 }
 
+bool VcpuPark::held() const {
+  std::lock_guard lock(mutex_);
+  return held_;
+}
+
 void VcpuPark::stop() {
   std::lock_guard lock(mutex_);
   stopped_ = true;
@@ -58,6 +63,7 @@ std::optional<ParkInterval> VcpuPark::wait_while_parked() {
   std::unique_lock lock(mutex_);
   if (stopped_ || (!paused_ && !injected_until_)) return std::nullopt;
   const Clock::time_point begin = Clock::now();
+  held_ = true;
   if (injected_until_) {
     // An injected preemption first (a pause arriving meanwhile is served by
     // the next call, so each interval has one cause). inject() may move the
@@ -67,6 +73,7 @@ std::optional<ParkInterval> VcpuPark::wait_while_parked() {
       changed_.wait_until(lock, until);
     }
     injected_until_.reset();
+    held_ = false;
     const Clock::time_point end = Clock::now();
     ++counts_.parks;
     counts_.parked_ns += static_cast<std::uint64_t>(std::chrono::nanoseconds(end - begin).count());
@@ -74,6 +81,7 @@ std::optional<ParkInterval> VcpuPark::wait_while_parked() {
     return ParkInterval{ParkCause::kInjected, begin, end};
   }
   changed_.wait(lock, [this] { return stopped_ || !paused_; });
+  held_ = false;
   const Clock::time_point end = Clock::now();
   ++counts_.pauses;
   counts_.paused_ns += static_cast<std::uint64_t>(std::chrono::nanoseconds(end - begin).count());

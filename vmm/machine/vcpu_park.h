@@ -60,6 +60,10 @@ class VcpuPark {
   bool pause();
   void resume();
   bool paused() const;
+  // Whether the vCPU thread is held out of the guest right now, sleeping
+  // in wait_while_parked() (paused() says a pause was asked for; a vCPU
+  // takes it at its next exit, or when a halt it is in ends).
+  bool held() const;
   // Ends every present and future park.
   void stop();
 
@@ -82,6 +86,7 @@ class VcpuPark {
   std::atomic<bool> pending_{false};
   bool stopped_ = false;
   bool paused_ = false;
+  bool held_ = false;
   std::optional<Clock::time_point> injected_until_;
   ParkCounts counts_;
 };

@@ -1,11 +1,11 @@
 #include "vmm/machine/vcpu_runner.h"
 
-#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -96,48 +96,61 @@ bool VcpuRunner::pause() {
 
 void VcpuRunner::resume() { park_.resume(); }
 
+// Clears the immediate_exit of an interrupt this thread has served, before
+// it checks again what could have asked for one. Every requester sets its
+// flag (the park's pending, the run's stopping) before immediate_exit; the
+// fence keeps the clear ahead of those reads, so a request whose
+// immediate_exit the clear overwrote is still seen by them.
+void VcpuRunner::rearm_entry() {
+  vcpu_.run_state()->immediate_exit = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
 // The park requested by inject_preemption()/pause() (vcpu_park.h). The
 // request set immediate_exit to get us here; it is cleared only after the
-// park and before the stop check, so a stop that comes at any point still
-// keeps this thread out of KVM_RUN (stop sets `stopping` before it sets
-// immediate_exit again).
+// park, and a request that came meanwhile is served before the guest runs
+// again (its interrupt was the one just cleared). Then the stop check: a
+// stop that comes at any point still keeps this thread out of KVM_RUN.
 bool VcpuRunner::serve_park() {
-  while (park_.pending()) {
-    const auto interval = park_.wait_while_parked();
-    if (!interval) break;
-    if (observer_) observer_->parked(*interval);
-    if (on_parked) on_parked(index(), *interval);
-  }
-  vcpu_.run_state()->immediate_exit = 0;
+  do {
+    while (park_.pending()) {
+      const auto interval = park_.wait_while_parked();
+      if (!interval) break;
+      if (observer_) observer_->parked(*interval);
+      if (on_parked) on_parked(index(), *interval);
+    }
+    rearm_entry();
+  } while (park_.pending() && !control_.stopping());
   return !control_.stopping();
 }
 
 void VcpuRunner::thread_main(std::vector<int> affinity) {
   thread_id_.store(static_cast<pid_t>(::gettid()), std::memory_order_release);
-  const auto wait_at_start = runqueue_wait_ns();
   // Nothing may leave this thread by an exception: std::terminate would end
   // the process without a report. An allocation that fails although every
   // guest limit held (the host is short of memory) ends the run as a host
   // error, and the thread still reports below.
   try {
-    // Before anything else, and before the first KVM_RUN: the page publishes
-    // this thread's switches as this vCPU's from now on.
-    if (auto* page = control_.runstate_page()) {
-      page->register_thread(static_cast<pid_t>(::gettid()), index());
-      runstate_at_start_ = sample_runstate(*page, index());
-      // A record reads "unknown" until the thread's next switch: give the CPU
-      // away once (if anything else wants it), so a vCPU sharing its CPU reads
-      // "running" from its first guest instruction. The kernel counts a yield
-      // as involuntary and the page as a preemption, so the counts still agree.
-      sched_yield();
+    // Before anything else, and before the first KVM_RUN when the page is
+    // already there; else at the first exit after it is published (the
+    // loader then interrupts this thread: join_late_runstate()).
+    if (auto* loader = control_.runstate_loader()) {
+      if (auto* page = loader->page_or_notify(index(), [this] {
+            runstate_due_.store(true, std::memory_order_release);
+            interrupt();
+          }))
+        join_runstate(*page);
     }
     try {
       if (!affinity.empty()) host::set_thread_affinity(pthread_self(), affinity);
     } catch (const Error& e) {
       control_.end(Outcome::kHostError, e.what());
     }
-    affinity_ = host::thread_affinity(pthread_self());
-    spdlog::debug("vCPU {} (APIC ID {}) starts on host CPUs {}", index(), apic_id_, host::format_cpu_list(affinity_));
+    // Nothing that allocates before the first KVM_RUN: a thread's first
+    // allocation sets up its malloc arena (tens of microseconds here).
+    if (spdlog::should_log(spdlog::level::debug))
+      spdlog::debug("vCPU {} (APIC ID {}) starts on host CPUs {}", index(), apic_id_,
+                    host::format_cpu_list(host::thread_affinity(pthread_self())));
     run_loop();
   } catch (const std::bad_alloc&) {
     host_error_noexcept("out of host memory while handling the guest (std::bad_alloc)");
@@ -152,6 +165,10 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
   } catch (...) {
     host_error_noexcept("internal error: unknown exception");
   }
+  // From here on the loader never interrupts this thread.
+  if (auto* loader = control_.runstate_loader()) loader->cancel_notify(index());
+  // Set at the start only (above): what the thread ran on.
+  affinity_ = host::thread_affinity(pthread_self());
   const VcpuState left = state_.load();
   if (left == VcpuState::kRunning || left == VcpuState::kStarting) state_.store(VcpuState::kStopped);
   timespec cpu{};
@@ -169,18 +186,42 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
                                    end.anomalies - start.anomalies, end.involuntary_switches - start.involuntary_switches};
   }
   kvm_stats_ = stats_.snapshot();
-  if (const auto wait_at_end = runqueue_wait_ns(); wait_at_start && wait_at_end)
-    runqueue_wait_ns_ = *wait_at_end - *wait_at_start;
+  // The thread's whole life: it was created for this run, with a run delay
+  // of 0 (no read at its start, a procfs open on the way to the guest).
+  runqueue_wait_ns_ = runqueue_wait_ns();
   spdlog::debug("vCPU {} leaves its loop: {}, {:.3f} s CPU, last RIP {:#x}", index(), vcpu_state_name(state_.load()),
                 cpu_seconds_, rip());
   lifecycle_.store(Lifecycle::kLeft);
   if (on_finished) on_finished();
 }
 
+// The page publishes this thread's switches as this vCPU's from now on. Its
+// record reads "unknown" until the thread's next switch. No yield forces one:
+// with nothing else runnable it would not switch, and with something else
+// runnable it would hand the CPU away for up to a time slice before the first
+// guest instruction; the guest's locks treat "unknown" as "not preempted",
+// exactly as they treat "running".
+void VcpuRunner::join_runstate(runstate::RunStatePage& page) {
+  page.register_thread(static_cast<pid_t>(::gettid()), index());
+  runstate_at_start_ = sample_runstate(page, index());
+}
+
+// The page came after this thread entered the guest: the loader set
+// runstate_due_ and interrupted KVM_RUN. The interrupt's immediate_exit is
+// cleared here, before the park check and the stop check that follow it, so
+// a park or stop requested meanwhile is still served.
+bool VcpuRunner::join_late_runstate() {
+  runstate_due_.store(false, std::memory_order_relaxed);
+  if (auto* page = control_.runstate_page(); page != nullptr && !runstate_at_start_) join_runstate(*page);
+  rearm_entry();
+  return !control_.stopping();
+}
+
 void VcpuRunner::run_loop() {
   state_.store(VcpuState::kRunning);
   control_.note_entry();
   while (!control_.stopping()) {
+    if (runstate_due_.load(std::memory_order_acquire) && !join_late_runstate()) break;
     if (park_.pending() && !serve_park()) break;
     // Watched: two clock reads per exit and the observer's calls; nothing otherwise.
     const std::uint64_t entered = observer_ ? monotonic_ns() : 0;
@@ -197,6 +238,11 @@ void VcpuRunner::run_loop() {
       break;
     }
     control_.note_exit();
+    // The guest's first exit: the start-up is over, the run-state load need
+    // no longer stay below the vCPU threads.
+    if (!exited()) {
+      if (auto* loader = control_.runstate_loader()) loader->hurry();
+    }
     rip_.store(vcpu_.sync_regs().rip, std::memory_order_relaxed);
     const bool go_on = handle_exit();
     if (observer_) observer_->exit_handled(last_exit_, left, monotonic_ns());
@@ -321,6 +367,12 @@ bool VcpuRunner::handle_mmio(const VcpuExit::Mmio& mmio) {
   const IoBus::MmioClaim claim = bus_.mmio(mmio.gpa, mmio.len);
   count(claim.kind);
   if (claim.device != nullptr) return claim.device->on_mmio(*this, mmio);
+  // Before its memslot is added (Machine::State::map_runstate_slot) the
+  // run-state page reads zeros, "unknown", like the view the slot shows.
+  if (!mmio.write && control_.in_runstate_page(mmio.gpa)) {
+    std::fill(mmio.data.begin(), mmio.data.end(), std::uint8_t{0});
+    return true;
+  }
   // The run-state page is a read-only memslot: KVM drops a guest write to
   // it and exits here. Never legitimate (the guest maps it read-only, so
   // only a guest that rewrote its own page tables gets here): a guest

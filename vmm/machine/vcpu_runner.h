@@ -75,6 +75,8 @@ class VcpuRunner final : private GuestProgramContext {
   bool pause();
   void resume();
   bool paused() const { return park_.paused(); }
+  // Held out of the guest right now by a pause or an injected preemption.
+  bool parked() const { return park_.held(); }
   // Host CPU time the vCPU thread has used so far (guest and VMM), seconds;
   // nullopt before it starts or once it has left its loop. Callable from the
   // monitor thread while the run lasts (the thread is joined only after).
@@ -131,6 +133,13 @@ class VcpuRunner final : private GuestProgramContext {
   void run_loop();
   // Sleeps through a pending park; false when the run is stopping.
   bool serve_park();
+  // Clears immediate_exit after an interrupt was served (see the .cpp).
+  void rearm_entry();
+  // Registers this thread with the run-state page and takes the first sample.
+  void join_runstate(runstate::RunStatePage& page);
+  // The same for a page published while the thread ran; false when the run
+  // is stopping.
+  bool join_late_runstate();
   // Each returns false when this vCPU must leave its loop.
   bool handle_exit();
   bool handle_port_io(const VcpuExit::PortIo& io);
@@ -185,6 +194,7 @@ class VcpuRunner final : private GuestProgramContext {
   std::optional<std::uint64_t> runqueue_wait_ns_;
   std::uint64_t voluntary_switches_ = 0;
   std::uint64_t involuntary_switches_ = 0;
+  std::atomic<bool> runstate_due_{false};  // the page was published after this thread started
   std::optional<VcpuRunStateCounts> runstate_at_start_;  // registered: the first sample
   std::optional<VcpuRunStateCounts> runstate_;           // the counts while registered
   std::vector<int> affinity_;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <system_error>
 
 #include "vmm/util/error.h"
 
@@ -105,21 +106,38 @@ VcpuBooster::VcpuBooster(unsigned vcpus, BoostMechanism mechanism, std::chrono::
     : mechanism_(mechanism), bound_(bound), observer_(std::move(observer)) {
   slots_.reserve(vcpus);
   for (unsigned i = 0; i < vcpus; ++i) slots_.push_back(std::make_unique<Slot>());
-  if (mechanism_ == BoostMechanism::kFifo || mechanism_ == BoostMechanism::kNice) {
-    booster_ = std::thread([this] {
-      // Best effort: without it the bound still holds wherever the booster
-      // gets a CPU of its own, and RT throttling bounds the rest.
-      if (mechanism_ == BoostMechanism::kFifo) set_fifo(0, kReverterFifoPriority);
-      run();
-    });
-  }
 }
 
 VcpuBooster::~VcpuBooster() { stop(); }
 
+// The booster thread starts with the first attach(), on a vCPU thread that
+// has entered the backend: not on the way to the first guest instruction,
+// and before any boost can be asked for (boost() needs an attached target).
 void VcpuBooster::attach(unsigned vcpu) {
   auto& tid = slots_[vcpu]->tid;
-  if (tid.load(std::memory_order_relaxed) == 0) tid.store(this_tid(), std::memory_order_relaxed);
+  if (tid.load(std::memory_order_relaxed) != 0) return;
+  // Started before the tid is known: a boost of this vCPU never finds an
+  // attached target without a booster.
+  if ((mechanism_ == BoostMechanism::kFifo || mechanism_ == BoostMechanism::kNice) &&
+      !started_.load(std::memory_order_acquire)) {
+    std::lock_guard lock(start_mutex_);
+    if (!started_.load(std::memory_order_relaxed) && !stopping_.load()) {
+      try {
+        booster_ = std::thread([this] {
+          // Best effort: without it the bound still holds wherever the booster
+          // gets a CPU of its own, and RT throttling bounds the rest.
+          if (mechanism_ == BoostMechanism::kFifo) set_fifo(0, kReverterFifoPriority);
+          run();
+        });
+        started_.store(true, std::memory_order_release);
+      } catch (const std::system_error&) {
+        // No thread (no memory for its stack, a thread limit): boosts are
+        // refused from now on, as with --boost off; the vCPU runs on.
+        stopping_.store(true);
+      }
+    }
+  }
+  tid.store(this_tid(), std::memory_order_release);
 }
 
 bool VcpuBooster::apply(pid_t tid, bool on) const {
@@ -136,9 +154,10 @@ void VcpuBooster::post(Slot& slot, Request request) {
 }
 
 bool VcpuBooster::boost(unsigned vcpu) {
-  if (!booster_.joinable() || stopping_.load(std::memory_order_relaxed)) return false;
   Slot& slot = *slots_[vcpu];
-  if (slot.tid.load(std::memory_order_relaxed) == 0) return false;
+  // An attached target (acquire) means a started booster (attach()).
+  if (slot.tid.load(std::memory_order_acquire) == 0) return false;
+  if (!started_.load(std::memory_order_relaxed) || stopping_.load(std::memory_order_relaxed)) return false;
   post(slot, kBoost);
   return true;
 }
@@ -154,6 +173,7 @@ void VcpuBooster::stop() {
   stopping_.store(true);
   wake_.fetch_add(1);
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  std::lock_guard lock(start_mutex_);  // no attach() starts it meanwhile: it sees stopping_
   if (booster_.joinable() && booster_.get_id() != std::this_thread::get_id()) booster_.join();
 }
 

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -71,7 +72,8 @@ class VcpuBooster {
   VcpuBooster& operator=(const VcpuBooster&) = delete;
 
   BoostMechanism mechanism() const { return mechanism_; }
-  // Records the calling thread as vCPU `vcpu`'s (cheap after the first call).
+  // Records the calling thread as vCPU `vcpu`'s (cheap after the first call);
+  // the first call of all starts the booster thread.
   void attach(unsigned vcpu);
   // Asks for vCPU `vcpu` to be boosted; false when it cannot be (mechanism
   // off, its thread not known yet, stopping). The booster applies it at once
@@ -104,7 +106,9 @@ class VcpuBooster {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::atomic<std::uint32_t> wake_{0};  // futex word: bumped by every request
   std::atomic<bool> stopping_{false};
-  std::thread booster_;  // joined by stop()
+  std::mutex start_mutex_;          // guards booster_'s start and join
+  std::atomic<bool> started_{false};
+  std::thread booster_;  // started by the first attach(), joined by stop()
 };
 
 }  // namespace lockvisor::pvlock

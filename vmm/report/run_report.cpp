@@ -155,6 +155,13 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
   j["wall_seconds"] = result.wall_seconds;
   j["seconds_to_first_entry"] = result.seconds_to_first_entry;
   j["seconds_to_first_exit"] = result.seconds_to_first_exit;
+  // When each build step ended, ms since the run's start (bench's
+  // breakdown); runstate_live is off the path to the first entry.
+  const auto& m = result.startup;
+  j["startup_ms"] = {{"vm", m.vm * 1e3},       {"runstate", m.runstate * 1e3},
+                     {"image", m.image * 1e3}, {"vcpus", m.vcpus * 1e3},
+                     {"run", m.run * 1e3},     {"first_entry", result.seconds_to_first_entry * 1e3},
+                     {"runstate_live", m.runstate_live > 0 ? nlohmann::json(m.runstate_live * 1e3) : nlohmann::json(nullptr)}};
   j["host"] = {{"kvm", result.kvm_kind}, {"tsc_khz", result.tsc_khz}};
   j["settings"] = settings_json(config, result.kick_mode_changes);
   // Doorbell calls the hypercall table had no handler for (answered as KVM/SBI do).

@@ -6,8 +6,10 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
@@ -147,6 +149,17 @@ std::string environment_problem() {
   return {};
 }
 
+// Whether this process holds what loading a tracing program takes:
+// CAP_BPF with CAP_PERFMON (Linux >= 5.8), or CAP_SYS_ADMIN.
+bool has_bpf_privilege() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
+  if (::syscall(SYS_capget, &header, data) != 0) return true;  // cannot tell: let the load decide
+  const auto has = [&data](unsigned cap) { return (data[cap / 32].effective & (1U << (cap % 32))) != 0; };
+  constexpr unsigned kCapPerfmon = 38, kCapBpf = 39;  // <linux/capability.h> of older headers lacks them
+  return has(CAP_SYS_ADMIN) || (has(kCapBpf) && has(kCapPerfmon));
+}
+
 std::string privilege_reason(int error) {
   return fmt::format("no BPF privilege: loading a tracing program needs root, or CAP_BPF with CAP_PERFMON ({})",
                      errno_text(error));
@@ -213,8 +226,9 @@ struct RunStatePage::Impl {
   UniqueFd pinned_link;
   Mapping page;
   Mapping history;         // empty when it could not be mapped
-  int thread_map_fd = -1;  // owned by `object`
-  int program_fd = -1;     // owned by `object`
+  int thread_map_fd = -1;  // owned by `object` or pinned_threads
+  int program_fd = -1;     // owned by `object` or pinned_program
+  int page_fd = -1;        // owned by `object` or pinned_page
   unsigned max_vcpus = 0;
   std::string attach_point;
   std::uint32_t program_id = 0;
@@ -296,6 +310,7 @@ std::unique_ptr<RunStatePage::Impl> try_load(bool tp_btf, LoadFailure& failure) 
   }
   impl->thread_map_fd = bpf_map__fd(thread_map);
   impl->program_fd = bpf_program__fd(program);
+  impl->page_fd = page_fd;
   impl->program_id = object_id<bpf_prog_info>(impl->program_fd);
   impl->page_map_id = object_id<bpf_map_info>(page_fd);
   return impl;
@@ -392,6 +407,7 @@ std::unique_ptr<RunStatePage::Impl> attach_pinned(PoolLease& lease) {
     return nullptr;
   impl->thread_map_fd = impl->pinned_threads.get();
   impl->program_fd = impl->pinned_program.get();
+  impl->page_fd = impl->pinned_page.get();
   LoadFailure failure;
   if (!map_views(*impl, impl->pinned_page.get(), impl->pinned_history.get(), failure) ||
       !reset_maps(*impl, impl->pinned_page.get(), impl->pinned_history.get())) {
@@ -481,6 +497,32 @@ RunStatePage RunStatePage::open_shared(unsigned max_vcpus) {
 }
 
 bool RunStatePage::pooled() const { return impl_->lease.has_value(); }
+
+std::string RunStatePage::why_unavailable(unsigned max_vcpus) {
+  if (max_vcpus == 0 || max_vcpus > abi::kRunStateMaxVcpus)
+    return fmt::format("the page describes 1 to {} vCPUs, not {}", abi::kRunStateMaxVcpus, max_vcpus);
+  // The checks of a few microseconds; the PID namespace (a procfs lookup,
+  // tens of them here) is left to open().
+  if (::access("/sys/kernel/btf/vmlinux", R_OK) != 0) return environment_problem();
+  if (!has_bpf_privilege()) return privilege_reason(EPERM);
+  return {};
+}
+
+void RunStatePage::take_view(Mapping& view) {
+  if (view.data() == nullptr || view.size() != abi::kRunStatePageSize)
+    fail("run-state page: a view must be one page, not {} bytes", view.size());
+  // MAP_FIXED replaces the old mapping in one step under the address
+  // space's lock: a reader (or KVM, whose MMU notifier drops what it
+  // translated through the old one) sees either page, never a hole.
+  if (::mmap(view.data(), abi::kRunStatePageSize, PROT_READ, MAP_SHARED | MAP_FIXED, impl_->page_fd, 0) == MAP_FAILED) {
+    const int code = errno;
+    // A failed MAP_FIXED may have unmapped the range already: put zeros
+    // ("unknown") back, so the view stays a valid page.
+    ::mmap(view.data(), abi::kRunStatePageSize, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    fail_host("run-state page: cannot map it over its view: {}", errno_text(code));
+  }
+  impl_->page = std::move(view);  // unmaps the first view; the range is now this page's
+}
 
 ProbeResult RunStatePage::probe() {
   try {

@@ -21,6 +21,7 @@
 
 #include "lockvisor/abi/vcpu_runstate.h"
 #include "vmm/runstate/runstate_bpf_shared.h"
+#include "vmm/util/mapping.h"
 
 namespace lockvisor::runstate {
 
@@ -61,6 +62,20 @@ class RunStatePage {
 
   // Tries open() and closes again.
   static ProbeResult probe();
+
+  // Why open() would certainly fail for `max_vcpus` vCPUs on this host (bad
+  // count, no BTF, no BPF privilege), or empty when it may succeed: checks
+  // of microseconds, made before loading elsewhere. (A child PID namespace
+  // is found by open() itself.)
+  static std::string why_unavailable(unsigned max_vcpus);
+
+  // Maps the page over `view` (one page, e.g. the zero page a read-only
+  // memslot already shows the guest) and takes that range over: on return
+  // `view` is empty, page() is view's old address, and the first mapping is
+  // gone. The range reads zeros or the page at every instant, never
+  // neither. Throws Error (kHost) and leaves `view` mapped (zeros) when the
+  // kernel refuses.
+  void take_view(Mapping& view);
 
   // Movable; a moved-from page may only be destroyed or assigned to.
   RunStatePage(RunStatePage&&) noexcept;

@@ -48,25 +48,39 @@ std::vector<std::string> entries(const std::string& dir) {
   return names;
 }
 
-// Removes a slot directory and its pins if no one holds it.
-void remove_if_free(const std::string& slot) {
+bool make_dir(const std::string& path) { return ::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST; }
+
+double seconds_since_mtime(const struct stat& st) {
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) + (now.tv_nsec - st.st_mtim.tv_nsec) * 1e-9;
+}
+
+// Removes a slot directory and its pins if no one holds it and it has not
+// been used for kPoolIdleSeconds (its last run stamps it).
+void remove_if_idle(const std::string& slot) {
   UniqueFd dir(::open(slot.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid() || ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0) return;
+  struct stat st {};
+  if (!dir.valid() || ::flock(dir.get(), LOCK_EX | LOCK_NB) != 0 || ::fstat(dir.get(), &st) != 0 ||
+      seconds_since_mtime(st) < kPoolIdleSeconds)
+    return;
   for (const auto& name : entries(slot)) ::unlinkat(dir.get(), name.c_str(), 0);
   ::rmdir(slot.c_str());
 }
 
-// Slots of other builds: nothing will ever attach them again.
+// Slots of other builds. Another build still in use (a second checkout, a
+// CI clone on the same host) keeps its own: removing them at once made two
+// builds that run by turns evict each other's programs, and every run of
+// both paid a cold load. Once idle as long as a link may stay attached,
+// nothing is likely to attach them again.
 void remove_other_builds(std::string_view build_id) {
   for (const auto& build : entries(kPoolRoot)) {
     if (build == build_id || build == "reaper") continue;
     const std::string path = fmt::format("{}/{}", kPoolRoot, build);
-    for (const auto& slot : entries(path)) remove_if_free(fmt::format("{}/{}", path, slot));
-    ::rmdir(path.c_str());  // fails, harmlessly, while a slot is still held
+    for (const auto& slot : entries(path)) remove_if_idle(fmt::format("{}/{}", path, slot));
+    ::rmdir(path.c_str());  // fails, harmlessly, while a slot is still there
   }
 }
-
-bool make_dir(const std::string& path) { return ::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST; }
 
 // A directory (bpffs holds no regular files; flock works on directories).
 constexpr const char* kReaperLock = "/sys/fs/bpf/lockvisor-runstate/reaper";
@@ -76,12 +90,6 @@ UniqueFd lock_reaper() {
   UniqueFd lock(::open(kReaperLock, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!lock.valid() || ::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) return UniqueFd();
   return lock;
-}
-
-double seconds_since_mtime(const struct stat& st) {
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) + (now.tv_nsec - st.st_mtim.tv_nsec) * 1e-9;
 }
 
 // One pass of the reaper: unpins the link of every slot that no run holds

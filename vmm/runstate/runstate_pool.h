@@ -16,7 +16,8 @@
 // likewise. Between runs the attached program costs every host context
 // switch two lookups in an empty table (~75-235 ns, docs/runstate.md).
 // Bounded: at most kPoolSlots programs per build; slots of other builds are
-// removed when no one holds them. Cleaned up: a run that returns a slot
+// removed when no one holds them and they have been idle for
+// kPoolIdleSeconds (so two builds in use on one host keep theirs). Cleaned up: a run that returns a slot
 // stamps it and makes sure one reaper process exists; the reaper unpins
 // (detaches) every link idle for kPoolIdleSeconds, then exits. No link
 // stays attached longer than that after the last run.

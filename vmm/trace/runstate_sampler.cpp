@@ -121,11 +121,13 @@ void RunStateSampler::stop() {
   if (page_ == nullptr) return;
   if (!history_.empty()) drain_history();  // up to the end of the run
   std::uint64_t counted = 0, anomalies = 0;
+  nlohmann::json unseen_by_vcpu = nlohmann::json::array();
   PreemptionCounts drawn;
   for (unsigned i = 0; i < first_.size(); ++i) {
     const auto last = runstate::read_record(page_->records()[i]);
     counted += last.preemptions - first_[i].preemptions;
     anomalies += last.anomalies - first_[i].anomalies;
+    unseen_by_vcpu.push_back(last.anomalies - first_[i].anomalies);
     if (!history_.empty()) {
       drawn.exact += history_[i].drawn();
       drawn.missed += history_[i].lost();
@@ -143,6 +145,7 @@ void RunStateSampler::stop() {
   // Switches the program never saw (docs/runstate.md, "Accuracy and limits"):
   // each may leave one time off the CPU undrawn, the vCPU drawn running.
   meta["switches_unseen"] = anomalies;
+  meta["switches_unseen_by_vcpu"] = std::move(unseen_by_vcpu);  // which vCPUs' lanes may miss one
 }
 
 }  // namespace lockvisor::trace

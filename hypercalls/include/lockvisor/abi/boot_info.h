@@ -68,7 +68,8 @@ struct BootInfo {
   // Version 2. The vCPU run-state page (vcpu_runstate.h): always mapped
   // read-only at this guest-physical address (kRunStateGpa); records for
   // vCPUs 0..runstate_vcpus-1 (at most 64); read as "unknown" when
-  // kBootFlagRunStateLive is clear.
+  // kBootFlagRunStateLive is clear, and until the host has published the
+  // page (it may come after the first guest instruction).
   u64 runstate_gpa;
   u32 runstate_vcpus;
   u32 reserved2;
