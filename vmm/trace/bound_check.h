@@ -20,14 +20,28 @@
 //                              the MCS queue is FIFO.             violation
 //   borrow       lending must be on (pvb_handoff=running) and the presumed
 //                head (below) off its CPU: lent (allowed), else rule-4.
-//   steal, spin, fast (need N clear): the presumed head must not have been
-//                able to reserve. The presumed head is the oldest waiter of
-//                the lock at t (other than B's vCPU, no younger than W) that
-//                has run for at least S since it arrived (a waiter that ran
-//                less may still be in its steal phase, not queued); by the
-//                header's bound argument it is the queue head, older than T.
-//                (A waiter that halted since it arrived has queued: only
-//                queued pvbounded waiters halt.)
+//   steal, spin, fast (need N clear): the presumed head is the oldest
+//                waiter of the lock at t (other than B's vCPU, no younger
+//                than W) that has run for at least S since it arrived (a
+//                waiter that ran less may still be in its steal phase, not
+//                queued); by the header's bound argument it is the queue
+//                head, older than T. (A waiter that halted since it arrived
+//                has queued: only queued pvbounded waiters halt.)
+//   steal        (a free lock with a queue) past a queued presumed head:
+//                the head was due, and rule 3b sets N for a due head
+//                whatever its state (the head itself, the owner that made
+//                it head, or the stealer on its behalf), so:
+//                  head-competes  T_head > 0 and a head took over less than
+//                              T_head ago.                          allowed
+//                  head-not-due   the head was off its CPU in the first
+//                              `grace` of guest time after it arrived, and
+//                              T had not passed since that (the lock's t0
+//                              is taken in the slow path).       explained
+//                  stealer-late   B ran again less than `grace` before t
+//                              (its check preceded a break).     explained
+//                  rule-3      otherwise.                       violation
+//   spin, fast, and a steal with no queued presumed head: the presumed head
+//                must not have been able to queue or reserve:
 //                  head-preempted / head-halted / head-exit / head-parked
 //                              it was not running guest code at t: it could
 //                              not set N (a host event).        explained
@@ -36,9 +50,9 @@
 //                                                                 explained
 //                  head-competes  T_head > 0 and a head took over less than
 //                              T_head ago (it competes first).    allowed
-//                  rule-3 (steal) / rule-1 (fast, spin: nobody queued although
-//                              it had run past its steal phase): it was
-//                              running and should have reserved. violation
+//                  rule-1      it was running and had run past its
+//                              steal phase: it had queued, so the word
+//                              cannot have shown no queue.      violation
 //                  waiter-late no such waiter: every older waiter (W too) ran
 //                              less than S in all that time, i.e. was
 //                              descheduled before it queued.     explained
@@ -93,6 +107,8 @@ enum class Reason : std::uint8_t {
   kHeadParked,
   kHeadResuming,
   kWaiterLate,
+  kHeadNotDue,
+  kStealerLate,
   kRule1,
   kRule2,
   kRule3,
