@@ -141,8 +141,8 @@ TEST(BoundCheck, StealsPastADueHeadThatCannotRunAreViolations) {
 }
 
 TEST(BoundCheck, AHeadLateIntoItsSlowPathOrAStealerLateToItsStealIsExplained) {
-  // vCPU 0 is descheduled 2 us after it arrives, before its slow path could
-  // stamp t0, until 2 ms: its own clock starts then, so it is due at ~3 ms.
+  // vCPU 0 is descheduled 2 us after it arrives, maybe before its slow path
+  // stamped t0, until 2 ms: its own clock may start then, due at ~3 ms.
   Builder b(2);
   b.acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved)
       .preempted(0, 1 * kMs + 2 * kUs, 2 * kMs)
@@ -158,6 +158,22 @@ TEST(BoundCheck, AHeadLateIntoItsSlowPathOrAStealerLateToItsStealIsExplained) {
       .acq(1, 3 * kMs + 5 * kUs, 3 * kMs + 5 * kUs, AcqPath::steal)
       .acq(1, 3 * kMs + 20 * kUs, 3 * kMs + 20 * kUs, AcqPath::steal);
   EXPECT_EQ(reasons(check_bound(s.t, rules())), (std::vector<Reason>{Reason::kStealerLate, Reason::kRule3}));
+
+  // vCPU 0 is descheduled in its steal phase (1.06 to 1.5 ms: after 60 us
+  // of running, more than the arrival slack, so its t0 is its arrival); vCPU 2
+  // arrives at 1.2 ms, queues first and heads the queue, young until 2.2 ms.
+  // A steal at 2.1 ms bypasses vCPU 0 (2.1 ms old) legitimately; at 2.4 ms
+  // vCPU 2 is due too.
+  Builder q(3);
+  q.acq(0, 1 * kMs, 6 * kMs, AcqPath::queue)
+      .preempted(0, 1 * kMs + 60 * kUs, 1 * kMs + 500 * kUs)
+      .halted(0, 1 * kMs + 520 * kUs, 5 * kMs)
+      .acq(2, 1 * kMs + 200 * kUs, 5 * kMs + 500 * kUs, AcqPath::queue)
+      .acq(1, 2 * kMs + 100 * kUs, 2 * kMs + 100 * kUs, AcqPath::steal)
+      .acq(1, 2 * kMs + 400 * kUs, 2 * kMs + 400 * kUs, AcqPath::steal);
+  // (vCPU 2's own acquisition, in queue order before vCPU 0's, is waiter-late too.)
+  EXPECT_EQ(reasons(check_bound(q.t, rules())),
+            (std::vector<Reason>{Reason::kWaiterLate, Reason::kRule3, Reason::kWaiterLate}));
 }
 
 TEST(BoundCheck, AWaiterDescheduledBeforeItQueuedExplainsFastPathsAndQueueJumps) {

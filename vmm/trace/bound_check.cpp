@@ -36,7 +36,8 @@ constexpr ReasonRow kReasons[] = {
      "fast/spin: the presumed head was held out of the guest by the VMM (injector, control socket)"},
     {"head-resuming", Verdict::kExplained,
      "fast/spin: the presumed head ran again for less than the resume time (its return from a halt or exit)"},
-    {"waiter-late", Verdict::kExplained, "the waiter was off its CPU before it queued: later arrivals queued first"},
+    {"waiter-late", Verdict::kExplained,
+     "the waiter (or the presumed head) was off its CPU before it queued: later arrivals queued first"},
     {"head-not-due", Verdict::kExplained,
      "the presumed head was off its CPU right after it arrived: its t0 (taken in the slow path) is younger than T"},
     {"stealer-late", Verdict::kExplained,
@@ -130,6 +131,26 @@ struct VcpuIndex {
     return std::prev(it)->begin_ns;
   }
   bool known_at(std::uint64_t t) const { return !v->vcpu_lane_until || t <= *v->vcpu_lane_until; }
+  // The start of its first halt at or after `a` (~0: none).
+  std::uint64_t first_halt_from(std::uint64_t a) const {
+    auto it = std::lower_bound(v->halted.begin(), v->halted.end(), a,
+                               [](const Span& s, std::uint64_t x) { return s.begin_ns < x; });
+    return it == v->halted.end() ? ~std::uint64_t{0} : it->begin_ns;
+  }
+  // The latest time the lock's t0 of a wait that arrived at `a` can have:
+  // the slow path stamps it a few instructions after the arrival, but the
+  // trace counts as running the host's own work inside KVM_RUN (interrupts
+  // taken without an exit to the VMM, the switch-out path before a
+  // preemption), so a break within the first `slack` of running, before
+  // the first halt (which comes after queueing), may precede the stamp.
+  std::uint64_t t0_latest(std::uint64_t a, std::uint64_t slack) const {
+    const std::uint64_t limit = std::min(first_halt_from(a), ran_by(a, slack));
+    if (limit == ~std::uint64_t{0}) return limit;
+    auto it = std::upper_bound(running.begin(), running.end(), limit,
+                               [](std::uint64_t x, const Span& s) { return x < s.begin_ns; });
+    if (it == running.begin()) return a;
+    return std::max(a, std::prev(it)->begin_ns);
+  }
   // The earliest time by which it had run `d` of guest time since `a`
   // (~0: never in the trace).
   std::uint64_t ran_by(std::uint64_t a, std::uint64_t d) const {
@@ -359,9 +380,21 @@ class Checker {
   Reason judge_steal(const TracedAcquisition& b, const Candidate& c, const Lock& lock, std::uint64_t t) const {
     if (rules_.head_ns != 0 && since_new_head(lock, t) < rules_.head_ns + rules_.grace_ns) return Reason::kHeadCompetes;
     // The lock's t0 is stamped in the slow path, a few instructions after the
-    // arrival: by the time c had run `grace` of guest time, surely.
-    const std::uint64_t t0 = vcpus_[c.vcpu].ran_by(c.arrive, rules_.grace_ns);
+    // arrival (t0_latest: unless a break came first).
+    const VcpuIndex& cv = vcpus_[c.vcpu];
+    const std::uint64_t t0 = cv.t0_latest(c.arrive, rules_.arrival_slack_ns);
     if (t0 == ~std::uint64_t{0} || t < t0 + rules_.bound_ns + rules_.grace_ns) return Reason::kHeadNotDue;
+    // The queue is in queue order, not arrival order: if c was off its CPU
+    // before it queued (by its first halt, or once it had run its steal
+    // phase), a waiter that arrived meanwhile, even one younger than W, may
+    // head the queue; the steal is judged against it if it is not yet due.
+    const std::uint64_t queued_by = std::min(cv.first_halt_from(c.arrive), cv.ran_by(c.arrive, rules_.steal_phase_ns));
+    if (queued_by != ~std::uint64_t{0} && queued_by - c.arrive > cv.running_time(c.arrive, queued_by) + rules_.grace_ns)
+      for (const Candidate& x : candidates(lock, b, ~std::uint64_t{0})) {
+        if (x.vcpu == c.vcpu || x.arrive >= queued_by) continue;
+        const std::uint64_t x0 = vcpus_[x.vcpu].t0_latest(x.arrive, rules_.arrival_slack_ns);
+        if (x0 == ~std::uint64_t{0} || t < x0 + rules_.bound_ns + rules_.grace_ns) return Reason::kWaiterLate;
+      }
     // The stealer's due-time check and its cmpxchg (and the trace's time
     // stamp after it) are a few instructions apart: a break between them
     // makes the check older than the steal.

@@ -33,10 +33,18 @@
 //                it head, or the stealer on its behalf), so:
 //                  head-competes  T_head > 0 and a head took over less than
 //                              T_head ago.                          allowed
-//                  head-not-due   the head was off its CPU in the first
-//                              `grace` of guest time after it arrived, and
-//                              T had not passed since that (the lock's t0
-//                              is taken in the slow path).       explained
+//                  head-not-due   the head was off its CPU within the
+//                              first arrival_slack of running after it
+//                              arrived (before its first halt), and T had
+//                              not passed since that break ended (the
+//                              lock's t0 is taken in the slow path, maybe
+//                              after the break).                 explained
+//                  waiter-late    the head was off its CPU before it
+//                              queued (by its first halt or S of running)
+//                              and a waiter that arrived meanwhile, maybe
+//                              younger than W, was not yet due: it may head
+//                              the queue (queue order is not arrival
+//                              order).                           explained
 //                  stealer-late   B ran again less than `grace` before t
 //                              (its check preceded a break).     explained
 //                  rule-3      otherwise.                       violation
@@ -82,6 +90,12 @@ struct BoundRules {
   // allowance for a silent running head, pvb_stale_us (100 us).
   std::uint64_t resume_ns = 100000;
   std::uint64_t steal_phase_ns = 100000;  // a newcomer's pvb_steal_spins take less running time (generous: contended reads)
+  // A break (preemption, exit, park) within this much running time after an
+  // arrival, before the waiter's first halt, may come before the lock
+  // stamped the wait's t0: the trace counts the host's work inside KVM_RUN
+  // (interrupts without an exit, the switch-out path) as running; PVM's
+  // exits cost 20-45 us. The wait's t0 is then taken as the end of that break.
+  std::uint64_t arrival_slack_ns = 50000;
   bool judged = true;                    // false: not a pvbounded run (its bypasses are listed, not judged)
   bool halts_visible = true;             // false: --backend kvm (halts inside KVM_RUN look like running)
 };
