@@ -39,7 +39,8 @@ constexpr ReasonRow kReasons[] = {
     {"waiter-late", Verdict::kExplained,
      "the waiter (or the presumed head) was off its CPU before it queued: later arrivals queued first"},
     {"head-not-due", Verdict::kExplained,
-     "the presumed head was off its CPU right after it arrived: its t0 (taken in the slow path) is younger than T"},
+     "the presumed head was not yet due by its own t0, taken in the slow path: after a break right after its "
+     "arrival, or a guest interrupt (stamp slack)"},
     {"stealer-late", Verdict::kExplained,
      "the stealer ran again less than the grace before it stole: it checked the head's due time before it was "
      "descheduled"},
@@ -383,7 +384,8 @@ class Checker {
     // arrival (t0_latest: unless a break came first).
     const VcpuIndex& cv = vcpus_[c.vcpu];
     const std::uint64_t t0 = cv.t0_latest(c.arrive, rules_.arrival_slack_ns);
-    if (t0 == ~std::uint64_t{0} || t < t0 + rules_.bound_ns + rules_.grace_ns) return Reason::kHeadNotDue;
+    const std::uint64_t due_after = rules_.bound_ns + rules_.stamp_slack_ns + rules_.grace_ns;
+    if (t0 == ~std::uint64_t{0} || t < t0 + due_after) return Reason::kHeadNotDue;
     // The queue is in queue order, not arrival order: if c was off its CPU
     // before it queued (by its first halt, or once it had run its steal
     // phase), a waiter that arrived meanwhile, even one younger than W, may
@@ -393,7 +395,7 @@ class Checker {
       for (const Candidate& x : candidates(lock, b, ~std::uint64_t{0})) {
         if (x.vcpu == c.vcpu || x.arrive >= queued_by) continue;
         const std::uint64_t x0 = vcpus_[x.vcpu].t0_latest(x.arrive, rules_.arrival_slack_ns);
-        if (x0 == ~std::uint64_t{0} || t < x0 + rules_.bound_ns + rules_.grace_ns) return Reason::kWaiterLate;
+        if (x0 == ~std::uint64_t{0} || t < x0 + due_after) return Reason::kWaiterLate;
       }
     // The stealer's due-time check and its cmpxchg (and the trace's time
     // stamp after it) are a few instructions apart: a break between them

@@ -96,6 +96,11 @@ struct BoundRules {
   // (interrupts without an exit, the switch-out path) as running; PVM's
   // exits cost 20-45 us. The wait's t0 is then taken as the end of that break.
   std::uint64_t arrival_slack_ns = 50000;
+  // Without a visible break, the lock's t0 still follows the trace's arrival
+  // stamp by whatever guest code ran between them: at most a guest interrupt
+  // (its timer tick is CPL0 code, emulated on PVM: 10-20 us seen). A head is
+  // taken as due only this long (plus grace) after T.
+  std::uint64_t stamp_slack_ns = 30000;
   bool judged = true;                    // false: not a pvbounded run (its bypasses are listed, not judged)
   bool halts_visible = true;             // false: --backend kvm (halts inside KVM_RUN look like running)
 };
