@@ -48,8 +48,10 @@
 //      A newcomer about to steal a free lock past a queue first reads the
 //      stamp of the cpu in byte 1; if that CPU heads THIS lock and is due,
 //      it sets N for it instead of stealing, (n,h,0) -> (n,N|h,0), and
-//      queues.  One more load and a TSC read on the steal path past a
-//      queue, nothing on the fast path or the empty-queue spin path.
+//      queues; if the hint says h is preempted it also asks the host to run
+//      h (pvb_boost, as the unlock's boost).  One more load and a TSC read
+//      on the steal path past a queue, nothing on the fast path or the
+//      empty-queue spin path.
 //
 //   4. Lending (pvb_handoff=running; default head: no lending).  A lock
 //      reserved for a head whose vCPU is descheduled sits unused until the
@@ -183,8 +185,8 @@
 //   (handoff=head), or the lock is lent to running waiters until the head
 //   runs again (handoff=running, rule 4).
 //   Boost (pvb_boost): the unlock asks the host to run a reserved head whose
-//   vCPU is reported preempted (yield_to_hint; a hint, never needed for
-//   progress).  Without a PV wait/kick (Env::pv_available() false) nobody
+//   vCPU is reported preempted, and so does a newcomer that has just
+//   reserved for it (yield_to_hint; a hint, never needed for progress).  Without a PV wait/kick (Env::pv_available() false) nobody
 //   halts: the lock spins only and stays correct.
 //
 // All-zero is unlocked (trivially constructible).
@@ -293,12 +295,24 @@ struct Arrival {
 // reservation is due, it sets N for that head instead of stealing,
 // (n,h,0) -> (n,N|h,0) (rule 3b), so the bound does not depend on the head
 // running.  On return *v is the word last seen (on success, the one taken).
+// After reserving for head `h` (rule 3b): the lock now waits for h, so if
+// the host has h descheduled, ask it to run h (pvb_boost; a hint, as the
+// unlock's boost).  Out of line: rare, and off the steal path's code.
+template <class Env>
+[[gnu::noinline]] void reserved_for(unsigned h) {
+  lockevent_inc<Env>(LockEvent::pv_reserve_for);
+  if (tuning(&Tuning::boost) && vcpu_preempted_hint<Env>(h)) {
+    lockevent_inc<Env>(LockEvent::pv_boost);
+    yield_to_hint<Env>(h);
+  }
+}
+
 template <class Env>
 [[gnu::always_inline]] inline bool try_steal(QSpinWord* l, u32* v) {
   while (!locked(*v) && !no_steal(*v)) {
     if ((*v & q::kTailMask) && Arrival<Env>::head_due(l, head_cpu(*v))) {
       if (try_cmpxchg(&l->val, v, *v | kNoSteal, Order::relaxed)) {
-        lockevent_inc<Env>(LockEvent::pv_reserve_for);
+        reserved_for<Env>(head_cpu(*v));
         return false;
       }
       continue;
