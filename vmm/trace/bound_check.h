@@ -93,9 +93,11 @@ struct BoundRules {
   // A break (preemption, exit, park) within this much running time after an
   // arrival, before the waiter's first halt, may come before the lock
   // stamped the wait's t0: the trace counts the host's work inside KVM_RUN
-  // (interrupts without an exit, the switch-out path) as running; PVM's
-  // exits cost 20-45 us. The wait's t0 is then taken as the end of that break.
-  std::uint64_t arrival_slack_ns = 50000;
+  // (the interrupt and switch-out path before a preemption: 10 us seen on
+  // PVM before the guest had stamped t0). The wait's t0 is then taken as the
+  // end of that break. Small on purpose: a break later than this came after
+  // the stamp, and steals after t0 + T past that head are violations.
+  std::uint64_t arrival_slack_ns = 20000;
   // Without a visible break, the lock's t0 still follows the trace's arrival
   // stamp by whatever guest code ran between them: at most a guest interrupt
   // (its timer tick is CPL0 code, emulated on PVM: 10-20 us seen). A head is
