@@ -171,8 +171,9 @@ struct BoundReport {
   std::uint64_t waits_with_violation = 0;
   std::array<std::uint64_t, static_cast<unsigned>(Reason::kCount)> by_reason{};
   std::vector<std::string> notes;  // limits of this trace (estimated preemptions, unseen switches, ...)
-  // head-halted bypasses whose head had been kicked: the longest time since
-  // that kick (the wake-up latency the lock was stealable for).
+  // Bypasses past a halted head that had been kicked (head-halted, and
+  // rule-3 steals past a halted due head): the longest time since that kick
+  // (the wake-up latency the lock was stealable for).
   std::uint64_t max_kicked_ago_ns = 0;
 };
 
