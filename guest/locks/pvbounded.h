@@ -112,10 +112,12 @@
 //     whose first loop iteration rewrites byte 1's cpu keeping N, owns it.
 //     Nothing waits on a wrong cpu meanwhile: a head halts only on
 //     (n,N|me,3), and locked == 3 is written together with the right cpu.
-//   * While a CPU is a queue head, byte 1's cpu is it or (only between its
-//     joining an empty queue and its first loop iteration) the cleared 0;
-//     nobody but that head, the owner that made it head, and a newcomer
-//     adding N writes byte 1.
+//   * While a CPU is a queue head, byte 1's cpu is it, except in two
+//     windows where it is the 0 its predecessor's acquisition left: between
+//     pass() and kick_node() (the lock is held, so nobody steals), and
+//     between joining an empty queue and its first loop iteration.  Nobody
+//     but that head, the owner that made it head, and a newcomer adding N
+//     writes byte 1 (a borrow keeps it).
 //   * locked == 5 => a borrower holds the lock (running mode) and N is set
 //     for `head cpu`; nobody turns 5 into 3 (the head does not halt behind a
 //     borrower), so a borrower's unlock never has to kick.
@@ -127,7 +129,9 @@
 //     kicked by the unlock; only the owner (kick_node) or the reserved head
 //     itself (1 -> 3) writes 3, and both write the same cpu.
 //   * Bound: let W arrive at t0.  Waiters ahead of W in the queue arrived
-//     earlier, so once W is older than T all of them are too; from then on
+//     earlier (unless W was descheduled before it queued: then its bound
+//     counts from its queueing), so once W is older than T all of them are
+//     too; from then on
 //     every head has N set for it as soon as it is head and anyone looks:
 //     by itself if it runs, by the owner that made it head if it was already
 //     due then, and otherwise by the first newcomer that would have stolen
