@@ -45,7 +45,8 @@ using lockvisor::abi::u64;
   X(pv_lend,            "pvbounded (handoff=running): locks taken while reserved for a preempted head") \
   X(lock_spin,          "acquisitions by a spinning contender with no queued waiter (TAS retry, steal phase)") \
   X(lock_queue,         "acquisitions in queue order (MCS queue head without a reservation, ticket turn)") \
-  X(pv_reserved,        "pvbounded: acquisitions by a queue head of the lock it had reserved (N set)")
+  X(pv_reserved,        "pvbounded: acquisitions by a queue head of the lock it had reserved (N set)") \
+  X(pv_reserve_for,     "pvbounded: reservations set for a queue head past its deadline by a newcomer that would have stolen")
 // clang-format on
 
 enum class LockEvent : unsigned {

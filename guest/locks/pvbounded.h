@@ -36,6 +36,22 @@
 //      the new lock owner, passing headship to its successor, sets N on the
 //      successor's behalf if the successor is already older than T, so a
 //      halted or descheduled successor need not run first to claim the bound.
+//   3b. Reserving for a head that cannot run.  A head made young that ages
+//      past T while halted (kicked, waiting for the host to run it) or
+//      descheduled cannot set N itself.  So the head is always findable:
+//      byte 1 names it from the moment it is head (the owner that passes
+//      headship writes next's cpu there, halted or not; the head of a queue
+//      it found empty writes its own on its loop's first iteration), and a
+//      per-CPU stamp (HeadStamp: this lock, due = t0 + T, or later with
+//      T_head) says which lock that CPU heads and when its reservation is
+//      due; the head's acquisition clears the stamp while it holds the lock.
+//      A newcomer about to steal a free lock past a queue first reads the
+//      stamp of the cpu in byte 1; if that CPU heads THIS lock and is due,
+//      it sets N for it instead of stealing, (n,h,0) -> (n,N|h,0), and
+//      queues; if the hint says h is preempted it also asks the host to run
+//      h (pvb_boost, as the unlock's boost).  One more load and a TSC read
+//      on the steal path past a queue, nothing on the fast path or the
+//      empty-queue spin path.
 //
 //   4. Lending (pvb_handoff=running; default head: no lending).  A lock
 //      reserved for a head whose vCPU is descheduled sits unused until the
@@ -71,7 +87,10 @@
 //
 //   States of the word, (tail, byte1, locked):
 //     (0,0,0) -fast-> (0,0,1) -unlock-> (0,0,0)
-//     (n,*,0) -steal, only if !N-> (n,*,1)
+//     (n,*,0) -steal, only if !N and (n == 0 or the head is not due)-> (n,*,1)
+//     (n,h,0) -newcomer: head h stamped for this lock and due-> (n,N|h,0)
+//     (n,b,*) -head h names itself (queue was empty)-> (n,b'|h,*), N kept
+//     (n,b,1) -owner passes headship to h-> (n,[N|]h,1 or 3), N kept
 //     (n,0,1) -head older than T-> (n,N|h,1) -unlock-> (n,N|h,0) -head-> (n,0,1)
 //     (n,N|h,1) -head spun pvb_head_spins-> (n,N|h,3) -unlock: kick h-> (n,N|h,0)
 //     (n,*,1) -owner passes headship to halted h-> (n,[N|]h,3) -unlock: kick h
@@ -83,6 +102,22 @@
 //     head clears N, and only in the same cmpxchg that takes the lock.  Every
 //     other acquisition path (fast path, steal, try_lock) requires N clear,
 //     except a borrow (running mode), which keeps N and h as they are.
+//     A newcomer sets N only with the cpu already in byte 1 and only when
+//     that CPU's stamp names this lock, i.e. it is this lock's head (a
+//     stamp is cleared by its head's acquisition, with the lock held, so no
+//     stale stamp names a free lock).  One ABA case remains: the newcomer
+//     read the stamp, then that head took the lock and the word came back
+//     bit for bit (same tail, byte 1 = 0, i.e. cpu 0) before the new head
+//     named itself; then N is briefly set for cpu 0, and the real head,
+//     whose first loop iteration rewrites byte 1's cpu keeping N, owns it.
+//     Nothing waits on a wrong cpu meanwhile: a head halts only on
+//     (n,N|me,3), and locked == 3 is written together with the right cpu.
+//   * While a CPU is a queue head, byte 1's cpu is it, except in two
+//     windows where it is the 0 its predecessor's acquisition left: between
+//     pass() and kick_node() (the lock is held, so nobody steals), and
+//     between joining an empty queue and its first loop iteration.  Nobody
+//     but that head, the owner that made it head, and a newcomer adding N
+//     writes byte 1 (a borrow keeps it).
 //   * locked == 5 => a borrower holds the lock (running mode) and N is set
 //     for `head cpu`; nobody turns 5 into 3 (the head does not halt behind a
 //     borrower), so a borrower's unlock never has to kick.
@@ -94,10 +129,15 @@
 //     kicked by the unlock; only the owner (kick_node) or the reserved head
 //     itself (1 -> 3) writes 3, and both write the same cpu.
 //   * Bound: let W arrive at t0.  Waiters ahead of W in the queue arrived
-//     earlier, so once W is older than T all of them are too; from then on
-//     every head sets N as soon as it is head (or its predecessor sets it
-//     for it), so each release goes to the queue in FIFO order with no
-//     stealing.  W's wait is at most T + (queue length ahead of W) x
+//     earlier (unless W was descheduled before it queued: then its bound
+//     counts from its queueing), so once W is older than T all of them are
+//     too; from then on
+//     every head has N set for it as soon as it is head and anyone looks:
+//     by itself if it runs, by the owner that made it head if it was already
+//     due then, and otherwise by the first newcomer that would have stolen
+//     past it (rule 3b), whether or not the head runs.  So no acquisition
+//     bypasses the queue once its head is due: each release goes to the
+//     queue in FIFO order.  W's wait is at most T + (queue length ahead of W) x
 //     (critical section + handoff latency), where the handoff latency of a
 //     halted or descheduled head is the host's wake-up / scheduling delay
 //     (which no lock can beat for a descheduled waiter).  With T_head > 0
@@ -107,16 +147,24 @@
 //     ~1 us, the heartbeat within one loop iteration), so the bound gains
 //     one critical section per time the head is descheduled.  A hint stuck
 //     at "preempted" cannot starve a running head: its heartbeat is fresh.
-//     GAP (found by `lockvisor trace-check`, docs/pvbounded.md): "every head
-//     sets N as soon as it is head" needs the head to run.  The owner sets N
-//     for a successor only if it is already older than T when made head; a
-//     halted node made head younger than T that ages past T while it waits
-//     for the host to run it (kicked, up to 25 ms at 8 vCPUs on 2 CPUs) has
-//     nobody to set N, and the lock stays stealable all that time.
+//     Limits (the oracle, `lockvisor trace-check`, explains them): a
+//     newcomer that read the TSC, was descheduled and then stole made its
+//     check before the head was due; a head descheduled in the few
+//     instructions between joining an empty queue and its first loop
+//     iteration is not named in byte 1 yet, so it gets N only once it runs
+//     (rule 3); and a CPU heading two locks at once (a nested, interrupt-time
+//     wait) is findable only for the inner one until the outer loop runs
+//     again and re-stamps itself.
+//     (Before rule 3b the bound needed the head to run: a halted node made
+//     head younger than T that aged past T while waiting for the host to
+//     run it, up to 25 ms at 8 vCPUs on 2 CPUs, left the lock stealable.)
 //   * Convoy: once every waiter queues longer than T, every head is old on
 //     arrival and the lock stays in FIFO-handoff mode (pvticket speed) until
 //     the queue drains.  T must exceed the usual queueing time; measured
-//     at 8 vCPUs on 2 CPUs, T = 0.5 ms collapsed, 1 ms did not.
+//     at 8 vCPUs on 2 CPUs, T = 0.5 ms collapsed, 1 ms did not.  Rule 3b
+//     reserves also for heads that cannot run, so a reserved lock may sit
+//     free until the host runs its head (the bound's handoff latency);
+//     lending (rule 4, running mode) is what uses it meanwhile.
 //
 // WHY NO WAKE-UP IS LOST (sticky kicks, lock_env.h)
 //   * Node: the pvqspinlock store-buffer argument (pv::wait_node_halting vs
@@ -141,8 +189,8 @@
 //   (handoff=head), or the lock is lent to running waiters until the head
 //   runs again (handoff=running, rule 4).
 //   Boost (pvb_boost): the unlock asks the host to run a reserved head whose
-//   vCPU is reported preempted (yield_to_hint; a hint, never needed for
-//   progress).  Without a PV wait/kick (Env::pv_available() false) nobody
+//   vCPU is reported preempted, and so does a newcomer that has just
+//   reserved for it (yield_to_hint; a hint, never needed for progress).  Without a PV wait/kick (Env::pv_available() false) nobody
 //   halts: the lock spins only and stays correct.
 //
 // All-zero is unlocked (trivially constructible).
@@ -179,18 +227,21 @@ static_assert(kMaxCpus <= 0x80, "head cpu must fit in 7 bits");
 [[gnu::always_inline]] inline constexpr bool no_steal(u32 v) { return (v & kNoSteal) != 0; }
 [[gnu::always_inline]] inline constexpr bool locked(u32 v) { return (v & q::kLockedMask) != 0; }
 
-// One steal attempt: take a free lock unless N is set.  (n,b,0) -> (n,b,1)
-// with !N in b.  Acquire pairs with the unlock's release.
-[[gnu::always_inline]] inline bool try_steal(QSpinWord* l, u32 v) {
-  while (!locked(v) && !no_steal(v)) {
-    if (try_cmpxchg(&l->val, &v, v | q::kLockedVal, Order::acquire)) return true;
-  }
-  return false;
-}
-
 // Per CPU, on its own cache line: when this CPU's head loop last ran (TSC).
 struct alignas(kCacheLine) HeadLife {
   u64 alive;
+};
+
+// Per CPU, on its own cache line: the lock this CPU is the queue head of
+// (nullptr: none) and when that head's reservation is due (TSC: t0 + T, or
+// later with T_head).  Written when the node becomes head, by the owner that
+// passes headship (kick_node) and by the head itself (its loop's first
+// iteration); cleared by the head's acquisition, which happens with the lock
+// held and before the owner's unlock, so while a lock is free no CPU's stamp
+// names it except its current head's.  Read by newcomers about to steal.
+struct alignas(kCacheLine) HeadStamp {
+  const QSpinWord* lock;
+  u64 due;
 };
 
 // Arrival time of each queue node (same indexing as q::QNodePool), written
@@ -209,6 +260,24 @@ struct Arrival {
   }
 
   static inline HeadLife life[kMaxCpus];
+  static inline HeadStamp stamp[kMaxCpus];
+
+  // `node` (of `cpu`) is now the head of `lock`, since `since` (TSC).  Its
+  // reservation is due at t0 + T, and (T_head > 0) not before since + T_head.
+  // The due time is stored first: a reader that sees the lock also sees it.
+  static void publish_head(const QSpinWord* lock, QNode* node, unsigned cpu, u64 since) {
+    u64 due = load_relaxed(of(node)) + tuning(&Tuning::bound_cycles);
+    if (const u64 th = tuning(&Tuning::head_cycles); th != 0 && since + th > due) due = since + th;
+    store_relaxed(&stamp[cpu].due, due);
+    store_release(&stamp[cpu].lock, lock);
+  }
+  // The head `h` named in byte 1 is the head of `lock` and its reservation
+  // is due.  Any other answer (another lock's stamp, none: a stale byte 1)
+  // is "no": the steal goes ahead, as before this rule.
+  static bool head_due(const QSpinWord* lock, unsigned h) {
+    if (load_acquire(&stamp[h].lock) != lock) return false;
+    return static_cast<u64>(read_tsc()) >= load_relaxed(&stamp[h].due);
+  }
 
   // Lending rule (running mode): the reserved head `h` can take no lock now.
   // Both the host's hint (preempted) and the head's own silence must say so.
@@ -223,6 +292,39 @@ struct Arrival {
     return now > alive && now - alive >= tuning(&Tuning::stale_cycles);  // alive > now: TSC skew, not silence
   }
 };
+
+// One steal attempt: take a free lock unless N is set,  (n,b,0) -> (n,b,1)
+// with !N in b.  Acquire pairs with the unlock's release.  Past a queue
+// (n != 0) the newcomer first checks the head named in byte 1: if its
+// reservation is due, it sets N for that head instead of stealing,
+// (n,h,0) -> (n,N|h,0) (rule 3b), so the bound does not depend on the head
+// running.  On return *v is the word last seen (on success, the one taken).
+// After reserving for head `h` (rule 3b): the lock now waits for h, so if
+// the host has h descheduled, ask it to run h (pvb_boost; a hint, as the
+// unlock's boost).  Out of line: rare, and off the steal path's code.
+template <class Env>
+[[gnu::noinline]] void reserved_for(unsigned h) {
+  lockevent_inc<Env>(LockEvent::pv_reserve_for);
+  if (tuning(&Tuning::boost) && vcpu_preempted_hint<Env>(h)) {
+    lockevent_inc<Env>(LockEvent::pv_boost);
+    yield_to_hint<Env>(h);
+  }
+}
+
+template <class Env>
+[[gnu::always_inline]] inline bool try_steal(QSpinWord* l, u32* v) {
+  while (!locked(*v) && !no_steal(*v)) {
+    if ((*v & q::kTailMask) && Arrival<Env>::head_due(l, head_cpu(*v))) {
+      if (try_cmpxchg(&l->val, v, *v | kNoSteal, Order::relaxed)) {
+        reserved_for<Env>(head_cpu(*v));
+        return false;
+      }
+      continue;
+    }
+    if (try_cmpxchg(&l->val, v, *v | q::kLockedVal, Order::acquire)) return true;
+  }
+  return false;
+}
 
 template <class Env>
 struct Hooks {
@@ -248,13 +350,13 @@ struct Hooks {
     u64 spins = tuning(&Tuning::steal_spins);
     const bool lend = tuning(&Tuning::handoff) == kHandoffRunning;
     for (;;) {
-      const u32 v = q::read(lock);
+      u32 v = q::read(lock);
       if (no_steal(v)) {
         // Reserved: queue, unless (running mode) the head cannot run, in
         // which case keep trying to borrow for the rest of the steal phase.
         if (!lend || !Arrival<Env>::head_cannot_run(head_cpu(v))) return false;
         if (try_borrow(lock, v)) return true;
-      } else if (try_steal(lock, v)) {
+      } else if (try_steal<Env>(lock, &v)) {
         // try_steal() leaves v at the word it took: a tail there is a queued
         // waiter bypassed (the steal path); none, the TAS-style spin path.
         lockevent_inc<Env>((v & q::kTailMask) ? LockEvent::pv_lock_stealing : LockEvent::lock_spin);
@@ -275,20 +377,23 @@ struct Hooks {
 
   // Called by the lock owner right after pass(next).  We hold the lock, so
   // locked is 1 and byte 1 is ours to write for `next` (next itself may set
-  // N|next concurrently: the same value).
+  // N|next or publish itself concurrently: the same value).  Always names
+  // next in byte 1 and stamps it (publish_head), so that newcomers can
+  // reserve for it once it is due even if it never runs meanwhile.
   static void kick_node(QSpinWord* lock, QNode* next) {
+    const unsigned cpu = load_relaxed(&next->cpu);
+    Arrival<Env>::publish_head(lock, next, cpu, static_cast<u64>(read_tsc()));
     // Only without T_head: with it, the new head must first compete that long.
     const bool old = tuning(&Tuning::head_cycles) == 0 && Arrival<Env>::older_than_bound(next);
     const bool halted = Env::pv_available() &&
                         cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuHashed}, Order::seq_cst) == q::kVcpuHalted;
-    if (!old && !halted) return;
-    const u32 cpu_bits = head_cpu_bits(load_relaxed(&next->cpu));
+    const u32 cpu_bits = head_cpu_bits(cpu);
     u32 v = q::read(lock);
     for (;;) {
       u32 n = (v & ~kByte1Mask) | (v & kNoSteal) | cpu_bits;
       if (old) n |= kNoSteal;
       if (halted) n = (n & ~q::kLockedMask) | q::kSlowVal;
-      if (try_cmpxchg(&lock->val, &v, n, Order::relaxed)) break;
+      if (n == v || try_cmpxchg(&lock->val, &v, n, Order::release)) break;
     }
     if (old) lockevent_inc<Env>(LockEvent::pv_no_steal);
   }
@@ -302,15 +407,31 @@ struct Hooks {
     store_relaxed(&node->state, u8{q::kVcpuRunning});  // for successors' wait_early
     const u64 head_since = read_tsc();
     u64* const alive = &Arrival<Env>::life[me].alive;
+    HeadStamp* const stamp = &Arrival<Env>::stamp[me];
     u64 spins = 0;
     for (;;) {
       store_relaxed(alive, static_cast<u64>(read_tsc()));  // heartbeat: no lending past a running head
+      // Made head by an owner (kick_node), we are stamped already; the head
+      // of a queue we found empty stamps itself, and so does a head whose
+      // stamp a nested (interrupt) lock wait on this CPU replaced.
+      if (load_relaxed(&stamp->lock) != lock) Arrival<Env>::publish_head(lock, node, me, head_since);
       u32 v = q::read_acquire(lock);
+      if (head_cpu(v) != me) {
+        // Name ourselves in byte 1, keeping N and the locked byte: the head
+        // of a queue we found empty (byte 1 was cleared by the previous
+        // head's acquisition).  Nobody else writes another cpu there while
+        // we are head, so this happens once per headship.
+        try_cmpxchg(&lock->val, &v, (v & ~kHeadCpuMask) | head_cpu_bits(me), Order::release);
+        continue;
+      }
       if (!locked(v)) {
         // Take it, clearing byte 1 (N is cleared only here).
         // (n,*,0) -> (n,0,1).  Acquire pairs with the unlock's release.
         const u32 mine = (v & q::kTailMask) | q::kLockedVal;
         if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) {
+          // No longer a head: stealers must not reserve for us (we clear the
+          // stamp while holding the lock, i.e. before it is free again).
+          store_relaxed(&stamp->lock, static_cast<const QSpinWord*>(nullptr));
           // The path: our reservation (N is set only for the current head,
           // by itself or by the owner that made it head) or a free lock won
           // against stealers.
@@ -382,7 +503,10 @@ class PvBoundedLock {
     unlock_slowpath(old);
   }
 
-  bool try_lock() { return pvb::try_steal(&w_, q::read(&w_)); }
+  bool try_lock() {
+    u32 v = q::read(&w_);
+    return pvb::try_steal<Env>(&w_, &v);
+  }
   bool is_locked() const { return pvb::locked(q::read(&w_)); }
 
   u32 value() const { return q::read(&w_); }

@@ -67,6 +67,43 @@ TEST(PvBounded, StealsPastAQueueOnlyWhileNoStealIsClear) {
   EXPECT_FALSE(l.is_locked()) << "reserved is not held";
 }
 
+// Rule 3b: a newcomer that would steal past a queue first looks up the head
+// named in byte 1; if that CPU's stamp names this lock and is due, it sets N
+// for the head instead of stealing.  A stamp of another lock, or not yet
+// due, or a free lock without a queue, lets the steal go ahead.
+TEST(PvBounded, ANewcomerReservesForADueHeadInsteadOfStealing) {
+  WordEnv::reset();
+  WordEnv::bind_cpu(0);
+  const u32 tail = q::encode_tail(2, 0);
+  const u32 named = tail | pvb::head_cpu_bits(1);  // (n,1,0): head cpu 1, N clear
+  auto& stamp = pvb::Arrival<WordEnv>::stamp[1];
+
+  Word due = with_word<Word>(named);
+  stamp.due = 0;  // due long ago
+  stamp.lock = due.word();
+  EXPECT_FALSE(due.try_lock()) << "a due head's lock must be reserved, not stolen";
+  EXPECT_EQ(due.value(), named | pvb::kNoSteal) << "N set for the head named in byte 1; tail and cpu unchanged";
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_reserve_for), 1u);
+  EXPECT_FALSE(due.try_lock()) << "and stays reserved";
+
+  Word other = with_word<Word>(named);  // cpu 1 heads another lock (the stamp still names `due`)
+  EXPECT_TRUE(other.try_lock()) << "a stamp of another lock says nothing about this one";
+  EXPECT_EQ(other.value(), named | q::kLockedVal);
+
+  Word young = with_word<Word>(named);
+  stamp.due = locks::read_tsc() + (u64{1} << 40);  // due far in the future
+  stamp.lock = young.word();
+  EXPECT_TRUE(young.try_lock()) << "a head not yet due may be stolen past (rule 1)";
+  EXPECT_EQ(young.value(), named | q::kLockedVal);
+
+  Word no_queue = with_word<Word>(pvb::head_cpu_bits(1));  // no tail: nobody to reserve for
+  stamp.due = 0;
+  stamp.lock = no_queue.word();
+  EXPECT_TRUE(no_queue.try_lock());
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_reserve_for), 1u);
+  stamp.lock = nullptr;
+}
+
 // The steal phase counts its path where it branches: a tail in the word it
 // took is a steal (a queued waiter bypassed), none a spin; a reserved lock is
 // neither taken nor counted.

@@ -27,22 +27,29 @@ constexpr ReasonRow kReasons[] = {
     {"not-queued", Verdict::kAllowed, "the waiter had not joined the queue yet (its steal phase, rule 1)"},
     {"head-competes", Verdict::kAllowed, "a new head competes for T_head before it reserves (rule 3, pvb_head_us)"},
     {"lent", Verdict::kAllowed, "borrowed while the presumed head's vCPU was off its CPU (rule 4, handoff=running)"},
-    {"head-preempted", Verdict::kExplained, "the presumed head was descheduled by the host: it could not set N"},
+    {"head-preempted", Verdict::kExplained,
+     "fast/spin (the word showed no queue): the presumed head was descheduled by the host, not yet queued"},
     {"head-halted", Verdict::kExplained,
-     "the presumed head was halted (a node, or made head and awaiting its wake-up): it could not set N, and nobody "
-     "sets it for a head that was younger than T when made head"},
-    {"head-exit", Verdict::kExplained,
-     "the presumed head was in the VMM (an exit, outside KVM_RUN): it could not set N"},
+     "fast/spin (the word showed no queue): the presumed head was halted, awaiting its wake-up"},
+    {"head-exit", Verdict::kExplained, "fast/spin: the presumed head was in the VMM (an exit, outside KVM_RUN)"},
     {"head-parked", Verdict::kExplained,
-     "the presumed head was held out of the guest by the VMM (injector, control socket)"},
+     "fast/spin: the presumed head was held out of the guest by the VMM (injector, control socket)"},
     {"head-resuming", Verdict::kExplained,
-     "the presumed head ran again for less than the resume time (its return from a halt or exit)"},
-    {"waiter-late", Verdict::kExplained, "the waiter was off its CPU before it queued: later arrivals queued first"},
+     "fast/spin: the presumed head ran again for less than the resume time (its return from a halt or exit)"},
+    {"waiter-late", Verdict::kExplained,
+     "the waiter (or the presumed head) was off its CPU before it queued: later arrivals queued first"},
+    {"head-not-due", Verdict::kExplained,
+     "the presumed head was not yet due by its own t0, taken in the slow path: after a break right after its "
+     "arrival, or a guest interrupt (stamp slack)"},
+    {"stealer-late", Verdict::kExplained,
+     "the stealer ran again less than the grace before it stole: it checked the head's due time before it was "
+     "descheduled"},
     {"rule-1", Verdict::kViolation,
      "fast/spin path (nobody queued) while an older waiter had run past its steal phase: it must have queued"},
     {"rule-2", Verdict::kViolation, "a later arrival was served in queue order before a waiter already queued (FIFO)"},
     {"rule-3", Verdict::kViolation,
-     "stolen while a running queue head older than T should have reserved the lock (N is sticky)"},
+     "stolen past a queue head older than T: it was due, so N should have been set (by the head if it ran, by the "
+     "stealer on its behalf if not, rule 3b)"},
     {"rule-4", Verdict::kViolation, "borrowed although lending is off or the presumed head could run"},
     {"state-unknown", Verdict::kUnknown, "the trace does not know the presumed head's state then (a full lane)"},
     {"path-unknown", Verdict::kUnknown, "the acquisition's path is not one this lockvisor knows"},
@@ -125,6 +132,38 @@ struct VcpuIndex {
     return std::prev(it)->begin_ns;
   }
   bool known_at(std::uint64_t t) const { return !v->vcpu_lane_until || t <= *v->vcpu_lane_until; }
+  // The start of its first halt at or after `a` (~0: none).
+  std::uint64_t first_halt_from(std::uint64_t a) const {
+    auto it = std::lower_bound(v->halted.begin(), v->halted.end(), a,
+                               [](const Span& s, std::uint64_t x) { return s.begin_ns < x; });
+    return it == v->halted.end() ? ~std::uint64_t{0} : it->begin_ns;
+  }
+  // The latest time the lock's t0 of a wait that arrived at `a` can have:
+  // the slow path stamps it a few instructions after the arrival, but the
+  // trace counts as running the host's own work inside KVM_RUN (interrupts
+  // taken without an exit to the VMM, the switch-out path before a
+  // preemption), so a break within the first `slack` of running, before
+  // the first halt (which comes after queueing), may precede the stamp.
+  std::uint64_t t0_latest(std::uint64_t a, std::uint64_t slack) const {
+    const std::uint64_t limit = std::min(first_halt_from(a), ran_by(a, slack));
+    if (limit == ~std::uint64_t{0}) return limit;
+    auto it = std::upper_bound(running.begin(), running.end(), limit,
+                               [](std::uint64_t x, const Span& s) { return x < s.begin_ns; });
+    if (it == running.begin()) return a;
+    return std::max(a, std::prev(it)->begin_ns);
+  }
+  // The earliest time by which it had run `d` of guest time since `a`
+  // (~0: never in the trace).
+  std::uint64_t ran_by(std::uint64_t a, std::uint64_t d) const {
+    auto it = std::upper_bound(running.begin(), running.end(), a,
+                               [](std::uint64_t x, const Span& s) { return x < s.end_ns; });
+    for (; it != running.end(); ++it) {
+      const std::uint64_t from = std::max(a, it->begin_ns), len = it->end_ns - from;
+      if (len >= d) return from + d;
+      d -= len;
+    }
+    return ~std::uint64_t{0};
+  }
   // Why it was not running guest code at t.
   Reason off_cpu_reason(std::uint64_t t) const {
     if (contains(v->preempted, t)) return Reason::kHeadPreempted;
@@ -295,12 +334,20 @@ class Checker {
     // before it queued is the explanation.
     const Lock& lock = locks_.at(w.lock);
     const bool borrow = b.path == static_cast<std::uint8_t>(AcqPath::borrow);
+    const bool steal = b.path == static_cast<std::uint8_t>(AcqPath::steal);
     std::optional<int> late;
     for (const Candidate& c : candidates(lock, b, arrive)) {
       const VcpuIndex& cv = vcpus_[c.vcpu];
       const int head = static_cast<int>(c.vcpu);
       if (!cv.known_at(t)) return done(Reason::kUnknownState, head);
       const bool queued = cv.halted_since(c.arrive, t) || cv.running_time(c.arrive, t) >= rules_.steal_phase_ns;
+      // A steal past the queue (rule 3 and 3b): a due head gets N whether or
+      // not it runs, so its state explains nothing here.
+      if (steal && queued) {
+        if (cv.off_cpu_reason(t) == Reason::kHeadHalted && !cv.running_at(t))
+          out.kicked_ago_ns = kicked_ago(*cv.v, t);  // kept for the report: how long since its wake-up was asked
+        return done(judge_steal(b, c, lock, t), head);
+      }
       if (!cv.running_at(t)) {
         if (!queued) {
           if (!late) late = head;
@@ -320,7 +367,7 @@ class Checker {
       if (borrow) return done(Reason::kRule4, head);
       if (rules_.head_ns != 0 && since_new_head(lock, t) < rules_.head_ns + rules_.grace_ns)
         return done(Reason::kHeadCompetes, head);
-      return done(b.path == static_cast<std::uint8_t>(AcqPath::steal) ? Reason::kRule3 : Reason::kRule1, head);
+      return done(Reason::kRule1, head);  // (a steal past a queued head was judged above)
     }
     return done(Reason::kWaiterLate, late.value_or(static_cast<int>(w.vcpu)));
   }
@@ -329,6 +376,34 @@ class Checker {
     unsigned vcpu;
     std::uint64_t arrive;
   };
+
+  // A steal at t past presumed head c (queued, older than T by its arrival).
+  Reason judge_steal(const TracedAcquisition& b, const Candidate& c, const Lock& lock, std::uint64_t t) const {
+    if (rules_.head_ns != 0 && since_new_head(lock, t) < rules_.head_ns + rules_.grace_ns) return Reason::kHeadCompetes;
+    // The lock's t0 is stamped in the slow path, a few instructions after the
+    // arrival (t0_latest: unless a break came first).
+    const VcpuIndex& cv = vcpus_[c.vcpu];
+    const std::uint64_t t0 = cv.t0_latest(c.arrive, rules_.arrival_slack_ns);
+    const std::uint64_t due_after = rules_.bound_ns + rules_.stamp_slack_ns + rules_.grace_ns;
+    if (t0 == ~std::uint64_t{0} || t < t0 + due_after) return Reason::kHeadNotDue;
+    // The queue is in queue order, not arrival order: if c was off its CPU
+    // before it queued (by its first halt, or once it had run its steal
+    // phase), a waiter that arrived meanwhile, even one younger than W, may
+    // head the queue; the steal is judged against it if it is not yet due.
+    const std::uint64_t queued_by = std::min(cv.first_halt_from(c.arrive), cv.ran_by(c.arrive, rules_.steal_phase_ns));
+    if (queued_by != ~std::uint64_t{0} && queued_by - c.arrive > cv.running_time(c.arrive, queued_by) + rules_.grace_ns)
+      for (const Candidate& x : candidates(lock, b, ~std::uint64_t{0})) {
+        if (x.vcpu == c.vcpu || x.arrive >= queued_by) continue;
+        const std::uint64_t x0 = vcpus_[x.vcpu].t0_latest(x.arrive, rules_.arrival_slack_ns);
+        if (x0 == ~std::uint64_t{0} || t < x0 + due_after) return Reason::kWaiterLate;
+      }
+    // The stealer's due-time check and its cmpxchg (and the trace's time
+    // stamp after it) are a few instructions apart: a break between them
+    // makes the check older than the steal.
+    const VcpuIndex& bv = vcpus_[b.vcpu];
+    if (!bv.running_at(t) || t - bv.resumed_at(t) < rules_.grace_ns) return Reason::kStealerLate;
+    return Reason::kRule3;
+  }
   // The lock's waiters at t other than B's vCPU that arrived no later than
   // W, oldest first (W among them).
   std::vector<Candidate> candidates(const Lock& lock, const TracedAcquisition& b, std::uint64_t w_arrive) const {

@@ -20,14 +20,36 @@
 //                              the MCS queue is FIFO.             violation
 //   borrow       lending must be on (pvb_handoff=running) and the presumed
 //                head (below) off its CPU: lent (allowed), else rule-4.
-//   steal, spin, fast (need N clear): the presumed head must not have been
-//                able to reserve. The presumed head is the oldest waiter of
-//                the lock at t (other than B's vCPU, no younger than W) that
-//                has run for at least S since it arrived (a waiter that ran
-//                less may still be in its steal phase, not queued); by the
-//                header's bound argument it is the queue head, older than T.
-//                (A waiter that halted since it arrived has queued: only
-//                queued pvbounded waiters halt.)
+//   steal, spin, fast (need N clear): the presumed head is the oldest
+//                waiter of the lock at t (other than B's vCPU, no younger
+//                than W) that has run for at least S since it arrived (a
+//                waiter that ran less may still be in its steal phase, not
+//                queued); by the header's bound argument it is the queue
+//                head, older than T. (A waiter that halted since it arrived
+//                has queued: only queued pvbounded waiters halt.)
+//   steal        (a free lock with a queue) past a queued presumed head:
+//                the head was due, and rule 3b sets N for a due head
+//                whatever its state (the head itself, the owner that made
+//                it head, or the stealer on its behalf), so:
+//                  head-competes  T_head > 0 and a head took over less than
+//                              T_head ago.                          allowed
+//                  head-not-due   the head was off its CPU within the
+//                              first arrival_slack of running after it
+//                              arrived (before its first halt), and T had
+//                              not passed since that break ended (the
+//                              lock's t0 is taken in the slow path, maybe
+//                              after the break).                 explained
+//                  waiter-late    the head was off its CPU before it
+//                              queued (by its first halt or S of running)
+//                              and a waiter that arrived meanwhile, maybe
+//                              younger than W, was not yet due: it may head
+//                              the queue (queue order is not arrival
+//                              order).                           explained
+//                  stealer-late   B ran again less than `grace` before t
+//                              (its check preceded a break).     explained
+//                  rule-3      otherwise.                       violation
+//   spin, fast, and a steal with no queued presumed head: the presumed head
+//                must not have been able to queue or reserve:
 //                  head-preempted / head-halted / head-exit / head-parked
 //                              it was not running guest code at t: it could
 //                              not set N (a host event).        explained
@@ -36,9 +58,9 @@
 //                                                                 explained
 //                  head-competes  T_head > 0 and a head took over less than
 //                              T_head ago (it competes first).    allowed
-//                  rule-3 (steal) / rule-1 (fast, spin: nobody queued although
-//                              it had run past its steal phase): it was
-//                              running and should have reserved. violation
+//                  rule-1      it was running and had run past its
+//                              steal phase: it had queued, so the word
+//                              cannot have shown no queue.      violation
 //                  waiter-late no such waiter: every older waiter (W too) ran
 //                              less than S in all that time, i.e. was
 //                              descheduled before it queued.     explained
@@ -68,6 +90,19 @@ struct BoundRules {
   // allowance for a silent running head, pvb_stale_us (100 us).
   std::uint64_t resume_ns = 100000;
   std::uint64_t steal_phase_ns = 100000;  // a newcomer's pvb_steal_spins take less running time (generous: contended reads)
+  // A break (preemption, exit, park) within this much running time after an
+  // arrival, before the waiter's first halt, may come before the lock
+  // stamped the wait's t0: the trace counts the host's work inside KVM_RUN
+  // (the interrupt and switch-out path before a preemption: 10 us seen on
+  // PVM before the guest had stamped t0). The wait's t0 is then taken as the
+  // end of that break. Small on purpose: a break later than this came after
+  // the stamp, and steals after t0 + T past that head are violations.
+  std::uint64_t arrival_slack_ns = 20000;
+  // Without a visible break, the lock's t0 still follows the trace's arrival
+  // stamp by whatever guest code ran between them: at most a guest interrupt
+  // (its timer tick is CPL0 code, emulated on PVM: 10-20 us seen). A head is
+  // taken as due only this long (plus grace) after T.
+  std::uint64_t stamp_slack_ns = 30000;
   bool judged = true;                    // false: not a pvbounded run (its bypasses are listed, not judged)
   bool halts_visible = true;             // false: --backend kvm (halts inside KVM_RUN look like running)
 };
@@ -93,6 +128,8 @@ enum class Reason : std::uint8_t {
   kHeadParked,
   kHeadResuming,
   kWaiterLate,
+  kHeadNotDue,
+  kStealerLate,
   kRule1,
   kRule2,
   kRule3,
@@ -134,8 +171,9 @@ struct BoundReport {
   std::uint64_t waits_with_violation = 0;
   std::array<std::uint64_t, static_cast<unsigned>(Reason::kCount)> by_reason{};
   std::vector<std::string> notes;  // limits of this trace (estimated preemptions, unseen switches, ...)
-  // head-halted bypasses whose head had been kicked: the longest time since
-  // that kick (the wake-up latency the lock was stealable for).
+  // Bypasses past a halted head that had been kicked (head-halted, and
+  // rule-3 steals past a halted due head): the longest time since that kick
+  // (the wake-up latency the lock was stealable for).
   std::uint64_t max_kicked_ago_ns = 0;
 };
 
