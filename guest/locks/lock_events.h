@@ -45,7 +45,9 @@ using lockvisor::abi::u64;
   X(pv_lend,            "pvbounded (handoff=running): locks taken while reserved for a preempted head") \
   X(lock_spin,          "acquisitions by a spinning contender with no queued waiter (TAS retry, steal phase)") \
   X(lock_queue,         "acquisitions in queue order (MCS queue head without a reservation, ticket turn)") \
-  X(pv_reserved,        "pvbounded: acquisitions by a queue head of the lock it had reserved (N set)")
+  X(pv_reserved,        "pvbounded: acquisitions by a queue head of the lock it had reserved (N set)") \
+  X(numa_local_pass,    "cna/hq: handoffs that skipped to a same-node waiter or stayed on the node") \
+  X(numa_flush,         "cna/hq: handoffs that went back to the waiters of other nodes (threshold or none local)")
 // clang-format on
 
 enum class LockEvent : unsigned {
