@@ -20,6 +20,7 @@
 
 #include "locks/auto_policy.h"
 #include "locks/cna.h"
+#include "locks/hq.h"
 #include "locks/lock_env.h"
 #include "locks/pv_cna.h"
 #include "locks/pv_qspinlock.h"
@@ -45,6 +46,8 @@
   X(pvbounded,   PvBoundedLock,   "pvbounded")   \
   X(cna,         CnaLock,         "cna")         \
   X(pvcna,       PvCnaLock,       "pvcna")       \
+  X(hq,          HqLock,          "hq")          \
+  X(pvhq,        PvHqLock,        "pvhq")        \
   X(auto_,       AutoLock,        "auto")
 // clang-format on
 
