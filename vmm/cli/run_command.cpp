@@ -50,6 +50,7 @@ lockstat::LockRun describe_lock_run(const RunOptions& o, const char* mode) {
   run.workload = o.workload;
   run.cpus = config.vcpus;
   run.pcpus = host::format_cpu_list(config.pcpus);
+  if (config.vnuma) run.vcpu_node = config.vnuma->vcpu_node;
   run.params = experiment::params_json(lock_params(o, config.vcpus));
   return run;
 }
