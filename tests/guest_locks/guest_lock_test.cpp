@@ -94,21 +94,28 @@ TEST_P(GuestLock, TortureHasNoViolationsOnTwoVirtualNodes) {
   config.vnuma_remote_ns = 1000;
   const auto run = boot(*kvm, config);
   ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << run.reason;
-  std::uint64_t ops = 0, violations = 0, guest_kicks = 0, local = 0;
+  std::uint64_t ops = 0, violations = 0, guest_kicks = 0, local = 0, handoffs = 0, within = 0, across = 0;
   for (const auto& s : lockstat::workload_stats_from(run)) {
     ops += s.ops;
     violations += s.violations;
     guest_kicks += s.lock_events[static_cast<unsigned>(locks::LockEvent::pv_kick)];
     local += s.lock_events[static_cast<unsigned>(locks::LockEvent::numa_local_pass)];
+    handoffs += s.handoffs_local + s.handoffs_remote + s.handoffs_self;
+    within += s.handoffs_local;
+    across += s.handoffs_remote;
   }
   EXPECT_EQ(violations, 0u);
   EXPECT_GT(ops, 0u);
+  // Every acquisition but each lock's first is a handoff of one kind.
+  EXPECT_GE(ops - handoffs, 1u);
+  EXPECT_LE(ops - handoffs, p.nlocks);
   std::uint64_t vmm_kicks = 0;
   for (unsigned i = 0; i < run.vcpus.size(); ++i) vmm_kicks += run.pv(i).kicks_sent;
   EXPECT_EQ(guest_kicks, vmm_kicks) << "every guest pv_kick must be one KICK_CPU the VMM saw";
   std::printf("[ measured ] %s, 8 vCPUs / 2 host CPUs / 2 virtual nodes, modelled remote 1 us: %llu ops, "
-              "%llu same-node passes\n",
-              GetParam().c_str(), static_cast<unsigned long long>(ops), static_cast<unsigned long long>(local));
+              "%llu same-node passes, handoffs %llu within / %llu across nodes\n",
+              GetParam().c_str(), static_cast<unsigned long long>(ops), static_cast<unsigned long long>(local),
+              static_cast<unsigned long long>(within), static_cast<unsigned long long>(across));
 }
 
 TEST_P(GuestLock, UncontendedPathMakesNoExit) {
