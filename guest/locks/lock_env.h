@@ -28,6 +28,8 @@
 // unknown/running/preempted/sleeping (see vcpu_run_state_hint()).
 // Optional: `static void yield_to(unsigned cpu);`, ask the host to run cpu's
 // vCPU next (KVM_HC_SCHED_YIELD-like boost; see yield_to_hint()).
+// Optional: `static unsigned numa_node(unsigned cpu);`, the (virtual) NUMA
+// node of cpu (see numa_node_of()); without it every CPU is on node 0.
 //
 // The wait/kick contract (Linux pv_wait/pv_kick: kernel/locking/qspinlock_paravirt.h,
 // arch/x86/kernel/kvm.c, and KVM's pv_unhalted in arch/x86/kvm/x86.c):
@@ -152,6 +154,20 @@ template <class Env>
     Env::yield_to(cpu);
   } else {
     (void)cpu;
+  }
+}
+
+// The NUMA node of CPU `cpu`: Env::numa_node(cpu) when the Env has it (the
+// guest's comes from BootInfo, --vnuma), else 0.  NUMA-aware locks (cna.h,
+// hq.h) use it to prefer same-node successors; it is a placement fact, not
+// a hint about run state, and a lock must stay correct whatever it returns.
+template <class Env>
+[[gnu::always_inline]] inline unsigned numa_node_of(unsigned cpu) {
+  if constexpr (requires { Env::numa_node(cpu); }) {
+    return static_cast<unsigned>(Env::numa_node(cpu));
+  } else {
+    (void)cpu;
+    return 0;
   }
 }
 

@@ -46,7 +46,9 @@ using lockvisor::abi::u64;
   X(lock_spin,          "acquisitions by a spinning contender with no queued waiter (TAS retry, steal phase)") \
   X(lock_queue,         "acquisitions in queue order (MCS queue head without a reservation, ticket turn)") \
   X(pv_reserved,        "pvbounded: acquisitions by a queue head of the lock it had reserved (N set)") \
-  X(pv_reserve_for,     "pvbounded: reservations set for a queue head past its deadline by a newcomer that would have stolen")
+  X(pv_reserve_for,     "pvbounded: reservations set for a queue head past its deadline by a newcomer that would have stolen") \
+  X(numa_local_pass,    "cna/hq: handoffs that skipped to a same-node waiter or stayed on the node") \
+  X(numa_flush,         "cna/hq: handoffs that went back to the waiters of other nodes (threshold or none local)")
 // clang-format on
 
 enum class LockEvent : unsigned {

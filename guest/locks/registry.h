@@ -19,7 +19,10 @@
 #pragma once
 
 #include "locks/auto_policy.h"
+#include "locks/cna.h"
+#include "locks/hq.h"
 #include "locks/lock_env.h"
+#include "locks/pv_cna.h"
 #include "locks/pv_qspinlock.h"
 #include "locks/pv_ticket.h"
 #include "locks/pvbounded.h"
@@ -41,6 +44,10 @@
   X(pvqspinlock, PvQSpinLock,     "pvqspinlock") \
   X(pvticket,    PvTicketLock,    "pvticket")    \
   X(pvbounded,   PvBoundedLock,   "pvbounded")   \
+  X(cna,         CnaLock,         "cna")         \
+  X(pvcna,       PvCnaLock,       "pvcna")       \
+  X(hq,          HqLock,          "hq")          \
+  X(pvhq,        PvHqLock,        "pvhq")        \
   X(auto_,       AutoLock,        "auto")
 // clang-format on
 

@@ -17,6 +17,7 @@
 #include "runtime/lock_probe.h"
 #include "runtime/lock_trace.h"
 #include "runtime/lock_tuning.h"
+#include "runtime/numa.h"
 #include "runtime/ucall_report.h"
 #include "runtime/string.h"
 #include "workloads/workloads.h"
@@ -103,6 +104,8 @@ struct GuestPlatform {
   static u64 now() { return rdtsc(); }
   static u64 ns_to_cycles(u64 ns) { return guest::ns_to_tsc(ns); }
   static u64 tsc_khz() { return guest::tsc_khz(); }
+  static u32 numa_node(unsigned cpu) { return guest::numa_node_of(cpu); }
+  static u64 numa_remote_cycles() { return guest::ns_to_tsc(guest::numa_remote_ns()); }
   static void window_mark(u64 edge) {
     Ucall& u = g_marks[this_cpu()];
     u.magic = kUcallMagic;

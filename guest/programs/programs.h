@@ -19,4 +19,5 @@ void program_uncontended();
 void program_torture();
 void program_hostile();
 void program_runstate();
+void program_vnuma();
 }  // namespace guest

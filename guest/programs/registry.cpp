@@ -24,6 +24,7 @@ constexpr Program kPrograms[] = {
     {"torture", program_torture},
     {"hostile", program_hostile},
     {"runstate", program_runstate},
+    {"vnuma", program_vnuma},
 };
 
 }  // namespace

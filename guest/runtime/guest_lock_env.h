@@ -5,6 +5,7 @@
 #include "locks/lock_events.h"
 #include "runtime/boot.h"
 #include "runtime/cpu.h"
+#include "runtime/numa.h"
 #include "runtime/pv.h"
 #include "runtime/ucall_report.h"
 #include "runtime/runstate.h"
@@ -49,6 +50,8 @@ struct GuestLockEnv {
   // YIELD_TO (runtime/yield_to.h): let vCPU `cpu` run next on its host CPU.
   // Optional member of the Env.
   static void yield_to(unsigned cpu) { yield_to_apic(apic_id_of(cpu)); }
+  // The virtual NUMA node (--vnuma; runtime/numa.h). Optional member.
+  static unsigned numa_node(unsigned cpu) { return guest::numa_node_of(cpu); }
   static lockvisor::locks::LockEvents& events() { return g_lock_events[this_cpu()]; }
   [[noreturn]] static void bug(const char* what) { assert_fail(__FILE__, __LINE__, what); }
 };

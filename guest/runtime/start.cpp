@@ -44,6 +44,9 @@ extern "C" [[noreturn]] void guest_main(const BootInfo* info, unsigned index, co
   // Version 2: the run-state page is always mapped, at the fixed address.
   LV_CHECK_EQ(info->runstate_gpa, kRunStateGpa);
   LV_CHECK_LE(info->runstate_vcpus, kRunStateMaxVcpus);
+  // Version 5: the virtual NUMA topology names existing nodes only.
+  LV_CHECK(info->numa_nodes >= 1 && info->numa_nodes <= kMaxVnumaNodes);
+  for (u32 i = 0; i < info->vcpu_count; ++i) LV_CHECK_LT(info->vcpu_node[i], info->numa_nodes);
   guest::set_cpl0_cpuid(index, *cpuid);
   check_cpuid_matches_boot_info(*info, index);
   // IOPL 0 at CPL3 on every KVM: the TSS I/O bitmap alone grants the

@@ -50,6 +50,16 @@
 //                                         own code: a hook sees when a CPU
 //                                         waits and holds, not how the lock
 //                                         queues it.
+//   static u32 numa_node(unsigned cpu);   the virtual NUMA node of cpu [0 for
+//                                         all]: the critical section records
+//                                         the releaser's node per lock.
+//   static u64 numa_remote_cycles();      the MODELLED cost of a remote
+//                                         handoff [0]: a CPU acquiring a lock
+//                                         whose last releaser was on another
+//                                         node busy-waits this long at the
+//                                         start of its critical section (the
+//                                         data it is about to touch "comes
+//                                         from the other node").
 #pragma once
 
 #include "lockvisor/abi/types.h"

@@ -54,6 +54,7 @@ struct alignas(kLine) LockSlot {
     u32 owner;    // cpu + 1 of the holder, 0 = free (atomic xchg)
     u64 counter;  // acquisitions (non-atomic increment, under the lock)
     u64 data;     // the first protected data word
+    u64 last_holder;  // (node + 1) << 32 | (cpu + 1) of its last releaser, 0 = none (under the lock)
   };
   static_assert(sizeof(First) == kLine, "lock too large to embed in one cache line with its data");
 

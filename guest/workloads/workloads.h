@@ -301,11 +301,50 @@ inline void start_barrier(Barrier& b, u64 ncpus, u64 duration_cycles) {
   }
 }
 
+// The virtual NUMA hooks (see Platform::numa_node, numa_remote_cycles).
+template <class P>
+[[gnu::always_inline]] inline u64 node_tag_of(unsigned cpu) {
+  if constexpr (requires { P::numa_node(cpu); }) {
+    return u64{P::numa_node(cpu)} + 1;
+  } else {
+    return 1;
+  }
+}
+template <class P>
+[[gnu::always_inline]] inline u64 numa_remote_cycles() {
+  if constexpr (requires { P::numa_remote_cycles(); }) {
+    return P::numa_remote_cycles();
+  } else {
+    return 0;
+  }
+}
+
+// Lock handoffs seen by one CPU (WorkloadStats::handoffs_*).
+struct HandoffCount {
+  u64 local = 0, remote = 0, self = 0;
+};
+
 // The critical section; returns the number of failed owner checks.
+// `node_tag` is this CPU's node + 1, `tag` its cpu + 1. It reads who released
+// the lock last: a CPU of this node (a local handoff), of another node (a
+// remote one: `remote_cycles` of busy work first, the modelled remote cost),
+// or this CPU itself; and leaves its own mark.
 template <class P, class Lock>
-[[gnu::always_inline]] inline u64 critical_section(LockSlot<Lock>& sl, unsigned lines, u32 tag, u64 hold_until) {
+[[gnu::always_inline]] inline u64 critical_section(LockSlot<Lock>& sl, unsigned lines, u32 tag, u64 hold_until,
+                                                   u64 node_tag, u64 remote_cycles, HandoffCount& handoffs) {
   u64 bad = 0;
   if (locks::xchg(&sl.first.owner, tag, Order::relaxed) != 0) bad++;
+  const u64 mark = node_tag << 32 | tag;
+  const u64 last = data_load<P>(&sl.first.last_holder);
+  if (last == mark) {
+    handoffs.self++;
+  } else if (last >> 32 == node_tag) {
+    handoffs.local++;
+  } else if (last != 0) {
+    handoffs.remote++;
+    if (remote_cycles != 0) busy_until<P>(P::now() + remote_cycles);
+  }
+  data_store<P>(&sl.first.last_holder, mark);
   const u64 count = data_load<P>(&sl.first.counter);
   data_store<P>(&sl.first.data, data_load<P>(&sl.first.data) + 1);
   for (unsigned i = 1; i < lines; i++) data_store<P>(&sl.more[i - 1].w[0], data_load<P>(&sl.more[i - 1].w[0]) + 1);
@@ -325,10 +364,13 @@ inline void contended_loop(const WorkloadParams& p, WorkloadShared<Lock>& s, uns
   const u64 delay_cycles = P::ns_to_cycles(p.delay_ns);
   const TortureConfig tc = torture_config<P>(p);
   const u64 iterations = p.iterations;
+  const u64 node_tag = node_tag_of<P>(cpu);
+  const u64 remote_cycles = numa_remote_cycles<P>();
   Rng rng(p.seed, cpu);
   WindowCounter windows(out.window_ops, start, out.window_cycles);
 
   u64 ops = 0, bad = 0, lat_sum = 0, lat_max = 0;
+  HandoffCount handoffs;
   for (;;) {
     unsigned li = 0;
     u64 hold = cs_cycles;
@@ -346,7 +388,7 @@ inline void contended_loop(const WorkloadParams& p, WorkloadShared<Lock>& s, uns
     lock.lock();
     const u64 t1 = P::now();
     on_lock_acquired<P>(li, t0, t1);
-    bad += critical_section<P>(sl, lines, tag, hold != 0 ? sat_add(t1, hold) : 0);
+    bad += critical_section<P>(sl, lines, tag, hold != 0 ? sat_add(t1, hold) : 0, node_tag, remote_cycles, handoffs);
     on_lock_releasing<P>(li, t1);
     lock.unlock();
     on_lock_release<P>(li);
@@ -362,6 +404,9 @@ inline void contended_loop(const WorkloadParams& p, WorkloadShared<Lock>& s, uns
   }
   out.ops = ops;
   out.violations += bad;
+  out.handoffs_local = handoffs.local;
+  out.handoffs_remote = handoffs.remote;
+  out.handoffs_self = handoffs.self;
   out.latency_count = ops;
   out.latency_sum = lat_sum;
   out.latency_max = lat_max;
@@ -374,6 +419,7 @@ inline void clear(WorkloadStats& out) {
   for (u64& b : out.latency_buckets) b = 0;
   out.pv_halts = out.window_cycles = 0;
   for (u64& w : out.window_ops) w = 0;
+  out.handoffs_local = out.handoffs_remote = out.handoffs_self = 0;
 }
 
 }  // namespace detail

@@ -214,7 +214,7 @@ TEST(RunSettings, JsonSettingsListEveryRowsKey) {
       EXPECT_TRUE(json.contains(s.json)) << s.key << " -> settings." << s.json;
     }
   // And every machine knob the settings list is some row's (or derived from one).
-  const std::set<std::string> derived = {"boost_bound_us", "kick_mode_changes"};
+  const std::set<std::string> derived = {"boost_bound_us", "kick_mode_changes", "vnuma_remote_cost"};
   for (const auto& [key, value] : json.items()) {
     bool found = derived.count(key) > 0;
     for (const RunSetting& s : run_settings()) found = found || (s.json != nullptr && key == s.json);
@@ -236,6 +236,21 @@ TEST(RunSettings, LockParamsAreCheckedBeforeBoot) {
       EXPECT_EQ(o.exit_code, 2) << o.output;
       EXPECT_EQ(o.output, fmt::format("lockvisor: error: --param '{}': {}\n", param, words));
     }
+  }
+}
+
+// A bad --vnuma or --vnuma-remote-ns is one line and exit 2 before anything
+// boots; --native and --kernel refuse a topology they cannot give.
+TEST(RunSettings, VnumaIsCheckedBeforeBoot) {
+  for (const auto& [args, words] :
+       {std::pair{"--vcpus 2 --vnuma 3", "--vnuma 3: more nodes than the 2 vCPUs"},
+        std::pair{"--vcpus 2 --vnuma 0-1@0,1@1", "--vnuma '0-1@0,1@1': vCPU 1 is in nodes 0 and 1"},
+        std::pair{"--vcpus 2 --vnuma 0@0", "--vnuma '0@0': vCPU 1 is in no node"},
+        std::pair{"--vcpus 2 --vnuma-remote-ns 100", "--vnuma-remote-ns 100: needs --vnuma (a remote handoff needs two nodes)"},
+        std::pair{"--vcpus 2 --vnuma 1 --native", "--vnuma: the topology is given to guests; --native runs host threads"}}) {
+    const auto o = lockvisor(std::string("run --workload lockbench --duration 0.01 ") + args);
+    EXPECT_EQ(o.exit_code, 2) << args << ": " << o.output;
+    EXPECT_EQ(o.output, fmt::format("lockvisor: error: {}\n", words)) << args;
   }
 }
 

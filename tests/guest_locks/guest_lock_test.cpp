@@ -73,6 +73,51 @@ TEST_P(GuestLock, TortureHasNoViolationsAtEveryOvercommit) {
   }
 }
 
+// 8 vCPUs on 2 host CPUs in 2 virtual nodes (--vnuma 2: vCPUs 0-3 on the
+// first CPU, 4-7 on the second) with the modelled remote cost on: the
+// NUMA-aware locks reorder their queues by node, the others must not care.
+TEST_P(GuestLock, TortureHasNoViolationsOnTwoVirtualNodes) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  const auto allowed = host::allowed_cpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs two allowed host CPUs";
+  machine::MachineConfig config;
+  config.vcpus = 8;
+  config.program = "torture";
+  auto& p = test::set_workload(config, abi::WorkloadKind::kTorture, GetParam().c_str());
+  p.duration_ns = 300'000'000;
+  p.nlocks = 2;
+  p.cs_ns = 200;
+  p.delay_ns = 170;
+  p.long_hold_ns = 50000;
+  p.long_hold_every = 500;
+  config.vnuma = machine::parse_vnuma("2", config.vcpus, {allowed[0], allowed[1]}, true);
+  config.vnuma_remote_ns = 1000;
+  const auto run = boot(*kvm, config);
+  ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << run.reason;
+  std::uint64_t ops = 0, violations = 0, guest_kicks = 0, local = 0, handoffs = 0, within = 0, across = 0;
+  for (const auto& s : lockstat::workload_stats_from(run)) {
+    ops += s.ops;
+    violations += s.violations;
+    guest_kicks += s.lock_events[static_cast<unsigned>(locks::LockEvent::pv_kick)];
+    local += s.lock_events[static_cast<unsigned>(locks::LockEvent::numa_local_pass)];
+    handoffs += s.handoffs_local + s.handoffs_remote + s.handoffs_self;
+    within += s.handoffs_local;
+    across += s.handoffs_remote;
+  }
+  EXPECT_EQ(violations, 0u);
+  EXPECT_GT(ops, 0u);
+  // Every acquisition but each lock's first is a handoff of one kind.
+  EXPECT_GE(ops - handoffs, 1u);
+  EXPECT_LE(ops - handoffs, p.nlocks);
+  std::uint64_t vmm_kicks = 0;
+  for (unsigned i = 0; i < run.vcpus.size(); ++i) vmm_kicks += run.pv(i).kicks_sent;
+  EXPECT_EQ(guest_kicks, vmm_kicks) << "every guest pv_kick must be one KICK_CPU the VMM saw";
+  std::printf("[ measured ] %s, 8 vCPUs / 2 host CPUs / 2 virtual nodes, modelled remote 1 us: %llu ops, "
+              "%llu same-node passes, handoffs %llu within / %llu across nodes\n",
+              GetParam().c_str(), static_cast<unsigned long long>(ops), static_cast<unsigned long long>(local),
+              static_cast<unsigned long long>(within), static_cast<unsigned long long>(across));
+}
+
 TEST_P(GuestLock, UncontendedPathMakesNoExit) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   machine::MachineConfig config;

@@ -63,6 +63,28 @@ TEST(LabMatrix, ExpandsTheProductTimesRepeatsWithStableIds) {
                                       "--duration", "0.05"}));
 }
 
+// The virtual NUMA topology and its modelled remote cost are lab settings
+// (their rows in the run-settings table), given to every point's command line.
+TEST(LabMatrix, VnumaSettingsReachThePointCommandLine) {
+  const auto s = parse_scenario(R"(
+name = "numa"
+repeats = 1
+[fixed]
+workload = "lockbench"
+vcpus = 8
+vnuma = "2"
+[[axis]]
+name = "vnuma_remote_ns"
+values = [0, 2000]
+)",
+                                "test");
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(run_arguments(points[1].settings),
+            (std::vector<std::string>{"--workload", "lockbench", "--vcpus", "8", "--vnuma", "2", "--vnuma-remote-ns",
+                                      "2000"}));
+}
+
 TEST(LabMatrix, ShardsPartitionThePoints) {
   const auto all = expand(parse_scenario(kTwoAxes, "test"));
   for (unsigned n : {1u, 2u, 5u, 13u}) {

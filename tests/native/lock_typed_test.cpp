@@ -17,7 +17,13 @@ using AllLocks = locks::LockTypes<::testing::Types, Env>;
 template <class L>
 class LockTest : public ::testing::Test {
  protected:
-  void SetUp() override { Env::reset(); }
+  // Two interleaved NUMA nodes (CPU c on node c % 2): the NUMA-aware locks
+  // then reorder every queue (secondary queues, node handoffs); the others
+  // ignore the node.
+  void SetUp() override {
+    Env::reset();
+    Env::set_numa_nodes(2);
+  }
   void TearDown() override {
     // Whatever the lock did, the PV plumbing must balance: every kick is
     // received, coalesced with another, or still pending (sticky), and no

@@ -146,6 +146,27 @@ INSTANTIATE_TEST_SUITE_P(Registry, WorkloadTorture,
 
 // ---- negative control: the busted lock is caught --------------------------
 
+// The handoff count on a known sequence of holders (cpu, node): the
+// critical section reads who released the lock last. CPUs 0 and 1 on node 0,
+// 2 on node 1; the modelled remote cost only on the remote handoffs.
+
+TEST(WorkloadHandoffs, KnownSequenceCountsLocalRemoteAndSelf) {
+  using Lock = locks::TasLock<BenchEnv>;
+  static workloads::LockSlot<Lock> slot{};
+  workloads::detail::HandoffCount h;
+  const unsigned cpus[] = {0, 1, 1, 2, 0, 2, 2};
+  const unsigned nodes[] = {0, 0, 0, 1, 0, 1, 1};
+  for (unsigned i = 0; i < 7; ++i) {
+    const u64 bad = workloads::detail::critical_section<native::HostPlatform>(slot, 1, cpus[i] + 1, 0,
+                                                                             u64{nodes[i]} + 1, 0, h);
+    EXPECT_EQ(bad, 0u);
+  }
+  // first (none), 0->1 local, 1->1 self, 1->2 remote, 2->0 remote, 0->2 remote, 2->2 self
+  EXPECT_EQ(h.local, 1u);
+  EXPECT_EQ(h.remote, 3u);
+  EXPECT_EQ(h.self, 2u);
+}
+
 TEST(WorkloadNegative, BustedLockIsCaught) {
   using Busted = locks::BustedLock<BenchEnv>;
   NativeRunConfig cfg;

@@ -54,6 +54,53 @@ TEST(LockStats, TwoTimesTwoToThe63ViolationsIsNotZero) {
   std::fclose(sink);
 }
 
+// handoff_locality is local / (local + remote) over all CPUs, self-handoffs
+// left out; per-node throughput sums the node's CPUs over the duration.
+TEST(LockStats, HandoffLocalityAndPerNodeThroughput) {
+  LockRun run;
+  run.mode = "guest";
+  run.lock = "cna";
+  run.workload = "lockbench";
+  run.cpus = 3;
+  run.vcpu_node = {0, 0, 1};
+  auto stats = [](std::uint64_t ops, std::uint64_t local, std::uint64_t remote, std::uint64_t self) {
+    abi::WorkloadStats s{};
+    s.version = abi::kWorkloadStatsVersion;
+    s.tsc_khz = 1000000;          // 1 GHz: cycles are ns
+    s.elapsed_cycles = 2000000000;  // 2 s
+    s.ops = ops;
+    s.handoffs_local = local;
+    s.handoffs_remote = remote;
+    s.handoffs_self = self;
+    return s;
+  };
+  run.samples = {{stats(100, 30, 10, 5), 1.0, 0, 0, 0},
+                 {stats(300, 50, 10, 0), 1.0, 0, 0, 0},
+                 {stats(600, 0, 20, 7), 1.0, 0, 0, 0}};
+  const LockMetrics m = analyse(run);
+  EXPECT_EQ(m.handoffs_local, 80u);
+  EXPECT_EQ(m.handoffs_remote, 40u);
+  EXPECT_EQ(m.handoffs_self, 12u);
+  ASSERT_TRUE(m.handoff_locality.has_value());
+  EXPECT_DOUBLE_EQ(*m.handoff_locality, 80.0 / 120.0);
+  EXPECT_EQ(m.per_node_ops_per_sec, (std::vector<double>{200.0, 300.0}));
+  const auto j = to_json(run);
+  EXPECT_DOUBLE_EQ(j["handoff_locality"].get<double>(), 80.0 / 120.0);
+  EXPECT_EQ(j["handoffs"]["self"], 12u);
+  EXPECT_EQ(j["per_node_ops_per_sec"].size(), 2u);
+
+  // No handoff between two CPUs at all: no locality, and forged counts do
+  // not wrap into one.
+  run.vcpu_node.clear();
+  run.samples = {{stats(10, 0, 0, 9), 1.0, 0, 0, 0}};
+  EXPECT_FALSE(analyse(run).handoff_locality.has_value());
+  EXPECT_TRUE(to_json(run)["handoff_locality"].is_null());
+  EXPECT_FALSE(to_json(run).contains("per_node_ops_per_sec"));
+  run.samples = {{stats(10, ~0ull, 1, 0), 1.0, 0, 0, 0}, {stats(10, 1, 0, 0), 1.0, 0, 0, 0}};
+  ASSERT_TRUE(analyse(run).handoff_locality.has_value());
+  EXPECT_GT(*analyse(run).handoff_locality, 0.99);
+}
+
 // Acquisitions by path: fast is what the counted paths leave of a CPU's
 // acquisitions; counts that add up to more than the acquisitions are the
 // guest's error, reported as invalid (never a wrapped fast count).

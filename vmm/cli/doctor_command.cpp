@@ -3,12 +3,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <fstream>
 #include <optional>
 
 #include "vmm/cli/commands.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/host_numa.h"
 #include "vmm/host/kvm_module_params.h"
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/machine/run_result.h"
@@ -27,11 +30,37 @@ std::string cpu_model() {
   return "unknown";
 }
 
+// How --vnuma can use the host's NUMA nodes: on a multi-node host, one
+// virtual node per real node (docs/vnuma.md); on a single node, virtual
+// nodes are labels and pinning only, and any remote cost is a model.
+void print_numa_line() {
+  const auto nodes = host::host_numa_nodes();
+  std::string list;
+  for (const auto& n : nodes)
+    list += fmt::format("{}node{}: {}", list.empty() ? "" : ", ", n.id, n.cpus.empty() ? "-" : host::format_cpu_list(n.cpus));
+  if (nodes.size() < 2) {
+    fmt::print("NUMA nodes     : {} ({}); --vnuma nodes are virtual here, a remote cost only modelled "
+               "(--vnuma-remote-ns)\n",
+               nodes.size(), list.empty() ? "no node directory" : list);
+    return;
+  }
+  std::string mapping;
+  for (std::size_t k = 0; k < nodes.size() && k < 4; ++k) {
+    std::string cpus = host::format_cpu_list(nodes[k].cpus);
+    std::replace(cpus.begin(), cpus.end(), ',', '+');  // a comma separates nodes in --vnuma
+    mapping += fmt::format("{}VCPUS{}@{}", k ? "," : "", k, cpus.empty() ? "-" : cpus);
+  }
+  fmt::print("NUMA nodes     : {} ({}); map virtual nodes onto them with --vnuma {} (VCPUSk: that node's vCPUs, "
+             "e.g. 0-3), and leave --vnuma-remote-ns at 0: the remote cost is then real\n",
+             nodes.size(), list, mapping);
+}
+
 int doctor() {
   const auto backend = kvm::detect_backend();
   fmt::print("host CPUs      : {} (this process may use {})\n", host::host_cpu_count(),
              host::format_cpu_list(host::allowed_cpus()));
   fmt::print("CPU model      : {}\n", cpu_model());
+  print_numa_line();
   fmt::print("KVM kind       : {}{}\n", kvm::backend_name(backend),
              backend == kvm::Backend::kPvm ? " (software PVM: guest CPL0 emulated, vmcall never completes)" : "");
   const std::string device = kvm::kvm_device_path();

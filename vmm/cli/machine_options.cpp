@@ -19,6 +19,8 @@ void MachineOptions::add_to(CLI::App& command) {
   add_setting(command, "memory_mib", config.memory_mib);
   add_setting(command, "pcpus", pcpus);
   add_setting(command, "pin", pin);
+  add_setting(command, "vnuma", vnuma);
+  add_setting(command, "vnuma_remote_ns", config.vnuma_remote_ns);
   add_setting(command, "backend", backend);
   add_setting(command, "guest_ring", config.guest_ring);
   add_setting(command, "ple", ple);
@@ -48,6 +50,13 @@ void MachineOptions::add_to(CLI::App& command) {
 void MachineOptions::finish() {
   if (!pcpus.empty()) config.pcpus = host::parse_cpu_list(pcpus);
   config.pin = pin == "float" ? machine::PinPolicy::kFloat : machine::PinPolicy::kSpread;
+  if (!vnuma.empty()) {
+    const bool pcpus_given = !config.pcpus.empty();
+    config.vnuma = machine::parse_vnuma(vnuma, config.vcpus, pcpus_given ? config.pcpus : host::allowed_cpus(),
+                                        pcpus_given);
+  }
+  if (config.vnuma_remote_ns != 0 && !config.vnuma)
+    fail("--vnuma-remote-ns {}: needs --vnuma (a remote handoff needs two nodes)", config.vnuma_remote_ns);
   config.backend.mode = kick == "lossy" ? pvlock::KickMode::kLossy : pvlock::KickMode::kSticky;
   config.runstate = runstate == "on"    ? machine::RunStateMode::kOn
                     : runstate == "off" ? machine::RunStateMode::kOff

@@ -14,6 +14,7 @@ struct MachineOptions {
   // the rows' of vmm/experiment/run_settings.cpp (set when registered).
   std::string pcpus;  // empty: all allowed CPUs
   std::string pin;
+  std::string vnuma;  // empty: no virtual NUMA topology
   std::string kick;
   std::string image;
   std::string sbi_eid;

@@ -50,6 +50,7 @@ lockstat::LockRun describe_lock_run(const RunOptions& o, const char* mode) {
   run.workload = o.workload;
   run.cpus = config.vcpus;
   run.pcpus = host::format_cpu_list(config.pcpus);
+  if (config.vnuma) run.vcpu_node = config.vnuma->vcpu_node;
   run.params = experiment::params_json(lock_params(o, config.vcpus));
   return run;
 }
@@ -315,6 +316,12 @@ int run(RunOptions& o) {
              args.empty() ? "defaults" : args, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin, o.machine.kick, kvm_kind);
+  if (config.vnuma)
+    fmt::print("virtual NUMA: {} nodes, {} (vCPUs@host CPUs); remote handoff cost: {}\n", config.vnuma->nodes(),
+               machine::format_vnuma(*config.vnuma),
+               config.vnuma_remote_ns != 0 ? fmt::format("MODELLED, {} ns busy-wait per remote acquisition",
+                                                         config.vnuma_remote_ns)
+                                           : std::string("none (virtual nodes only)"));
   std::fflush(stdout);
   nlohmann::json extras;
   auto result = run_vm(vm, o, origin, extras);

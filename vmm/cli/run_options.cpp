@@ -106,6 +106,7 @@ CheckedOptions validate_linux_run(RunOptions& o) {
   machine::refuse_linux_on_pvm();
   const CLI::App& cmd = *o.command;
   if (o.lock.native) fail("--kernel: not with --native (a kernel needs a VM)");
+  if (config.vnuma) fail("--vnuma: a Linux guest is not told the topology (lockvisor writes no SRAT); not with --kernel");
   if (!o.params.empty()) fail("--param: the freestanding guest's parameters; a Linux guest takes --append");
   if (cmd.count("--backend") > 0 && config.backend_kind != pvlock::BackendKind::kKvm)
     fail("--kernel: a Linux guest uses KVM's in-kernel PV lock hypercalls (--backend kvm)");
@@ -180,6 +181,7 @@ CheckedOptions validate_run(RunOptions& o) {
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
     if (o.start_gate_fd >= 0) fail("--start-gate-fd starts VMs; --native runs none");
     if (!o.api.empty()) fail("--api drives a VM; --native runs no VM");
+    if (config.vnuma) fail("--vnuma: the topology is given to guests; --native runs host threads");
   }
   const std::string explicit_params = checked_params(o);
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);

@@ -58,6 +58,15 @@ constexpr RunSetting kRows[] = {
   {.key = "pin", .flag = "--pin", .type = T::kChoice, .target = G::kMachine, .choices = "spread|float",
    .def = "spread", .help = "spread: vCPU i pinned to the i-th of --pcpus round-robin; float: any of them",
    .lab = "spread or float"},
+  {.key = "vnuma", .flag = "--vnuma", .type = T::kText, .target = G::kMachine,
+   .help = "Virtual NUMA nodes: N (vCPUs and host CPUs split into N nodes in order) or VCPUS@HOSTCPUS,... per node, "
+           "e.g. 0-3@0,4-7@1 (ranges joined by '+'); the guest reads each vCPU's node, threads run on their node's CPUs",
+   .lab = "virtual NUMA nodes: N or VCPUS@HOSTCPUS,...", .json = "vnuma"},
+  {.key = "vnuma_remote_ns", .flag = "--vnuma-remote-ns", .type = T::kUnsigned, .target = G::kMachine, .min = 0,
+   .max = 1000000, .def = "0",
+   .help = "With --vnuma: a MODELLED remote cost, a lock workload that acquires a lock last released on another "
+           "node busy-waits N ns first (at most 1 ms; 0: off)",
+   .lab = "with vnuma: modelled remote-handoff cost, ns", .json = "vnuma_remote_ns"},
   record("cs_ns", "--cs", abi::kCsNs, "100", "Critical section length, ns (at most 1 s)", "critical section, ns", "cs"),
   record("cs_lines", "--cs-lines", abi::kCsLines, "1", "Shared cache lines written in the critical section (1-16)",
          "cache lines written in the critical section", "cs_lines"),

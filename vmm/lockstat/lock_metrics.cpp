@@ -149,6 +149,23 @@ LockMetrics analyse(const LockRun& run) {
     window.ops_per_cpu_second = window.cpu_seconds > 0 ? static_cast<double>(m.ops_total) / window.cpu_seconds : 0.0;
     m.window = window;
   }
+  for (const auto& s : run.samples) {
+    add_to(m.handoffs_local, s.stats.handoffs_local);
+    add_to(m.handoffs_remote, s.stats.handoffs_remote);
+    add_to(m.handoffs_self, s.stats.handoffs_self);
+  }
+  // In doubles: the guest's counts are untrusted and their u64 sum could wrap.
+  const double local = static_cast<double>(m.handoffs_local), remote = static_cast<double>(m.handoffs_remote);
+  if (local + remote > 0) m.handoff_locality = local / (local + remote);
+  if (!run.vcpu_node.empty()) {
+    unsigned nodes = 0;
+    for (const unsigned n : run.vcpu_node) nodes = std::max(nodes, n + 1);
+    std::vector<std::uint64_t> node_ops(nodes, 0);
+    for (std::size_t i = 0; i < run.samples.size() && i < run.vcpu_node.size(); ++i)
+      add_to(node_ops[run.vcpu_node[i]], run.samples[i].stats.ops);
+    for (const auto ops : node_ops)
+      m.per_node_ops_per_sec.push_back(m.duration_s > 0 ? static_cast<double>(ops) / m.duration_s : 0.0);
+  }
   if (run.vmm) {
     m.pv_kicks_match_vmm = m.lock_events["pv_kick"] == run.vmm->kicks;
     std::uint64_t halts = 0;

@@ -83,6 +83,16 @@ struct LockMetrics {
   std::optional<UsageFigures> window;  // measured window only; nullopt unless every CPU was sampled at both marks
   std::optional<bool> pv_kicks_match_vmm;  // guest runs: guest pv_kick == VMM kicks
   std::optional<bool> pv_halts_match_vmm;  // guest runs: guest pv_wait halts == VMM halts
+  // Lock handoffs (WorkloadStats::handoffs_*), summed: to another CPU of the
+  // releaser's virtual node, to a CPU of another node, to the releaser
+  // itself. handoff_locality = local / (local + remote), the fraction of
+  // handoffs between two vCPUs that stayed within one node; nullopt without
+  // any such handoff.
+  std::uint64_t handoffs_local = 0, handoffs_remote = 0, handoffs_self = 0;
+  std::optional<double> handoff_locality;
+  // With LockRun::vcpu_node: per node, its CPUs' acquisitions over the run's
+  // duration.
+  std::vector<double> per_node_ops_per_sec;
 };
 
 LockMetrics analyse(const LockRun& run);

@@ -131,6 +131,13 @@ nlohmann::json to_json(const LockRun& run) {
                      {"max", l.max_ns}, {"mean", l.mean_ns}, {"count", l.count}};
   if (m.ns_per_lock_unlock) j["ns_per_lock_unlock"] = *m.ns_per_lock_unlock;
   j["violations"] = m.violations;
+  // Who took the lock from whom, by virtual node (lock_metrics.h).
+  j["handoffs"] = {{"local", m.handoffs_local}, {"remote", m.handoffs_remote}, {"self", m.handoffs_self}};
+  j["handoff_locality"] = optional_json(m.handoff_locality);
+  if (!run.vcpu_node.empty()) {
+    j["vcpu_node"] = run.vcpu_node;
+    j["per_node_ops_per_sec"] = m.per_node_ops_per_sec;
+  }
   j["pv"] = m.lock_events;
   nlohmann::json per_cpu = nlohmann::json::array();
   for (const auto& events : m.lock_events_per_cpu) per_cpu.push_back(events.empty() ? nlohmann::json::object() : nlohmann::json(events));
@@ -200,6 +207,14 @@ void print_summary(const LockRun& run, const nlohmann::json&, std::FILE* out) {
     fmt::print(out, "  {:.1f} ms windows ({}): Jain min {}, median {}; {} with a {} at 0 ops, {} with nobody progressing\n",
                m.windows->window_ms, w.windows, w.jain_min ? fmt::format("{:.3f}", *w.jain_min) : "-",
                w.jain_median ? fmt::format("{:.3f}", *w.jain_median) : "-", w.starved_windows, unit, w.idle_windows);
+  }
+  if (!run.vcpu_node.empty()) {
+    std::string per_node;
+    for (std::size_t n = 0; n < m.per_node_ops_per_sec.size(); ++n)
+      per_node += fmt::format("{}node {}: {:.0f}", n ? ", " : "", n, m.per_node_ops_per_sec[n]);
+    fmt::print(out, "  handoffs: {} within a node, {} across nodes (locality {}), {} to itself; ops/s by node: {}\n",
+               m.handoffs_local, m.handoffs_remote,
+               m.handoff_locality ? fmt::format("{:.3f}", *m.handoff_locality) : "-", m.handoffs_self, per_node);
   }
   const auto& l = m.latency;
   if (l.count > 0)

@@ -45,6 +45,9 @@ struct LockRun {
   std::string workload;
   unsigned cpus = 0;
   std::string pcpus;
+  // --vnuma: the virtual node of each CPU (empty: no topology; per-node
+  // figures are then left out).
+  std::vector<unsigned> vcpu_node;
   nlohmann::json params;
   std::vector<CpuSample> samples;
   std::optional<VmmCounters> vmm;  // guest runs only

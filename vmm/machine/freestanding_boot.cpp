@@ -82,6 +82,12 @@ void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std:
   if (s.runstate_loading) boot->flags |= abi::kBootFlagRunStateLive;
   std::memcpy(boot->program, cfg.program.c_str(), cfg.program.size() + 1);
   std::memcpy(boot->args, cfg.args.c_str(), cfg.args.size() + 1);
+  // Without --vnuma: one node holding every vCPU, so the guest's accessors
+  // need no special case.
+  boot->numa_nodes = cfg.vnuma ? cfg.vnuma->nodes() : 1;
+  boot->numa_remote_ns = cfg.vnuma_remote_ns;
+  for (unsigned i = 0; i < cfg.vcpus; ++i)
+    boot->vcpu_node[i] = cfg.vnuma ? static_cast<std::uint8_t>(cfg.vnuma->vcpu_node[i]) : 0;
   boot->lock_probe_gpa = abi::kLockProbeAddr;
   if (cfg.lock_probe) {
     boot->lock_probe = *cfg.lock_probe;

@@ -101,6 +101,11 @@ void validate_config(const MachineConfig& config) {
       fail("--kick-yield/--kick-boost: not possible with --backend kvm (KVM delivers KICK_CPU in the kernel and yields itself)");
   }
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
+  if (config.vnuma) validate_vnuma(*config.vnuma, config.vcpus);
+  if (config.vnuma_remote_ns > kMaxVnumaRemoteNs)
+    fail("--vnuma-remote-ns {}: at most {}", config.vnuma_remote_ns, kMaxVnumaRemoteNs);
+  if (config.vnuma_remote_ns != 0 && !config.vnuma)
+    fail("--vnuma-remote-ns: needs --vnuma (a remote handoff needs two nodes)");
 }
 
 void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
@@ -350,7 +355,9 @@ RunResult Machine::run() {
       });
     };
     std::vector<int> affinity;
-    if (!s.config.pcpus.empty()) {
+    if (s.config.vnuma) {
+      affinity = vnuma_affinity(*s.config.vnuma, static_cast<unsigned>(i), s.config.pin == PinPolicy::kSpread);
+    } else if (!s.config.pcpus.empty()) {
       if (s.config.pin == PinPolicy::kSpread)
         affinity = {s.config.pcpus[i % s.config.pcpus.size()]};
       else

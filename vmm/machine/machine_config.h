@@ -10,6 +10,7 @@
 #include "lockvisor/abi/sbi_pvlock.h"
 #include "lockvisor/abi/workload.h"
 #include "vmm/machine/guest_limits.h"
+#include "vmm/machine/vnuma.h"
 #include "vmm/pvlock/pv_backend.h"
 
 namespace lockvisor::machine {
@@ -37,6 +38,13 @@ struct MachineConfig {
   std::uint64_t memory_mib = 64;
   std::vector<int> pcpus;  // empty: every CPU this process may use
   PinPolicy pin = PinPolicy::kSpread;
+  // --vnuma: the virtual NUMA topology (nullopt: one node, no node pinning);
+  // with it each vCPU thread runs on its node's host CPUs (pin applies
+  // within the node) and pcpus is not used for placement.
+  std::optional<VnumaTopology> vnuma;
+  // --vnuma-remote-ns: the modelled cost of a remote lock handoff
+  // (BootInfo::numa_remote_ns); 0: none. Needs vnuma.
+  unsigned vnuma_remote_ns = 0;
 
   std::string program = "pingpong";  // BootInfo::program
   std::string args;                  // BootInfo::args, "key=value ..."

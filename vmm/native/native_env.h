@@ -93,6 +93,12 @@ struct NativeEnvT {
     return static_cast<unsigned>(tls_cpu);
   }
   static unsigned nr_cpus() { return __atomic_load_n(&nr, __ATOMIC_RELAXED); }
+  // NUMA nodes of the host threads, for NUMA-aware locks: CPU c is on node
+  // c % numa_nodes (interleaved, so that every queue mixes nodes). 1 unless
+  // a test sets it.
+  static inline unsigned numa_nodes = 1;
+  static unsigned numa_node(unsigned c) { return c % __atomic_load_n(&numa_nodes, __ATOMIC_RELAXED); }
+  static void set_numa_nodes(unsigned n) { __atomic_store_n(&numa_nodes, n == 0 ? 1u : n, __ATOMIC_RELAXED); }
   static bool pv_available() { return kPv; }
   static bool virtualized() { return kVirt; }
   static bool dedicated() { return kDedicated; }

@@ -38,7 +38,14 @@ nlohmann::json settings_json(const machine::MachineConfig& config,
                              // --inject schedules (docs/preemption.md) and the seed they draw from
                              // unless a schedule names its own.
                              {"inject", config.inject},
-                             {"inject_seed", config.seed}};
+                             {"inject_seed", config.seed},
+                             // --vnuma as its explicit form (null: none), and whether any
+                             // remote cost in the results is modelled: a virtual node is a
+                             // label and a pinning, so a remote handoff costs nothing
+                             // unless --vnuma-remote-ns adds a busy-wait for it.
+                             {"vnuma", config.vnuma ? nlohmann::json(machine::format_vnuma(*config.vnuma)) : nullptr},
+                             {"vnuma_remote_ns", config.vnuma_remote_ns},
+                             {"vnuma_remote_cost", config.vnuma_remote_ns != 0 ? "modelled" : "none"}};
   if (!kick_mode_changes.empty()) {
     auto& changes = settings["kick_mode_changes"] = nlohmann::json::array();
     for (const auto& c : kick_mode_changes) changes.push_back({{"at_s", c.at_seconds}, {"from", c.from}, {"to", c.to}});

@@ -13,7 +13,12 @@ inline constexpr u64 kBootInfoMagic = 0x31304f4f42564c;  // "LVBOO01"
 // 3: adds workload and kBootFlagWorkload (lock-workload parameters in binary).
 // 4: adds lock_probe_gpa, lock_probe and kBootFlagLockProbe (targeted preemption),
 //    lock_trace_* and kBootFlagLockTrace (the lock-trace log, lock_trace.h).
-inline constexpr u32 kBootInfoVersion = 4;
+// 5: adds numa_nodes, numa_remote_ns and vcpu_node[] (the virtual NUMA
+//    topology, --vnuma; one node holding every vCPU without it).
+inline constexpr u32 kBootInfoVersion = 5;
+
+// The most virtual NUMA nodes a VM may have (--vnuma).
+inline constexpr u32 kMaxVnumaNodes = 16;
 
 inline constexpr u32 kBootFlagPvUnhalt = 1u << 0;   // KICK_CPU works (CPUID says the same)
 inline constexpr u32 kBootFlagSbiPvlock = 1u << 1;  // SBI PVLOCK is on
@@ -85,6 +90,15 @@ struct BootInfo {
   // outside free_start..free_end.
   u64 lock_trace_gpa;
   u64 lock_trace_stride;
+  // Version 5. The virtual NUMA topology: numa_nodes in 1..kMaxVnumaNodes
+  // (1 without --vnuma), vcpu_node[i] < numa_nodes the node of vCPU i for
+  // i < vcpu_count (0 beyond). numa_remote_ns (0: off) is the modelled cost
+  // of a remote handoff: a lock workload that acquires a lock last released
+  // by a vCPU of another node busy-waits that long first (--vnuma-remote-ns;
+  // a model, not a measurement of remote memory).
+  u32 numa_nodes;
+  u32 numa_remote_ns;
+  u8 vcpu_node[kMaxVcpus];
 };
 static_assert(sizeof(BootInfo) <= kBootInfoBytes, "BootInfo outgrew its pages");
 

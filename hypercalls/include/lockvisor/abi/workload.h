@@ -113,7 +113,9 @@ constexpr const char* check_header(const WorkloadParams& p) {
 inline constexpr const char* kWorkloadStatsKey = "workload_stats";
 // 2: pv_halts, window_cycles, window_ops (short-window fairness); elapsed_cycles is
 // this CPU's finish time from the common start for every contended kind.
-inline constexpr u64 kWorkloadStatsVersion = 2;
+// 3: handoffs_local, handoffs_remote, handoffs_self (lock handoffs by the
+// virtual NUMA nodes of the releasing and the acquiring CPU).
+inline constexpr u64 kWorkloadStatsVersion = 3;
 inline constexpr u32 kLockEventSlots = 32;  // >= locks::kLockEventCount, in its order
 inline constexpr u32 kFairnessWindows = 128;
 
@@ -132,6 +134,12 @@ struct WorkloadStats {
   u64 pv_halts;          // halts this CPU's lock Env executed (guest: HALT hypercalls; native: 0)
   u64 window_cycles;     // fairness window length in TSC cycles (0: no windows)
   u64 window_ops[kFairnessWindows];  // acquisitions whose lock() returned in window i
+  // Version 3. This CPU's acquisitions by who released the lock last
+  // (lockbench, torture): another CPU of its node, a CPU of another node, or
+  // itself. The first acquisition of a lock counts in none.
+  u64 handoffs_local;
+  u64 handoffs_remote;
+  u64 handoffs_self;
 };
 static_assert(sizeof(WorkloadStats) % sizeof(u64) == 0, "travels as an array of u64");
 inline constexpr u64 kWorkloadStatsWords = sizeof(WorkloadStats) / sizeof(u64);

@@ -1,0 +1,131 @@
+// cna / pvcna / hq / pvhq (guest/locks/cna.h, pv_cna.h, hq.h): the handoff order on a queue
+// built one waiter at a time, so that the order is the algorithm's and not
+// the scheduler's. CPU c is on node c % 2. The holder (CPU 0) holds the lock
+// while CPUs 7, 1, 2, 3, 4, 5 arrive in that order, each only once the one
+// before is visibly waiting (pending bit or tail of the word); then it
+// releases and every waiter records its turn. (hq's local waiters are
+// visible as their node queue's tail instead of the word's.)
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "locks/cna.h"
+#include "locks/hq.h"
+#include "locks/pv_cna.h"
+#include "native_env.h"
+
+namespace lockvisor::test {
+namespace {
+
+using Env = NativeEnvT<41>;
+
+template <class L>
+std::vector<unsigned> handoff_order(L& lock, bool first_is_pending, unsigned nodes = 2) {
+  Env::reset();
+  Env::set_numa_nodes(nodes);
+  const std::vector<unsigned> arrivals = {7, 1, 2, 3, 4, 5};
+  std::vector<unsigned> order;
+  std::vector<std::thread> threads;
+  Env::bind_cpu(0);
+  lock.lock();
+  for (std::size_t i = 0; i < arrivals.size(); ++i) {
+    const unsigned cpu = arrivals[i];
+    threads.emplace_back([&lock, &order, cpu] {
+      Env::bind_cpu(static_cast<int>(cpu));
+      lock.lock();
+      order.push_back(cpu);  // under the lock
+      lock.unlock();
+    });
+    // Wait until this waiter is visible in the word: the first as the
+    // pending waiter (native) or every one as the queue's tail.
+    const bool pending = first_is_pending && i == 0;
+    auto* local_tail = &locks::hq::State<Env>::slot(reinterpret_cast<locks::q::QSpinWord*>(&lock))
+                            ->local_tail[Env::numa_node(cpu)];
+    const locks::q::QNode* own_local = &locks::hq::State<Env>::locals[cpu][0].node;
+    for (;;) {
+      const locks::u32 v = lock.value();
+      if (pending ? (v & locks::q::kPendingMask) != 0 : (v & locks::q::kTailMask) == locks::q::encode_tail(cpu, 0))
+        break;
+      if (!pending && __atomic_load_n(local_tail, __ATOMIC_ACQUIRE) == own_local) break;
+      std::this_thread::yield();
+    }
+  }
+  lock.unlock();
+  for (auto& t : threads) t.join();
+  EXPECT_FALSE(lock.is_locked());
+  return order;
+}
+
+// Queue after the pending waiter 7: 1 (n1), 2 (n0), 3 (n1), 4 (n0), 5 (n1).
+// 1 passes to 3 (2 -> secondary), 3 to 5 (4 -> secondary), 5 is the tail:
+// the secondary queue 2, 4 becomes the queue. FIFO would be 7,1,2,3,4,5.
+TEST(Cna, SameNodeWaitersGoFirstThenTheSecondaryQueue) {
+  locks::CnaLock<Env> lock{};
+  EXPECT_EQ(handoff_order(lock, true), (std::vector<unsigned>{7, 1, 3, 5, 2, 4}));
+  EXPECT_GE(Env::event_total(locks::LockEvent::numa_local_pass), 2u);
+  EXPECT_GE(Env::event_total(locks::LockEvent::numa_flush), 1u);
+}
+
+// Threshold 1: after one same-node handoff with remote waiters skipped, the
+// secondary queue goes back in front: 1 -> 3 (2 skipped), then 3 must hand
+// to 2, which takes 4, and 4 takes 5.
+TEST(Cna, ThresholdPutsTheSecondaryQueueBackInFront) {
+  locks::CnaLock<Env, 1> lock{};
+  EXPECT_EQ(handoff_order(lock, true), (std::vector<unsigned>{7, 1, 3, 2, 4, 5}));
+}
+
+// pvcna has no pending path: 7 is the queue head, and passes to 1 (its own
+// node, next in line); the rest as cna.
+TEST(PvCna, SameNodeWaitersGoFirstThenTheSecondaryQueue) {
+  locks::PvCnaLock<Env> lock{};
+  EXPECT_EQ(handoff_order(lock, false), (std::vector<unsigned>{7, 1, 3, 5, 2, 4}));
+  const EnvStats s = Env::stats();
+  EXPECT_EQ(s.kicks_sent, s.kicks_received + s.kicks_coalesced + s.kicks_pending);
+  EXPECT_EQ(s.timeouts, 0u);
+}
+
+// With one node CNA is MCS order.
+TEST(Cna, OneNodeIsArrivalOrder) {
+  locks::CnaLock<Env> lock{};
+  EXPECT_EQ(handoff_order(lock, true, 1), (std::vector<unsigned>{7, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(Env::event_total(locks::LockEvent::numa_flush), 0u);
+}
+
+// hq: 7 is the pending waiter and 1 the global queue's head (qspinlock
+// mode: no global queue when they came); 2 (n0) and 3 (n1) find one and
+// switch to NUMA mode, each the local head of its node, queued globally;
+// 4 (n0) and 5 (n1) wait in their node's queue. 2 hands to 4 within node 0
+// (the global word stays locked), 4 has no local successor and releases:
+// node 1's head 3 takes it, then 5 within node 1. FIFO: 7,1,2,3,4,5.
+TEST(Hq, LocalHandoffsThenTheNextNodeInArrivalOrder) {
+  locks::HqLock<Env> lock{};
+  EXPECT_EQ(handoff_order(lock, true), (std::vector<unsigned>{7, 1, 2, 4, 3, 5}));
+  EXPECT_EQ(Env::event_total(locks::LockEvent::numa_local_pass), 2u);
+  for (const auto& m : locks::hq::State<Env>::meta) EXPECT_EQ(m.binding, 0u) << "metadata still bound";
+}
+
+// Threshold 1: no local handoff at all, the local successor queues globally
+// behind the other node: 2, 3, then 4 (made local head by 2, queued after
+// 3), 5 likewise.
+TEST(Hq, LocalThresholdSendsTheLockToTheNextNode) {
+  locks::HqLock<Env, 1> lock{};
+  EXPECT_EQ(handoff_order(lock, true), (std::vector<unsigned>{7, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(Env::event_total(locks::LockEvent::numa_local_pass), 0u);
+  EXPECT_EQ(Env::event_total(locks::LockEvent::numa_flush), 2u);
+}
+
+// pvhq has no pending path: 7 heads the global queue in qspinlock mode; 1
+// (n1) and 2 (n0) are local heads queued globally, 3, 4, 5 local waiters.
+// 1 -> 3 -> 5 within node 1, then node 0: 2 -> 4.
+TEST(PvHq, LocalHandoffsThenTheNextNodeInArrivalOrder) {
+  locks::PvHqLock<Env> lock{};
+  EXPECT_EQ(handoff_order(lock, false), (std::vector<unsigned>{7, 1, 3, 5, 2, 4}));
+  const EnvStats s = Env::stats();
+  EXPECT_EQ(s.kicks_sent, s.kicks_received + s.kicks_coalesced + s.kicks_pending);
+  EXPECT_EQ(s.timeouts, 0u);
+}
+
+}  // namespace
+}  // namespace lockvisor::test
