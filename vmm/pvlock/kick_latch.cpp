@@ -7,6 +7,8 @@
 #include <chrono>
 #include <ctime>
 
+#include "vmm/util/monotonic_clock.h"
+
 namespace lockvisor::pvlock {
 namespace {
 
@@ -25,12 +27,6 @@ void futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected, st
 
 void futex_wake_all(std::atomic<std::uint32_t>& word) {
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
-}
-
-std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
 }
 
 }  // namespace
@@ -68,14 +64,14 @@ HaltOutcome KickLatch::halt(std::uint64_t poll_ns, std::uint64_t* polled_ns) {
   seen |= kHalted;
 
   if (poll_ns > 0) {
-    const std::uint64_t start = now_ns();
+    const std::uint64_t start = monotonic_ns();
     const std::uint64_t deadline = start + poll_ns;
     std::uint64_t now = start;
     do {
       seen = word_.load();
       if (seen & (kPending | kStop)) break;
       __builtin_ia32_pause();
-      now = now_ns();
+      now = monotonic_ns();
     } while (now < deadline);
     if (polled_ns) *polled_ns = now - start;
     if (try_consume(seen)) {

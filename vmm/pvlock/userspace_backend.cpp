@@ -5,17 +5,9 @@
 #include <chrono>
 
 #include "vmm/util/error.h"
+#include "vmm/util/monotonic_clock.h"
 
 namespace lockvisor::pvlock {
-namespace {
-
-std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
-}
-
-}  // namespace
 
 UserspaceBackend::UserspaceBackend(unsigned vcpu_count, BackendOptions options)
     : options_(options), mode_(options.mode) {
@@ -61,7 +53,7 @@ KickResult UserspaceBackend::deliver(unsigned from, int target, KickMode mode) {
   Slot& slot = *slots_[index];
   const bool was_halted = (slot.latch.state() & KickLatch::kHalted) != 0;
   // Stamp before delivering: the woken halter takes it after consuming the kick.
-  const std::uint64_t sent = now_ns();
+  const std::uint64_t sent = monotonic_ns();
   const bool stamped = slot.kick_stamp.on_send(sent);
   const std::uint64_t flow = kick_observer_ ? trace_kick_begin(from, slot) : 0;
   const KickDelivery delivery = slot.latch.kick(mode);
@@ -99,7 +91,7 @@ HaltOutcome UserspaceBackend::halt(unsigned self) {
   Slot& slot = *slots_[self];
   slot.counters.halts.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t window = slot.poll.window_ns();
-  const std::uint64_t start = now_ns();
+  const std::uint64_t start = monotonic_ns();
   std::uint64_t polled = 0;
   const HaltOutcome outcome = slot.latch.halt(window, &polled);
   if (outcome == HaltOutcome::kStopped) return outcome;
@@ -109,7 +101,7 @@ HaltOutcome UserspaceBackend::halt(unsigned self) {
     slot.counters.halts_immediate.fetch_add(1, std::memory_order_relaxed);
     return outcome;
   }
-  const std::uint64_t now = now_ns();
+  const std::uint64_t now = monotonic_ns();
   slot.counters.halt_poll_ns.fetch_add(polled, std::memory_order_relaxed);
   if (outcome == HaltOutcome::kPolled) {
     slot.counters.halts_polled.fetch_add(1, std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "vmm/util/error.h"
+#include "vmm/util/monotonic_clock.h"
 
 namespace lockvisor::pvlock {
 namespace {
@@ -19,12 +20,6 @@ namespace {
 constexpr int kBoostFifoPriority = 1;
 constexpr int kReverterFifoPriority = 2;  // above every boosted vCPU: the bound holds on a shared CPU
 constexpr int kBoostNice = -20;
-
-std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
-}
 
 pid_t this_tid() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
@@ -191,7 +186,7 @@ void VcpuBooster::run() {
   for (;;) {
     const std::uint32_t seen = wake_.load(std::memory_order_acquire);
     const bool stopping = stopping_.load(std::memory_order_acquire);
-    const std::uint64_t now = now_ns();
+    const std::uint64_t now = monotonic_ns();
     std::uint64_t next = 0;
     for (unsigned i = 0; i < slots_.size(); ++i) {
       Slot& slot = *slots_[i];
@@ -215,7 +210,7 @@ void VcpuBooster::run() {
     if (next == 0) {
       ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
     } else {
-      const std::uint64_t left = next > now_ns() ? next - now_ns() : 0;
+      const std::uint64_t left = next > monotonic_ns() ? next - monotonic_ns() : 0;
       if (left == 0) continue;
       const timespec timeout{static_cast<std::time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
       ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&wake_), FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
