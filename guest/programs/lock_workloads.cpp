@@ -38,10 +38,22 @@ namespace {
 // The guest Env, counting the halts its wait() executes (pv_wait counts
 // calls, some of which find the condition gone and do not halt), so that a
 // test can compare the guest's halts with the VMM's exactly.
-// WorkloadParams::wait_halt_delay_ns widens the window between the re-check
-// and the halt (a test knob for the lost wake-up under --kick lossy).
+// WorkloadParams::wait_halt_delay_ns (D) forces the lost-wake-up interleaving
+// (a test knob for --kick lossy): after the re-check, the waiter waits up to
+// D for the waker to change the condition, then D more for the kick that
+// follows that write, and only then halts. A fixed delay alone is not
+// enough: on a loaded host the waker often does not run during the window,
+// and a negative control that only usually fails proves nothing.
 u64 g_halts[kMaxVcpus];
 u64 g_wait_halt_delay_ns;
+
+void late_halt_window(volatile u8* ptr, u8 val) {
+  const u64 span = ns_to_tsc(g_wait_halt_delay_ns);
+  const u64 until_change = rdtsc() + span;
+  while (*ptr == val && rdtsc() < until_change) cpu_relax();
+  const u64 until_kick = rdtsc() + span;
+  while (rdtsc() < until_kick) cpu_relax();
+}
 //
 // relax() and wait() are also where a waiter is seen enqueued for the lock
 // probe (runtime/lock_probe.h): every lock spins through spin_relax<Env>()
@@ -57,7 +69,7 @@ struct WorkloadEnv : GuestLockEnv {
     if (g_lock_probe_on) [[unlikely]]
       lock_probe_spin();
     if (*ptr == val) {
-      if (g_wait_halt_delay_ns != 0) spin_ns(g_wait_halt_delay_ns);
+      if (g_wait_halt_delay_ns != 0) late_halt_window(ptr, val);
       g_halts[this_cpu()]++;
       halt();
     }

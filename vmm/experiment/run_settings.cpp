@@ -173,8 +173,8 @@ constexpr RunSetting kRows[] = {
   {.key = "halt", .flag = "--halt", .type = T::kChoice, .target = G::kRun, .choices = "hypercall|kernel",
    .def = "hypercall", .help = "pingpong: hypercall (CPL3 HALT) or kernel (`hlt` at CPL0)", .guest_key = "halt"},
   record("wait_halt_delay_ns", "--wait-halt-delay-ns", abi::kWaitHaltDelayNs, "0",
-         "Test knob: busy-wait between a PV wait's re-check and its halt, widening the lost-wake-up window (guest "
-         "only, at most 10 ms)",
+         "Test knob: after a PV wait's re-check, wait up to N ns for the waker's write and N ns more before the halt, "
+         "forcing the lost-wake-up interleaving (guest only, at most 10 ms)",
          nullptr, nullptr),
   {.key = "sbi_kick", .flag = "--sbi-kick", .type = T::kChoice, .target = G::kMachine, .choices = "sticky|proposed",
    .def = "sticky",

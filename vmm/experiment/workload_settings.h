@@ -32,7 +32,7 @@ struct WorkloadSettings {
   std::optional<std::uint64_t> locks;            // torture's lock count; unset: 4 (torture) or 1
   std::uint64_t long_hold_ns = abi::kLongHoldNs.def;  // torture: length of a long hold
   std::optional<std::uint64_t> long_hold_every;  // unset: 2000 (torture) or never; 0: never
-  std::uint64_t wait_halt_delay_ns = abi::kWaitHaltDelayNs.def;  // test knob: busy-wait between a PV wait's re-check and its halt
+  std::uint64_t wait_halt_delay_ns = abi::kWaitHaltDelayNs.def;  // test knob: forces a kick between a PV wait's re-check and its halt
 };
 
 // The workload defaults that depend on the workload kind, named once.
