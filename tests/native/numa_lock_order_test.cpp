@@ -107,11 +107,16 @@ TEST(Hq, LocalHandoffsThenTheNextNodeInArrivalOrder) {
 }
 
 // Threshold 1: no local handoff at all, the local successor queues globally
-// behind the other node: 2, 3, then 4 (made local head by 2, queued after
-// 3), 5 likewise.
+// behind the other node: 2, 3, then 4 and 5. 4 is made local head by 2's
+// release and 5 by 3's, and each then queues globally on its own thread, so
+// which of the two gets into the global queue first is the scheduler's
+// choice (either order keeps the rule: no handoff stayed on a node).
 TEST(Hq, LocalThresholdSendsTheLockToTheNextNode) {
   locks::HqLock<Env, 1> lock{};
-  EXPECT_EQ(handoff_order(lock, true), (std::vector<unsigned>{7, 1, 2, 3, 4, 5}));
+  const std::vector<unsigned> order = handoff_order(lock, true);
+  ASSERT_EQ(order.size(), 6u);
+  EXPECT_EQ(std::vector<unsigned>(order.begin(), order.begin() + 4), (std::vector<unsigned>{7, 1, 2, 3}));
+  EXPECT_TRUE((order[4] == 4 && order[5] == 5) || (order[4] == 5 && order[5] == 4)) << order[4] << ", " << order[5];
   EXPECT_EQ(Env::event_total(locks::LockEvent::numa_local_pass), 0u);
   EXPECT_EQ(Env::event_total(locks::LockEvent::numa_flush), 2u);
 }
