@@ -113,27 +113,43 @@ inline Tuning g_tuning = {
 
 // The parameters by name, for parsers (guest args, native runs, reports).
 // `words`, when set, names the values 0, 1, ... (nullptr-terminated); the
-// number itself is accepted too.
+// number itself is accepted too.  `used_by`: the registry locks that read the
+// key, space-separated; a run of one of them reports the key's value.
 struct TuningKey {
   const char* key;
   u64 Tuning::*field;
   u64 min;
   u64 max;
   const char* const* words;
+  const char* used_by;
 };
 inline constexpr const char* kHandoffWords[] = {"head", "running", nullptr};
+inline constexpr const char kPvbLocks[] = "pvbounded";
 inline constexpr TuningKey kTuningKeys[] = {
-    {"pvb_bound_us", &Tuning::bound_us, 1, 10000000, nullptr},
-    {"pvb_head_us", &Tuning::head_us, 0, 10000000, nullptr},
-    {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30, nullptr},
-    {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30, nullptr},
-    {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30, nullptr},
-    {"pvb_boost", &Tuning::boost, 0, 1, nullptr},
-    {"pvb_handoff", &Tuning::handoff, kHandoffHead, kHandoffRunning, kHandoffWords},
-    {"pvb_stale_us", &Tuning::stale_us, 1, 1000000, nullptr},
-    {"q_pending", &Tuning::q_pending, 0, 1, nullptr},
-    {"pvq_unfair", &Tuning::pvq_unfair, 0, 1, nullptr},
+    {"pvb_bound_us", &Tuning::bound_us, 1, 10000000, nullptr, kPvbLocks},
+    {"pvb_head_us", &Tuning::head_us, 0, 10000000, nullptr, kPvbLocks},
+    {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30, nullptr, kPvbLocks},
+    {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30, nullptr, kPvbLocks},
+    {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30, nullptr, kPvbLocks},
+    {"pvb_boost", &Tuning::boost, 0, 1, nullptr, kPvbLocks},
+    {"pvb_handoff", &Tuning::handoff, kHandoffHead, kHandoffRunning, kHandoffWords, kPvbLocks},
+    {"pvb_stale_us", &Tuning::stale_us, 1, 1000000, nullptr, kPvbLocks},
+    {"q_pending", &Tuning::q_pending, 0, 1, nullptr, "qspinlock auto"},
+    {"pvq_unfair", &Tuning::pvq_unfair, 0, 1, nullptr, "pvqspinlock pvconfer auto"},
 };
+
+// Whether `lock` (a registry name) is one of k.used_by's words.
+inline bool tuning_key_used_by(const TuningKey& k, const char* lock) {
+  for (const char* w = k.used_by; *w != '\0';) {
+    const char* a = w;
+    const char* b = lock;
+    while (*a != '\0' && *a != ' ' && *a == *b) ++a, ++b;
+    if ((*a == '\0' || *a == ' ') && *b == '\0') return true;
+    while (*w != '\0' && *w != ' ') ++w;
+    while (*w == ' ') ++w;
+  }
+  return false;
+}
 
 // Parses a parameter's text (freestanding: the guest has no libc): a decimal
 // number, or one of the key's words.  False for anything else (empty, junk,

@@ -19,6 +19,7 @@
 #include "locks/pv_confer.h"
 #include "locks/pv_qspinlock.h"
 #include "locks/qspinlock.h"
+#include "locks/registry.h"
 #include "native_env.h"
 
 namespace lockvisor::test {
@@ -113,8 +114,10 @@ void holder_and_one_waiter(bool holder_preempted) {
   });
   // Until the waiter is queued (the tail is set) and, if it confers, has done so.
   while (!(lock.value() & q::kTailMask)) std::this_thread::yield();
+  // A waiter that conferred goes on to hash itself and set _Q_SLOW_VAL: wait
+  // for that, so that our unlock is the one that must kick it.
   if (holder_preempted)
-    while (Env::event_total(LockEvent::pv_confer) == 0) std::this_thread::yield();
+    while ((lock.value() & q::kLockedMask) != q::kSlowVal) std::this_thread::yield();
   EXPECT_FALSE(got.load());
   lock.unlock();
   waiter.join();
@@ -249,6 +252,25 @@ TEST(LockOptions, RangesAreCheckedLikeEveryLockParameter) {
   EXPECT_EQ(pvb::g_tuning.pvq_unfair, 1u);
   EXPECT_EQ(pvb::g_tuning.q_pending, 0u);
   pvb::g_tuning = saved;
+}
+
+// A run reports the keys its lock reads, and only those.
+TEST(LockOptions, EachKeyNamesTheLocksThatReadIt) {
+  auto key = [](const char* name) { return *pvb::find_tuning_key(name, std::strlen(name)); };
+  EXPECT_TRUE(pvb::tuning_key_used_by(key("q_pending"), "qspinlock"));
+  EXPECT_TRUE(pvb::tuning_key_used_by(key("q_pending"), "auto"));
+  EXPECT_FALSE(pvb::tuning_key_used_by(key("q_pending"), "qspin"));
+  EXPECT_FALSE(pvb::tuning_key_used_by(key("q_pending"), "pvqspinlock"));
+  EXPECT_TRUE(pvb::tuning_key_used_by(key("pvq_unfair"), "pvconfer"));
+  EXPECT_TRUE(pvb::tuning_key_used_by(key("pvq_unfair"), "pvqspinlock"));
+  EXPECT_FALSE(pvb::tuning_key_used_by(key("pvq_unfair"), "unfair"));
+  EXPECT_TRUE(pvb::tuning_key_used_by(key("pvb_bound_us"), "pvbounded"));
+  EXPECT_FALSE(pvb::tuning_key_used_by(key("pvb_bound_us"), "pvconfer"));
+  for (const auto& k : pvb::kTuningKeys)
+    for (const char* w = k.used_by; *w != '\0'; w += std::strcspn(w, " "), w += std::strspn(w, " ")) {
+      const std::string name(w, std::strcspn(w, " "));
+      EXPECT_NE(locks::find_lock(name.c_str()), nullptr) << k.key << " names " << name << ", not a registry lock";
+    }
 }
 
 }  // namespace
