@@ -48,7 +48,8 @@ using lockvisor::abi::u64;
   X(pv_reserved,        "pvbounded: acquisitions by a queue head of the lock it had reserved (N set)") \
   X(pv_reserve_for,     "pvbounded: reservations set for a queue head past its deadline by a newcomer that would have stolen") \
   X(numa_local_pass,    "cna/hq: handoffs that skipped to a same-node waiter or stayed on the node") \
-  X(numa_flush,         "cna/hq: handoffs that went back to the waiters of other nodes (threshold or none local)")
+  X(numa_flush,         "cna/hq: handoffs that went back to the waiters of other nodes (threshold or none local)") \
+  X(pv_confer,          "pvconfer: waits that conferred their time slice to the preempted lock holder (YIELD_TO)")
 // clang-format on
 
 enum class LockEvent : unsigned {
@@ -162,6 +163,12 @@ constexpr bool acq_path_events_distinct() {
   return true;
 }
 static_assert(acq_path_events_distinct());
+
+// The paths that bypassed a queued waiter: a steal past the queue, and a
+// borrow past a reserved queue head.  (spin and fast saw no queue; pending,
+// queue and reserved are the waiters' own turns.)  Their share of all
+// acquisitions is a run's steal_fraction (vmm/lockstat/lock_metrics.h).
+constexpr bool acq_path_bypasses_queue(AcqPath p) { return p == AcqPath::steal || p == AcqPath::borrow; }
 
 // The three lock_use_node* ids are consecutive so idx 1..3 maps by addition.
 static_assert(static_cast<unsigned>(LockEvent::lock_use_node3) ==

@@ -44,6 +44,13 @@
 //     being woken.  Once the head spins it sets pending and stealing stops,
 //     so the head cannot be starved indefinitely.
 //
+//   Unfair + PV (run-time parameter pvq_unfair=1, pvbounded_tuning.h): before
+//     the slow path a newcomer makes one steal attempt that ignores tail and
+//     pending, (n,p,0) -> (n,p,1), as the unfair lock does.  Safe here because
+//     every PV transition of the locked byte is a cmpxchg or an xchg whose old
+//     value is checked (trylock_clear_pending, the head's xchg to _Q_SLOW_VAL,
+//     the unlock's cmpxchg), and pv_kick_node() runs with the lock held.
+//
 //   States of the word, (tail, pending, locked):
 //     (0,0,0) -fast-> (0,0,1) -unlock cmpxchg-> (0,0,0)
 //     (n,0,0) -steal(head halted)-> (n,0,1)
@@ -178,12 +185,20 @@ inline bool wait_early(QNode* prev, u32 loop) {
   return load_relaxed(&prev->state) != q::kVcpuRunning;
 }
 
+// No reason besides the predecessor's state to stop spinning early.
+struct NoConfer {
+  static bool node_confers(QNode*) { return false; }
+  static bool head_confers(const QSpinWord*) { return false; }
+};
+
 // pv_wait_node(): spin `spin_threshold` iterations, then halt until we become
-// the queue head; repeat.  Returns once node->locked is seen set; the caller
+// the queue head; repeat.  At each predecessor check `Confer::node_confers`
+// may also end the spinning (pv_confer.h: it has conferred its time slice to
+// the preempted lock holder, so it halts now instead of spinning on).  Returns once node->locked is seen set; the caller
 // re-reads it with acquire.  A halted node is woken by whoever makes it head:
 // the new lock owner marks it hashed (halted -> hashed) and kicks it at
 // unlock (pvqspinlock: PvHooks::kick_node; pvbounded: its kick_node).
-template <class Env>
+template <class Env, class Confer = NoConfer>
 void wait_node_halting(QNode* node, QNode* prev, u32 spin_threshold) {
   for (;;) {
     bool early = false;
@@ -193,6 +208,7 @@ void wait_node_halting(QNode* node, QNode* prev, u32 spin_threshold) {
         early = true;
         break;
       }
+      if ((loop & kPrevCheckMask) == 0 && Confer::node_confers(node)) break;
       spin_relax<Env>();
     }
 
@@ -224,7 +240,9 @@ void wait_node_halting(QNode* node, QNode* prev, u32 spin_threshold) {
   }
 }
 
-template <class Env, u32 kSpinThreshold>
+// Confer: NoConfer (pvqspinlock) or pv_confer.h's policy, asked at the
+// waiters' periodic checks whether to give the CPU to the lock holder.
+template <class Env, u32 kSpinThreshold, class Confer = NoConfer>
 struct PvHooks {
   static_assert(kSpinThreshold >= 1, "spin threshold must be positive");
   static constexpr bool kPv = true;
@@ -249,7 +267,7 @@ struct PvHooks {
     }
   }
 
-  static void wait_node(QNode* node, QNode* prev) { wait_node_halting<Env>(node, prev, kSpinThreshold); }
+  static void wait_node(QNode* node, QNode* prev) { wait_node_halting<Env, Confer>(node, prev, kSpinThreshold); }
 
   // Pass queue headship.  seq_cst (not just release) for the store-buffer
   // pattern with wait_node() documented there.
@@ -285,6 +303,8 @@ struct PvHooks {
       q::set_pending(lock);  // *,0,* -> *,1,*
       for (u32 loop = kSpinThreshold; loop; loop--) {
         if (trylock_clear_pending(lock)) goto gotlock;  // *,1,0 -> *,0,1
+        // Conferred to a preempted holder: stop spinning, hash, halt.
+        if ((loop & kPrevCheckMask) == 0 && Confer::head_confers(lock)) break;
         spin_relax<Env>();
       }
       q::clear_pending(lock);  // *,1,* -> *,0,*
@@ -327,6 +347,20 @@ struct PvHooks {
   }
 };
 
+// pvq_unfair=1: the unfair lock's one steal attempt, a byte cmpxchg of the
+// locked byte 0 -> 1 emulated on the word (retried only while the byte stays
+// 0).  Acquire pairs with the unlock's release.  Out of line: off by default.
+template <class Env>
+[[gnu::noinline]] bool steal_once(QSpinWord* w, u32 v) {
+  while (!(v & q::kLockedMask)) {
+    if (try_cmpxchg(&w->val, &v, v | q::kLockedVal, Order::acquire)) {
+      lockevent_inc<Env>((v & q::kTailMask) ? LockEvent::pv_lock_stealing : LockEvent::lock_spin);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace pv
 
 template <class Env, u32 kSpinThreshold = pv::kDefaultSpinThreshold>
@@ -345,7 +379,15 @@ class PvQSpinLock {
     u32 v = 0;
     // Fast path 0,0,0 -> 0,0,1.  Acquire pairs with unlock's release.
     if (__builtin_expect(try_cmpxchg(&w->val, &v, q::kLockedVal, Order::acquire), 1)) return;
-    q::queued_lock_slowpath<Env, Hooks, /*kUsePending=*/false>(w, v);
+    slowpath_word<Hooks>(w, v);
+  }
+
+  // After a failed fast path that saw `v`: the unfair steal (pvq_unfair),
+  // then the PV slow path with `H` (PvHooks, or pvconfer's).
+  template <class H>
+  static void slowpath_word(q::QSpinWord* w, u32 v) {
+    if (pvb::tuning(&pvb::Tuning::pvq_unfair) && pv::steal_once<Env>(w, v)) return;
+    q::queued_lock_slowpath<Env, H, /*kUsePending=*/false>(w, v);
   }
 
   // __pv_queued_spin_unlock(): *,*,1 -> *,*,0, else the slow path.

@@ -1,4 +1,7 @@
-// pvbounded_tuning.h: the run-time parameters of the pvbounded lock.
+// pvbounded_tuning.h: the run-time parameters of the registry locks: the
+// pvbounded lock's pvb_* and the qspinlock family's options (q_pending,
+// pvq_unfair), one table for all so that the guest, the native runner and the
+// host's check of `--param` before boot share a single definition.
 //
 // A registry lock is one 32-bit word, so its parameters cannot live in the
 // lock: they are one global, set once before any CPU takes a pvbounded lock
@@ -35,6 +38,20 @@
 //                    a host interrupt or exit of a running head (20-45 us on
 //                    PVM).  Microseconds.
 //
+// The options of Waiman Long, "[PATCH v6 00/11] qspinlock with paravirt
+// support", LKML, March 2014, on the locks that share that code:
+//   q_pending        qspinlock (and auto when it picks qspinlock): 1
+//                    (default) the second contender spins on the pending bit
+//                    of the word; 0 it queues like the third, i.e. the queue
+//                    lock without the 2-task pending path.  Still FIFO.
+//   pvq_unfair       pvqspinlock, pvconfer (and auto when it picks
+//                    pvqspinlock): 1 a newcomer whose fast path failed makes
+//                    ONE steal attempt that ignores the queue and the head's
+//                    pending bit (the unfair lock's steal, unfair_qspinlock.h)
+//                    before the PV slow path: the unfair lock combined with
+//                    PV.  0 (default): only the PV lock's own hybrid trylock
+//                    steals (while the queue head is not spinning).
+//
 // Defaults: chosen by measurement on the PVM host (docs/pvbounded.md):
 // T = 1 ms; T below the typical queueing time (0.5 ms at 8 vCPUs on 2 CPUs)
 // makes every head old on arrival and the lock a FIFO handoff convoy (25x
@@ -62,6 +79,8 @@ struct Tuning {
   u64 handoff;       // kHandoffHead or kHandoffRunning
   u64 stale_cycles;  // pvb_stale_us in TSC cycles
   u64 stale_us;
+  u64 q_pending;   // qspinlock: 1 pending-bit path, 0 none
+  u64 pvq_unfair;  // pvqspinlock/pvconfer: 1 one unconditional steal before the PV slow path
 };
 
 inline constexpr u64 kHandoffHead = 0;
@@ -85,6 +104,8 @@ inline Tuning g_tuning = {
     .handoff = kHandoffHead,
     .stale_cycles = kDefaultStaleUs * kAssumedTscKhz / 1000,
     .stale_us = kDefaultStaleUs,
+    .q_pending = 1,
+    .pvq_unfair = 0,
 };
 
 // Reads used by the lock (relaxed: set before the CPUs start, read-only after).
@@ -92,25 +113,43 @@ inline Tuning g_tuning = {
 
 // The parameters by name, for parsers (guest args, native runs, reports).
 // `words`, when set, names the values 0, 1, ... (nullptr-terminated); the
-// number itself is accepted too.
+// number itself is accepted too.  `used_by`: the registry locks that read the
+// key, space-separated; a run of one of them reports the key's value.
 struct TuningKey {
   const char* key;
   u64 Tuning::*field;
   u64 min;
   u64 max;
   const char* const* words;
+  const char* used_by;
 };
 inline constexpr const char* kHandoffWords[] = {"head", "running", nullptr};
+inline constexpr const char kPvbLocks[] = "pvbounded";
 inline constexpr TuningKey kTuningKeys[] = {
-    {"pvb_bound_us", &Tuning::bound_us, 1, 10000000, nullptr},
-    {"pvb_head_us", &Tuning::head_us, 0, 10000000, nullptr},
-    {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30, nullptr},
-    {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30, nullptr},
-    {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30, nullptr},
-    {"pvb_boost", &Tuning::boost, 0, 1, nullptr},
-    {"pvb_handoff", &Tuning::handoff, kHandoffHead, kHandoffRunning, kHandoffWords},
-    {"pvb_stale_us", &Tuning::stale_us, 1, 1000000, nullptr},
+    {"pvb_bound_us", &Tuning::bound_us, 1, 10000000, nullptr, kPvbLocks},
+    {"pvb_head_us", &Tuning::head_us, 0, 10000000, nullptr, kPvbLocks},
+    {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30, nullptr, kPvbLocks},
+    {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30, nullptr, kPvbLocks},
+    {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30, nullptr, kPvbLocks},
+    {"pvb_boost", &Tuning::boost, 0, 1, nullptr, kPvbLocks},
+    {"pvb_handoff", &Tuning::handoff, kHandoffHead, kHandoffRunning, kHandoffWords, kPvbLocks},
+    {"pvb_stale_us", &Tuning::stale_us, 1, 1000000, nullptr, kPvbLocks},
+    {"q_pending", &Tuning::q_pending, 0, 1, nullptr, "qspinlock auto"},
+    {"pvq_unfair", &Tuning::pvq_unfair, 0, 1, nullptr, "pvqspinlock pvconfer auto"},
 };
+
+// Whether `lock` (a registry name) is one of k.used_by's words.
+inline bool tuning_key_used_by(const TuningKey& k, const char* lock) {
+  for (const char* w = k.used_by; *w != '\0';) {
+    const char* a = w;
+    const char* b = lock;
+    while (*a != '\0' && *a != ' ' && *a == *b) ++a, ++b;
+    if ((*a == '\0' || *a == ' ') && *b == '\0') return true;
+    while (*w != '\0' && *w != ' ') ++w;
+    while (*w == ' ') ++w;
+  }
+  return false;
+}
 
 // Parses a parameter's text (freestanding: the guest has no libc): a decimal
 // number, or one of the key's words.  False for anything else (empty, junk,

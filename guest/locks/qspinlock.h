@@ -59,6 +59,7 @@
 
 #include "locks/atomic.h"
 #include "locks/lock_env.h"
+#include "locks/pvbounded_tuning.h"
 #include "locks/qspinlock_word.h"
 
 namespace lockvisor::locks {
@@ -128,13 +129,17 @@ inline bool pending_path(QSpinWord* lock, u32 val) {
 
 // The shared slow path.  kUsePending selects the pending-bit path (native
 // fair lock); the unfair lock and PV skip it (a pending waiter must not be
-// overtaken by a stealer, see unfair_qspinlock.h).
+// overtaken by a stealer, see unfair_qspinlock.h).  The run-time parameter
+// q_pending=0 (pvbounded_tuning.h) turns it off for the native lock too: the
+// second contender then queues, and the queue head is the only waiter that
+// spins on the word.  Safe either way: nobody sets pending when it is off, and
+// head_acquire() waits for locked and pending clear whatever set them.
 template <class Env, class Hooks, bool kUsePending>
 [[gnu::noinline]] void queued_lock_slowpath(QSpinWord* lock, u32 val) {
   using Pool = QNodePool<Env>;
 
   if constexpr (kUsePending && !Hooks::kPv) {
-    if (pending_path<Env>(lock, val)) return;
+    if (pvb::tuning(&pvb::Tuning::q_pending) && pending_path<Env>(lock, val)) return;
   }
 
   lockevent_inc<Env>(LockEvent::lock_slowpath);

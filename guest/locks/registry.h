@@ -23,6 +23,7 @@
 #include "locks/hq.h"
 #include "locks/lock_env.h"
 #include "locks/pv_cna.h"
+#include "locks/pv_confer.h"
 #include "locks/pv_qspinlock.h"
 #include "locks/pv_ticket.h"
 #include "locks/pvbounded.h"
@@ -48,6 +49,7 @@
   X(pvcna,       PvCnaLock,       "pvcna")       \
   X(hq,          HqLock,          "hq")          \
   X(pvhq,        PvHqLock,        "pvhq")        \
+  X(pvconfer,    PvConferLock,    "pvconfer")    \
   X(auto_,       AutoLock,        "auto")
 // clang-format on
 

@@ -178,7 +178,7 @@ void run(WorkloadKind kind) {
   const WorkloadParams& params = checked_params(kind);
   const char* name = params.lock;
   g_wait_halt_delay_ns = params.wait_halt_delay_ns;  // every vCPU writes the same value
-  apply_lock_tuning(/*report=*/this_cpu() == 0 && str_equal(name, "pvbounded") && kind != WorkloadKind::kUncontended);
+  apply_lock_tuning(/*report_for=*/this_cpu() == 0 && kind != WorkloadKind::kUncontended ? name : nullptr);
   // A PV lock without PV_UNHALT would halt with nobody able to wake it.
   const lockvisor::locks::LockInfo* info = lockvisor::locks::find_lock(name);
   if (info != nullptr && info->needs_pv && !g_lock_features.pv_unhalt)

@@ -1,4 +1,5 @@
-// lock_tuning.cpp: `pvb_*=N` (or a named value, pvb_handoff=running) arguments -> locks::pvb::g_tuning.
+// lock_tuning.cpp: lock parameter arguments (`pvb_*=N`, a named value such as
+// pvb_handoff=running, q_pending, pvq_unfair) -> locks::pvb::g_tuning.
 #include "runtime/lock_tuning.h"
 
 #include "locks/pvbounded_tuning.h"
@@ -8,7 +9,7 @@
 
 namespace guest {
 
-void apply_lock_tuning(bool report) {
+void apply_lock_tuning(const char* report_for) {
   using lockvisor::locks::pvb::g_tuning;
   for (const auto& k : lockvisor::locks::pvb::kTuningKeys) {
     // Every key is always (re)set: the *_us ones convert with this guest's TSC rate.
@@ -19,7 +20,7 @@ void apply_lock_tuning(bool report) {
     if (!lockvisor::locks::pvb::set_tuning(k, value, tsc_khz()))
       assert_fail(__FILE__, __LINE__,
                   Text().str(k.key).str("=").u(value).str(" is out of range ").u(k.min).str("..").u(k.max).c_str());
-    if (report) report_result(k.key, value);
+    if (report_for != nullptr && lockvisor::locks::pvb::tuning_key_used_by(k, report_for)) report_result(k.key, value);
   }
 }
 

@@ -230,7 +230,9 @@ TEST(RunSettings, LockParamsAreCheckedBeforeBoot) {
        {std::pair{"pvb_bound_us=-5", "pvb_bound_us=-5 is not a valid value"},
         std::pair{"pvb_bound_us=0", "pvb_bound_us=0 is out of range 1..10000000"},
         std::pair{"pvb_handoff=sideways", "pvb_handoff=sideways is not a valid value"},
-        std::pair{"pvb_boost=2", "pvb_boost=2 is out of range 0..1"}}) {
+        std::pair{"pvb_boost=2", "pvb_boost=2 is out of range 0..1"},
+        std::pair{"q_pending=2", "q_pending=2 is out of range 0..1"},
+        std::pair{"pvq_unfair=on", "pvq_unfair=on is not a valid value"}}) {
     for (const std::string where : {"", "--native "}) {
       const auto o = lockvisor("run " + where + "--workload lockbench --lock pvbounded --duration 0.01 --param " + param);
       EXPECT_EQ(o.exit_code, 2) << o.output;

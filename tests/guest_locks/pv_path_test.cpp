@@ -88,8 +88,34 @@ TEST_P(PvPath, HaltsAndKicksAndGuestAgreesWithVmm) {
 
 INSTANTIATE_TEST_SUITE_P(PvLocks, PvPath,
                          ::testing::Values(PvCase{"pvqspinlock", 4}, PvCase{"pvqspinlock", 8}, PvCase{"pvticket", 4},
-                                           PvCase{"pvticket", 8}),
+                                           PvCase{"pvticket", 8}, PvCase{"pvconfer", 4}),
                          [](const auto& info) { return std::string(info.param.lock) + "_" + std::to_string(info.param.vcpus) + "to1"; });
+
+// pvconfer at 4:1 on one host CPU: lock holders are preempted every host
+// slice, so waiters find a preempted recorded holder and confer (pv_confer,
+// one YIELD_TO each, which the VMM counts as yield_to_calls); every waiter
+// that conferred halts and is kicked, so the halt/kick agreement above holds
+// for it too (PvPath.*pvconfer_4to1).
+TEST(PvConfer, ConfersAtFourToOne) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  machine::MachineConfig config;
+  config.vcpus = 4;
+  config.pcpus = {host::allowed_cpus().at(0)};
+  config.program = "lockbench";
+  auto& p = test::set_workload(config, abi::WorkloadKind::kLockbench, "pvconfer");
+  p.duration_ns = 1'000'000'000;
+  p.cs_ns = 1000;
+  const auto run = boot(*kvm, config);
+  ASSERT_EQ(run.outcome, Outcome::kCompleted) << run.reason;
+  const auto stats = lockstat::workload_stats_from(run);
+  std::uint64_t violations = 0;
+  for (const auto& s : stats) violations += s.violations;
+  EXPECT_EQ(violations, 0u);
+  EXPECT_GT(lock_event(stats, locks::LockEvent::pv_confer), 0u) << "no waiter ever saw its holder preempted at 4:1";
+  std::uint64_t yields = 0;
+  for (const auto& v : run.vcpus) yields += v.pv.yield_to_calls;
+  EXPECT_EQ(lock_event(stats, locks::LockEvent::pv_confer), yields) << "guest confers vs the VMM's YIELD_TO calls";
+}
 
 // The negative control and its positive twin (see the file comment).
 machine::MachineConfig lost_wakeup_config(const char* lock, pvlock::KickMode mode) {

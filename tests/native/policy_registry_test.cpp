@@ -74,9 +74,9 @@ TEST(AutoPolicy, MainlineOrderNoPvBeatsDedicated) {
 
 // ---- registry ---------------------------------------------------------------
 
-TEST(Registry, ListsTheThirteenLocksWithUniqueNames) {
-  const std::set<std::string> want = {"ticket",    "qspinlock", "unfair", "tas", "tas-backoff", "pvqspinlock", "pvticket",
-                                      "pvbounded", "cna",       "pvcna",  "hq",  "pvhq",        "auto"};
+TEST(Registry, ListsTheFourteenLocksWithUniqueNames) {
+  const std::set<std::string> want = {"ticket", "qspinlock", "unfair", "tas",  "tas-backoff", "pvqspinlock", "pvticket",
+                                      "pvbounded", "cna",    "pvcna",  "hq",   "pvhq",        "pvconfer",    "auto"};
   std::set<std::string> got;
   for (const auto& l : locks::kLocks) {
     EXPECT_TRUE(got.insert(l.name).second) << "duplicate " << l.name;
@@ -124,7 +124,7 @@ TEST(Registry, TraitsComeFromEachLock) {
     if (l.needs_pv) needs_pv.insert(l.name);
     if (l.fair) fair.insert(l.name);
   }
-  EXPECT_EQ(needs_pv, (std::set<std::string>{"pvqspinlock", "pvticket", "pvcna", "pvhq"}));
+  EXPECT_EQ(needs_pv, (std::set<std::string>{"pvqspinlock", "pvticket", "pvcna", "pvhq", "pvconfer"}));
   EXPECT_EQ(fair, (std::set<std::string>{"ticket", "qspinlock", "pvticket"}));
   static_assert(!locks::find_lock("pvbounded")->needs_pv &&
                 !locks::find_lock("pvbounded")->fair);

@@ -101,6 +101,36 @@ TEST(LockStats, HandoffLocalityAndPerNodeThroughput) {
   EXPECT_GT(*analyse(run).handoff_locality, 0.99);
 }
 
+// steal_fraction: the acquisitions that bypassed a queued waiter (steal and
+// borrow; spin saw no queue) over all acquisitions, fast ones included; null
+// without acquisitions and when the counts do not add up.
+TEST(LockStats, StealFractionIsStealsAndBorrowsOverAcquisitions) {
+  auto with = [](std::uint64_t ops, std::uint64_t steals, std::uint64_t borrows, std::uint64_t spins) {
+    abi::WorkloadStats s{};
+    s.version = abi::kWorkloadStatsVersion;
+    s.ops = ops;
+    s.lock_events[static_cast<unsigned>(locks::LockEvent::pv_lock_stealing)] = steals;
+    s.lock_events[static_cast<unsigned>(locks::LockEvent::pv_lend)] = borrows;
+    s.lock_events[static_cast<unsigned>(locks::LockEvent::lock_spin)] = spins;
+    s.lock_events[static_cast<unsigned>(locks::LockEvent::lock_queue)] = ops / 10;
+    return s;
+  };
+  LockRun run;
+  run.mode = "guest";
+  run.lock = "pvbounded";
+  run.workload = "lockbench";
+  run.cpus = 2;
+  run.samples = {{with(100, 15, 5, 30), 1.0, 0, 1, 1}, {with(100, 5, 0, 0), 1.0, 0, 1, 1}};
+  ASSERT_TRUE(analyse(run).steal_fraction.has_value());
+  EXPECT_DOUBLE_EQ(*analyse(run).steal_fraction, 25.0 / 200.0);
+  EXPECT_DOUBLE_EQ(to_json(run)["steal_fraction"].get<double>(), 25.0 / 200.0);
+
+  run.samples = {{with(0, 0, 0, 0), 1.0, 0, 1, 1}};
+  EXPECT_TRUE(to_json(run)["steal_fraction"].is_null()) << "no acquisitions";
+  run.samples = {{with(10, 20, 0, 0), 1.0, 0, 1, 1}};
+  EXPECT_TRUE(to_json(run)["steal_fraction"].is_null()) << "more steals than acquisitions";
+}
+
 // Acquisitions by path: fast is what the counted paths leave of a CPU's
 // acquisitions; counts that add up to more than the acquisitions are the
 // guest's error, reported as invalid (never a wrapped fast count).

@@ -157,6 +157,14 @@ LockMetrics analyse(const LockRun& run) {
   // In doubles: the guest's counts are untrusted and their u64 sum could wrap.
   const double local = static_cast<double>(m.handoffs_local), remote = static_cast<double>(m.handoffs_remote);
   if (local + remote > 0) m.handoff_locality = local / (local + remote);
+  // Also in doubles (saturated sums of untrusted counts).
+  double acquisitions = 0, bypassing = 0;
+  for (unsigned p = 0; p < locks::kAcqPathCount; ++p) {
+    const double n = static_cast<double>(m.paths.by_path[p]);
+    acquisitions += n;
+    if (locks::acq_path_bypasses_queue(static_cast<locks::AcqPath>(p))) bypassing += n;
+  }
+  if (m.paths.invalid == 0 && acquisitions > 0) m.steal_fraction = bypassing / acquisitions;
   if (!run.vcpu_node.empty()) {
     unsigned nodes = 0;
     for (const unsigned n : run.vcpu_node) nodes = std::max(nodes, n + 1);

@@ -79,6 +79,10 @@ struct LockMetrics {
   std::vector<std::map<std::string, std::uint64_t>> lock_events_per_cpu;  // non-zero ones
   PathFigures paths;                        // summed over CPUs (saturating)
   std::vector<PathFigures> paths_per_cpu;
+  // Acquisitions that bypassed a queued waiter (locks::acq_path_bypasses_queue:
+  // steal, borrow) over all acquisitions, from `paths`; nullopt without
+  // acquisitions or when the guest's path counts do not add up (invalid > 0).
+  std::optional<double> steal_fraction;
   UsageFigures total;                  // threads' whole life
   std::optional<UsageFigures> window;  // measured window only; nullopt unless every CPU was sampled at both marks
   std::optional<bool> pv_kicks_match_vmm;  // guest runs: guest pv_kick == VMM kicks

@@ -146,6 +146,8 @@ nlohmann::json to_json(const LockRun& run) {
   nlohmann::json paths_per_cpu = nlohmann::json::array();
   for (const auto& p : m.paths_per_cpu) paths_per_cpu.push_back(paths_json(p));
   j["per_vcpu_acquisitions_by_path"] = std::move(paths_per_cpu);
+  // (steal + borrow) / acquisitions: the share that bypassed a queued waiter.
+  j["steal_fraction"] = optional_json(m.steal_fraction);
   if (run.vmm) {
     const auto& c = *run.vmm;
     j["vmm"] = {{"halts", c.halts},
@@ -240,6 +242,8 @@ void print_summary(const LockRun& run, const nlohmann::json&, std::FILE* out) {
     fmt::print(out, "  acquisitions by path:{}{}\n", paths,
                m.paths.invalid ? fmt::format("  !!! {} path counts beyond the acquisitions (invalid)", m.paths.invalid)
                                : std::string());
+  if (m.steal_fraction)
+    fmt::print(out, "  steal fraction (acquisitions that bypassed a queued waiter): {:.3f}\n", *m.steal_fraction);
   std::string events;
   for (const auto& [name, value] : m.lock_events)
     if (value > 0) events += fmt::format(" {}={}", name, value);
