@@ -157,13 +157,18 @@ CaseSpec kick_wakes_halted(bool kernel_halt) {
           },
           latency_notes,
           "",
-          // KVM: every halt blocks (the kicker waits for `blocking`), every
-          // kick is one hypercall, no halt reaches the VMM.
+          // KVM: every halt is one halt exit into KVM, every kick one
+          // hypercall, no halt reaches the VMM. The kicker waits for
+          // `blocking`, but KVM sets it before the vCPU's task is on its wait
+          // queue: a kick landing in between is caught by the block's own
+          // re-check and counted in no statistic, so halt_wakeup (a task
+          // found waiting and woken) is below kRounds now and then (199 of
+          // 200 once, nested). At least one proves the blocked path.
           [=](const RunResult& run) {
             return Expect(run)
                 .outcome(Outcome::kCompleted)
                 .kvm(0, "halt_exits", kRounds)
-                .kvm_at_least(0, "halt_wakeup", kRounds)
+                .kvm_at_least(0, "halt_wakeup", 1)
                 .kvm(1, "hypercalls", kRounds)
                 .exits(0, "hlt", 0)
                 .that(run.result(0, "kick_wake_cycles") && run.result(0, "kick_wake_cycles")->values.size() == kRounds,
