@@ -49,6 +49,12 @@ std::vector<unsigned> handoff_order(L& lock, bool first_is_pending, unsigned nod
       if (pending ? (v & locks::q::kPendingMask) != 0 : (v & locks::q::kTailMask) == locks::q::encode_tail(cpu, 0))
         break;
       if (!pending && __atomic_load_n(local_tail, __ATOMIC_ACQUIRE) == own_local) break;
+      // A PV queue head that has halted (locked byte _Q_SLOW_VAL) keeps a
+      // newcomer in the hybrid trylock, which spins while there is a queue
+      // and no pending bit: the newcomer would queue only once the head
+      // spins again.  Wake the head (a spurious wake-up, which the PV locks
+      // tolerate) so that it sets pending again and lets the newcomer queue.
+      if (i > 0 && (v & locks::q::kLockedMask) == locks::q::kSlowVal) Env::kick(arrivals[0]);
       std::this_thread::yield();
     }
   }
