@@ -97,19 +97,26 @@ _start:
     mov %rsi, %r13              /* vCPU index */
     mov %rdx, %r14              /* user stack top */
 
-    /* Gates 0..31: exceptions. */
+    /*
+     * Gates 0..31: exceptions; gate 3 is DPL3 so that CPL3 `int3` reaches it
+     * (the CPL0 halt and hypercall). The IDT is shared and every vCPU writes
+     * it here, while vCPUs that started earlier already run: each gate must
+     * be written once, with its final value, so that a rewrite stores the
+     * bytes already there. (Writing gate 3 as a stub and then overriding it
+     * would leave a moment in which an earlier vCPU's `int3` finds a
+     * half-written gate, the stub's offset with the DPL3 attributes: a #BP.)
+     */
     xor %ecx, %ecx
 1:  mov exception_stubs(,%rcx,8), %rax
     mov $GATE_KERNEL, %r8d
-    call set_gate
+    cmp $VECTOR_BP, %ecx
+    jne 2f
+    lea breakpoint_or_kernel_call(%rip), %rax
+    mov $GATE_USER, %r8d
+2:  call set_gate
     inc %ecx
     cmp $32, %ecx
     jne 1b
-    /* Gate 3, DPL3 so that CPL3 `int3` reaches it: the CPL0 halt and hypercall. */
-    mov $VECTOR_BP, %ecx
-    lea breakpoint_or_kernel_call(%rip), %rax
-    mov $GATE_USER, %r8d
-    call set_gate
 
     /*
      * Load this vCPU's TSS ourselves, although the VMM's KVM_SET_SREGS already
