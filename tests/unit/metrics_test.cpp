@@ -170,6 +170,57 @@ TEST(Fairness, EdgeCases) {
   EXPECT_FALSE(single_zero->max_min_ratio.has_value());
 }
 
+// --- fairness_factors: the readings of an undefined "fairness factor" ------------
+
+TEST(FairnessFactors, KnownVectors) {
+  // 1, 2, 3, 4 (any order): min/max 1/4, mean/max 2.5/4, slowest half (1+2)/10.
+  const auto f = compute_fairness(std::vector<uint64_t>{4, 1, 3, 2})->factors;
+  EXPECT_DOUBLE_EQ(f.min_over_max, 0.25);
+  EXPECT_DOUBLE_EQ(f.mean_over_max, 0.625);
+  EXPECT_DOUBLE_EQ(f.slowest_half_share, 0.3);
+  // Even: every reading is that of perfect fairness.
+  const auto even = compute_fairness(std::vector<uint64_t>{7, 7, 7, 7})->factors;
+  EXPECT_DOUBLE_EQ(even.min_over_max, 1.0);
+  EXPECT_DOUBLE_EQ(even.mean_over_max, 1.0);
+  EXPECT_DOUBLE_EQ(even.slowest_half_share, 0.5);
+  // One thread did everything: 0, 1/n, 0.
+  const auto one = compute_fairness(std::vector<uint64_t>{0, 9, 0, 0})->factors;
+  EXPECT_DOUBLE_EQ(one.min_over_max, 0.0);
+  EXPECT_DOUBLE_EQ(one.mean_over_max, 0.25);
+  EXPECT_DOUBLE_EQ(one.slowest_half_share, 0.0);
+  // Odd n: the median thread counts half in each half: (1 + 2/2) / 6.
+  const auto odd = compute_fairness(std::vector<uint64_t>{3, 1, 2})->factors;
+  EXPECT_DOUBLE_EQ(odd.slowest_half_share, 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(odd.min_over_max, 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(odd.mean_over_max, 2.0 / 3.0);
+  // locktorture's "???" boundary: the busiest did twice the slowest. The
+  // readings disagree widely on the same run (Jain 0.9 here).
+  const auto twice = compute_fairness(std::vector<uint64_t>{2, 1});
+  EXPECT_DOUBLE_EQ(twice->factors.min_over_max, 0.5);
+  EXPECT_DOUBLE_EQ(twice->jain, 0.9);
+  EXPECT_DOUBLE_EQ(twice->factors.slowest_half_share, 1.0 / 3.0);
+}
+
+TEST(FairnessFactors, EdgeCasesAndRates) {
+  for (const auto& f : {compute_fairness(std::vector<uint64_t>{0, 0, 0})->factors,
+                        compute_fairness(std::vector<uint64_t>{17})->factors,
+                        compute_spread(std::vector<double>{0.0, 0.0})->factors}) {
+    EXPECT_DOUBLE_EQ(f.min_over_max, 1.0);
+    EXPECT_DOUBLE_EQ(f.mean_over_max, 1.0);
+    EXPECT_DOUBLE_EQ(f.slowest_half_share, 0.5);
+  }
+  EXPECT_THROW(fairness_factors({}), Error);
+  // The same readings over real-valued rates.
+  const auto s = compute_spread(std::vector<double>{1.0, 2.0, 3.0, 4.0})->factors;
+  EXPECT_DOUBLE_EQ(s.min_over_max, 0.25);
+  EXPECT_DOUBLE_EQ(s.mean_over_max, 0.625);
+  EXPECT_DOUBLE_EQ(s.slowest_half_share, 0.3);
+  // Counts too large for a double's mantissa still read as even.
+  const auto big = compute_fairness(std::vector<uint64_t>{(1ull << 62) + 1, (1ull << 62) + 1})->factors;
+  EXPECT_DOUBLE_EQ(big.min_over_max, 1.0);
+  EXPECT_DOUBLE_EQ(big.slowest_half_share, 0.5);
+}
+
 TEST(Imbalanced, MaxMoreThanTwiceMin) {
   EXPECT_FALSE(imbalanced(std::vector<uint64_t>{}));
   EXPECT_FALSE(imbalanced(std::vector<uint64_t>{5}));

@@ -109,6 +109,14 @@ std::string where_words(const Claim& c) {
 
 // What the claim expects this run to show, in plain words.
 std::string expectation_words(const Claim& c, const char* unit) {
+  if (c.kind == "level") {
+    const auto metric = metric_words(c.metric, unit);
+    const auto bound = c.expect == "above"   ? fmt::format("above {}", c.low)
+                       : c.expect == "below" ? fmt::format("below {}", c.high)
+                                             : fmt::format("between {} and {}", c.low, c.high);
+    return fmt::format("{}'s {} is {}{} (the 95% interval of its median {})", c.a, metric, bound, where_words(c),
+                       c.expect == "between" ? "inside that range" : "beyond that value");
+  }
   if (c.kind != "ratio")
     return fmt::format("{} run ends '{}'{}", c.expect == "some" ? "at least one" : "no", c.outcome, where_words(c));
   const auto metric = metric_words(c.metric, unit);

@@ -170,6 +170,57 @@ ClaimResult check_outcome(const Claim& c, const Summary& s) {
   return result;
 }
 
+// A level claim: per point of `a` that `where` selects, the 95% interval of
+// the metric's median against the stated bound(s).
+ClaimResult check_level(const Claim& c, const Summary& s) {
+  ClaimResult result{&c, {}, "no data"};
+  unsigned agree = 0, contradict = 0, compared = 0, too_few = 0;
+  for (const auto& p : s.points) {
+    if (!matches(p, c.where) || label_of(p, c.axis) != c.a) continue;
+    const auto values = p.values.find(c.metric);
+    const auto e = p.estimates.find(c.metric);
+    if (values == p.values.end() || values->second.empty() || e == p.estimates.end()) {
+      result.findings.push_back(fmt::format("{}: no completed run with a value of {}", p.key, c.metric));
+      continue;
+    }
+    const std::size_t n = values->second.size();
+    const Estimate& est = e->second;
+    const std::string measured =
+        fmt::format("{}: {} median {} [95% CI {}, {}] ({} runs)", p.key, c.metric, fmt_num(est.median),
+                    fmt_num(est.lo), fmt_num(est.hi), n);
+    if (n < kMinRunsForVerdict) {
+      ++too_few;
+      result.findings.push_back(measured + fmt::format(": too few runs to tell (at least {})", kMinRunsForVerdict));
+      continue;
+    }
+    // Inside (agrees) when the whole interval satisfies the bound(s); outside
+    // (contradicts) when the whole interval violates one.
+    bool inside = false, outside = false;
+    if (c.expect == "above") {
+      inside = est.lo > c.low;
+      outside = est.hi < c.low;
+    } else if (c.expect == "below") {
+      inside = est.hi < c.high;
+      outside = est.lo > c.high;
+    } else {
+      inside = est.lo >= c.low && est.hi <= c.high;
+      outside = est.hi < c.low || est.lo > c.high;
+    }
+    ++compared;
+    agree += inside;
+    contradict += outside;
+    result.findings.push_back(measured + (inside    ? ": as expected"
+                                          : outside ? ": on the other side, beyond the spread"
+                                                    : ": the interval straddles the bound"));
+  }
+  if (compared == 0) {
+    if (too_few > 0) result.verdict = "too few runs";
+    return result;
+  }
+  result.verdict = contradict ? "contradicted" : (agree == compared ? "holds" : "not beyond the spread");
+  return result;
+}
+
 }  // namespace
 
 Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records, unsigned host_cpus,
@@ -245,7 +296,10 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
   }
   for (auto& ps : summary.points)
     for (const auto& [name, values] : ps.values) ps.estimates[name] = bootstrap_median(values, fnv1a(ps.key + name));
-  for (const auto& c : s.claims) summary.claims.push_back(c.kind == "ratio" ? check_ratio(c, summary) : check_outcome(c, summary));
+  for (const auto& c : s.claims)
+    summary.claims.push_back(c.kind == "ratio"   ? check_ratio(c, summary)
+                             : c.kind == "level" ? check_level(c, summary)
+                                                 : check_outcome(c, summary));
   return summary;
 }
 

@@ -23,6 +23,14 @@ constexpr Metric kMetrics[] = {
   {"window_jain_median", "/window_fairness/jain_median", nullptr, 1, "median Jain over short windows", true, false},
   {"window_jain_min", "/window_fairness/jain_min", nullptr, 1,  "worst Jain over short windows", true, false},
   {"starved_windows", "/window_fairness/starved_windows", nullptr, 1, "short windows where some CPU made no progress", false, false},
+  // Readings of an undefined "fairness factor" (metrics/summary.h), over per-CPU rates.
+  {"min_over_max",    "/fairness/min_over_max", nullptr, 1,   "slowest / busiest per-CPU rate", true, false, true},
+  {"mean_over_max",   "/fairness/mean_over_max", nullptr, 1,  "mean / busiest per-CPU rate", true, false, true},
+  {"slowest_half_share", "/fairness/slowest_half_share", nullptr, 1, "the slowest half of the CPUs' share of the work (0.5 = even)", true, false, true},
+  // Lock behaviour, from the guest's counts (docs/vnuma.md, docs/confer.md).
+  {"handoff_locality", "/handoff_locality", nullptr,       1,    "share of handoffs between two vCPUs that stayed within a virtual node", true, false, true},
+  {"steal_fraction",  "/steal_fraction",     nullptr,      1,    "share of acquisitions that bypassed a queued waiter", false, false, true},
+  {"confers",         "/pv/pv_confer",       nullptr,      1,    "waiters' confers (YIELD_TO) to a preempted holder", false, false, true},
   {"steal_ms",        "/steal_ns",           nullptr,      1e-6, "ms runnable but not running", false, false},
   {"halts",           "/vmm/halts",          nullptr,      1,    "PV halts (VMM)",           false, false},
   {"kicks",           "/vmm/kicks",          nullptr,      1,    "PV kicks (VMM)",           false, false},

@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include <set>
 #include <sstream>
 
+#include "vmm/lab/metrics.h"
 #include "vmm/util/error.h"
 #include "vmm/util/unique_fd.h"
 
@@ -238,9 +240,34 @@ Claim parse_claim(const toml::table& t, const std::string& origin) {
     c.outcome = required_string(t, "outcome", "[[claim]]", origin);
     if (c.expect != "some" && c.expect != "none")
       fail("{}: claim expect '{}': some or none for an outcome claim", where_of(t, origin), c.expect);
+  } else if (c.kind == "level") {
+    c.metric = required_string(t, "metric", "[[claim]]", origin);
+    c.axis = optional_string(t, "axis", "[[claim]]", origin, c.axis);
+    c.a = required_string(t, "a", "[[claim]]", origin);
+    const auto number = [&](const char* key) {
+      const auto* node = t.get(key);
+      if (node == nullptr) fail("{}: a level claim expecting '{}' needs '{}'", where_of(t, origin), c.expect, key);
+      const auto d = node->value<double>();
+      if (!d || !std::isfinite(*d)) fail("{}: [[claim]].{}: expected a number", where_of(*node, origin), key);
+      return *d;
+    };
+    if (c.expect == "above") {
+      c.low = number("value");
+    } else if (c.expect == "below") {
+      c.high = number("value");
+    } else if (c.expect == "between") {
+      c.low = number("low");
+      c.high = number("high");
+      if (!(c.low < c.high)) fail("{}: level claim: low {} is not below high {}", where_of(t, origin), c.low, c.high);
+    } else {
+      fail("{}: claim expect '{}': above, below or between for a level claim", where_of(t, origin), c.expect);
+    }
   } else {
-    fail("{}: claim kind '{}': ratio or outcome", where_of(t, origin), c.kind);
+    fail("{}: claim kind '{}': ratio, outcome or level", where_of(t, origin), c.kind);
   }
+  if (c.kind != "outcome" && find_metric(c.metric) == nullptr)
+    fail("{}: claim metric '{}': not a metric of the summary (lockvisor lab's metric table)", where_of(t, origin),
+         c.metric);
   return c;
 }
 
@@ -283,11 +310,13 @@ void check_claims(const Scenario& s, const std::string& origin) {
   }
   for (const auto& c : s.claims) {
     check_where(axes, c.where, fmt::format("claim '{}'", c.text), origin);
-    if (c.kind == "ratio") {
+    if (c.kind == "ratio" || c.kind == "level") {
       const Axis* a = find_axis(axes, c.axis);
       if (a == nullptr) fail("{}: claim '{}': no axis '{}'", origin, c.text, c.axis);
-      for (const auto* v : {&c.a, &c.b})
-        if (!has_label(*a, *v)) fail("{}: claim '{}': axis '{}' has no value '{}'", origin, c.text, c.axis, *v);
+      std::vector<std::string> named{c.a};  // a level claim has no b
+      if (c.kind == "ratio") named.push_back(c.b);
+      for (const auto& v : named)
+        if (!has_label(*a, v)) fail("{}: claim '{}': axis '{}' has no value '{}'", origin, c.text, c.axis, v);
     }
   }
 }

@@ -32,6 +32,11 @@ struct Axis {
 //            expect "a>b", "a<b" or "a~b" (no difference beyond the spread).
 //   outcome: the share of runs matching `where` that ended with `outcome`;
 //            expect "some" (at least one) or "none".
+//   level:   metric(a) along `axis` against a stated value, per point matching
+//            `where`: expect "above" or "below" `value`, or "between" `low`
+//            and `high`; it holds where the 95% interval of the median is
+//            on that side (inside), is contradicted where it is wholly on the
+//            other side (outside).
 struct Claim {
   std::string source;  // who says it, where and when: author, subject, list, date
   std::string text;    // what they say
@@ -42,6 +47,7 @@ struct Claim {
   std::string outcome;
   std::map<std::string, std::vector<std::string>> where;  // axis name -> any of these labels
   std::string expect;
+  double low = 0, high = 0;  // level: the bound(s); above uses low, below high
 };
 
 // A VM of a multi-VM point (`lockvisor run --vm ...`): its label and its own

@@ -35,6 +35,13 @@ nlohmann::json spread_json(const std::optional<metrics::Spread>& s) {
   return {{"jain", s->jain}, {"cv", s->cv}, {"min", s->min}, {"max", s->max}, {"max_min_ratio", optional_json(s->max_min_ratio)}};
 }
 
+// The fairness-factor readings (metrics/summary.h) beside Jain's index.
+void add_factors(nlohmann::json& j, const metrics::FairnessFactors& f) {
+  j["min_over_max"] = f.min_over_max;
+  j["mean_over_max"] = f.mean_over_max;
+  j["slowest_half_share"] = f.slowest_half_share;
+}
+
 }  // namespace
 
 std::optional<metrics::ThreadUsage> window_usage(const machine::VcpuReport& vcpu) {
@@ -113,10 +120,13 @@ nlohmann::json to_json(const LockRun& run) {
                      {"cv", m.fairness_rate->cv},
                      {"max_min_ratio", optional_json(m.fairness_rate->max_min_ratio)},
                      {"imbalanced", m.imbalanced}};
+    add_factors(j["fairness"], m.fairness_rate->factors);
   }
-  if (m.fairness_ops)
+  if (m.fairness_ops) {
     j["fairness_ops"] = {{"jain", m.fairness_ops->jain}, {"cv", m.fairness_ops->cv},
                          {"max_min_ratio", optional_json(m.fairness_ops->max_min_ratio)}};
+    add_factors(j["fairness_ops"], m.fairness_ops->factors);
+  }
   j["finish_time_s_spread"] = spread_json(m.finish_spread);
   if (m.windows) {
     const auto& w = m.windows->fairness;
@@ -199,8 +209,9 @@ void print_summary(const LockRun& run, const nlohmann::json&, std::FILE* out) {
     per_cpu += fmt::format("{}{} ({:.3f} s)", i ? ", " : "", m.per_cpu_ops[i], m.per_cpu_finish_s[i]);
   fmt::print(out, "  per-{} ops (finish time): {}\n", unit, per_cpu);
   if (m.fairness_rate)
-    fmt::print(out, "  fairness over per-{} rates: Jain {:.3f}, max/min {}, cv {:.3f}\n", unit, m.fairness_rate->jain,
-               ratio_text(m.fairness_rate->max_min_ratio), m.fairness_rate->cv);
+    fmt::print(out, "  fairness over per-{} rates: Jain {:.3f}, max/min {}, cv {:.3f}, min/max {:.3f}, slowest half {:.3f}\n",
+               unit, m.fairness_rate->jain, ratio_text(m.fairness_rate->max_min_ratio), m.fairness_rate->cv,
+               m.fairness_rate->factors.min_over_max, m.fairness_rate->factors.slowest_half_share);
   if (m.finish_spread)
     fmt::print(out, "  finish times: {:.3f} .. {:.3f} s, max/min {}, cv {:.3f}\n", m.finish_spread->min,
                m.finish_spread->max, ratio_text(m.finish_spread->max_min_ratio), m.finish_spread->cv);

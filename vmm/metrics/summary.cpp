@@ -49,6 +49,23 @@ LatencySummary summarize_latency(std::vector<uint64_t> samples) {
   return s;
 }
 
+FairnessFactors fairness_factors(std::span<const long double> values) {
+  if (values.empty()) fail("fairness_factors: no values");
+  std::vector<long double> sorted(values.begin(), values.end());
+  std::ranges::sort(sorted);
+  const std::size_t n = sorted.size();
+  long double sum = 0;
+  for (long double v : sorted) sum += v;
+  const long double max = sorted.back();
+  if (max == 0) return {1.0, 1.0, 0.5};
+  long double slow = 0;
+  for (std::size_t i = 0; i < n / 2; ++i) slow += sorted[i];
+  if (n % 2 == 1) slow += sorted[n / 2] / 2;  // the median thread is half in each half
+  return {static_cast<double>(sorted.front() / max),
+          static_cast<double>(sum / static_cast<long double>(n) / max),
+          static_cast<double>(slow / sum)};
+}
+
 std::optional<Fairness> compute_fairness(std::span<const uint64_t> per_thread_ops) {
   if (per_thread_ops.empty()) return std::nullopt;
   const auto [min_it, max_it] = std::ranges::minmax_element(per_thread_ops);
@@ -57,6 +74,10 @@ std::optional<Fairness> compute_fairness(std::span<const uint64_t> per_thread_op
   f.max = *max_it;
   f.max_min_ratio = f.min == 0 ? std::nullopt
                                : std::optional<double>(static_cast<double>(f.max) / static_cast<double>(f.min));
+  {
+    std::vector<long double> wide(per_thread_ops.begin(), per_thread_ops.end());
+    f.factors = fairness_factors(wide);
+  }
   if (f.max == 0) {  // all zero: nothing ran, and no thread was favoured
     f.jain = 1.0;
     f.cv = 0.0;
@@ -96,8 +117,12 @@ std::optional<Spread> compute_spread(std::span<const double> values) {
   for (double v : values)
     if (!std::isfinite(v) || v < 0) fail("compute_spread: value {} is not a finite non-negative number", v);
   const auto [min_it, max_it] = std::ranges::minmax_element(values);
-  Spread s{1.0, 0.0, *min_it, *max_it, std::nullopt};
+  Spread s{1.0, 0.0, *min_it, *max_it, std::nullopt, {}};
   if (s.min > 0) s.max_min_ratio = s.max / s.min;
+  {
+    std::vector<long double> wide(values.begin(), values.end());
+    s.factors = fairness_factors(wide);
+  }
   if (s.max == 0) return s;
   const auto n = static_cast<long double>(values.size());
   long double sum = 0, sum_sq = 0;

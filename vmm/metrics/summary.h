@@ -37,6 +37,31 @@ struct LatencySummary {
 // all-zero summary with count == 0, so it can always be reported.
 LatencySummary summarize_latency(std::vector<uint64_t> samples);
 
+// Readings of a "fairness factor" that a source reports without defining it
+// (Stepanov, Fedorov, "[RFC] HQ spinlock", LKML, Nov 2025: values of about
+// 0.5 from locktorture; docs/measurements.md says which reading gives such
+// values and why). Jain's index and the coefficient of variation, the other
+// candidates, are members of Fairness and Spread. Each field is one
+// definition over the per-thread values x_1..x_n (counts or rates):
+struct FairnessFactors {
+  // min / max, in [0, 1]: 1 when every thread did the same, 0 when some
+  // thread did nothing (locktorture prints max and min and flags "???" when
+  // max > 2 * min, i.e. when this is below 0.5). The reciprocal of
+  // max_min_ratio, but finite when min is 0.
+  double min_over_max;
+  // mean / max, in [1/n, 1]: the reciprocal of max/mean (which is >= 1 and so
+  // cannot read 0.5); 1 when even, 1/n when one thread did everything.
+  double mean_over_max;
+  // The share of all work done by the slowest half of the threads (for odd n
+  // the median thread counts half), in [0, 0.5]: 0.5 when even, 0 when the
+  // busier half did everything. 1 minus it is the busiest half's share.
+  double slowest_half_share;
+};
+// All values 0: every reading is that of an even spread (1, 1, 0.5). The
+// values must be finite and non-negative (not checked here); empty input is a
+// caller bug and throws lockvisor::Error.
+FairnessFactors fairness_factors(std::span<const long double> values);
+
 // How evenly work was spread over threads, from per-thread operation counts.
 struct Fairness {
   // Jain's fairness index (sum x)^2 / (n * sum x^2), in [1/n, 1]: 1 when all
@@ -51,6 +76,7 @@ struct Fairness {
   double cv;
   uint64_t min;
   uint64_t max;
+  FairnessFactors factors;
 };
 
 // std::nullopt for no threads; a single thread is perfectly fair (jain 1,
@@ -58,7 +84,8 @@ struct Fairness {
 std::optional<Fairness> compute_fairness(std::span<const uint64_t> per_thread_ops);
 
 // The same figures for real-valued per-thread quantities (rates, finish
-// times): Jain's index, cv, min, max and max/min (nullopt when min <= 0).
+// times): Jain's index, cv, min, max, max/min (nullopt when min <= 0) and
+// the fairness-factor readings.
 // All zero values: Jain 1, cv 0. std::nullopt for no values; negative or
 // non-finite values are a caller bug and throw lockvisor::Error.
 struct Spread {
@@ -67,6 +94,7 @@ struct Spread {
   double min;
   double max;
   std::optional<double> max_min_ratio;
+  FairnessFactors factors;
 };
 std::optional<Spread> compute_spread(std::span<const double> values);
 
