@@ -645,5 +645,82 @@ expect = "a>b"
       << summary.claims[0].findings[0];
 }
 
+// A level claim: the 95% interval of one lock's median against a stated
+// bound, per point: inside holds, wholly outside contradicts, straddling is
+// not beyond the spread; a report without the metric has no data.
+TEST(LabSummary, LevelClaimsCompareTheIntervalOfTheMedianWithTheBound) {
+  auto s = parse_scenario(std::string(kTwoAxes) + R"(
+[[claim]]
+kind = "level"
+text = "tas steals most acquisitions at 4:1"
+metric = "steal_fraction"
+a = "tas"
+where = { placement = "4:1" }
+expect = "above"
+value = 0.5
+[[claim]]
+kind = "level"
+text = "ticket steals 10-20%"
+metric = "steal_fraction"
+a = "ticket"
+expect = "between"
+low = 0.1
+high = 0.2
+[[claim]]
+kind = "level"
+text = "unfair steals below half"
+metric = "steal_fraction"
+a = "unfair"
+expect = "below"
+value = 0.5
+[[claim]]
+kind = "level"
+text = "tas confers"
+metric = "confers"
+a = "tas"
+expect = "above"
+value = 0
+)",
+                          "t");
+  auto records = completed_records(s, [](const Point&) { return 1000.0; });
+  for (auto& r : records) {
+    const auto key = r["key"].get<std::string>();
+    const int repeat = r["id"].get<std::string>().back() - '0';
+    // tas 0.9/0.91, ticket 0.6/0.61 (outside 0.1-0.2), unfair 0.4/0.6 (straddles 0.5).
+    const double steal = key.find("lock=tas") != std::string::npos      ? 0.9 + 0.01 * repeat
+                         : key.find("lock=ticket") != std::string::npos ? 0.6 + 0.01 * repeat
+                                                                         : 0.4 + 0.2 * repeat;
+    r["report"]["steal_fraction"] = steal;
+  }
+  const auto summary = summarize(s, records, 2);
+  ASSERT_EQ(summary.claims.size(), 4u);
+  EXPECT_EQ(summary.claims[0].verdict, "holds");
+  EXPECT_EQ(summary.claims[0].findings.size(), 1u) << "only the 4:1 point of tas";
+  EXPECT_EQ(summary.claims[1].verdict, "contradicted");
+  EXPECT_EQ(summary.claims[1].findings.size(), 2u);
+  EXPECT_EQ(summary.claims[2].verdict, "not beyond the spread");
+  EXPECT_EQ(summary.claims[3].verdict, "no data") << "the reports have no pv_confer";
+}
+
+TEST(LabScenario, BadLevelClaimsAreOneLineErrors) {
+  const std::string head = "name = \"x\"\n[[axis]]\nname = \"lock\"\nvalues = [\"tas\"]\n[[claim]]\nkind = \"level\"\n"
+                           "text = \"c\"\na = \"tas\"\n";
+  EXPECT_NE(scenario_error(head + "metric = \"steal_fraction\"\nexpect = \"above\"\n").find("needs 'value'"),
+            std::string::npos);
+  EXPECT_NE(scenario_error(head + "metric = \"steal_fraction\"\nexpect = \"a>b\"\nvalue = 1\n")
+                .find("above, below or between"),
+            std::string::npos);
+  EXPECT_NE(scenario_error(head + "metric = \"steal_fraction\"\nexpect = \"between\"\nlow = 0.5\nhigh = 0.2\n")
+                .find("not below high"),
+            std::string::npos);
+  EXPECT_NE(scenario_error(head + "metric = \"frobs\"\nexpect = \"above\"\nvalue = 1\n").find("metric 'frobs'"),
+            std::string::npos);
+  EXPECT_NE(scenario_error(head + "expect = \"above\"\nvalue = 1\n").find("needs 'metric'"), std::string::npos);
+  EXPECT_NE(scenario_error(head + "metric = \"steal_fraction\"\nexpect = \"above\"\nvalue = \"x\"\n")
+                .find("expected a number"),
+            std::string::npos);
+  EXPECT_EQ(scenario_error(head + "expect = \"above\"\n").find('\n'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lockvisor::lab
