@@ -8,6 +8,8 @@
   latency     worst wait per lock (bars) with the p99 wait (marker), one chart per placement
   fairness    Jain's index over per-CPU operations per lock, one chart per placement
   cpu         host CPU seconds per million acquisitions per lock, one chart per placement
+  locality    handoff_locality per lock, one chart per placement (only when some lock hands
+              the lock across virtual NUMA nodes)
 
 A placement is "N vCPUs on M CPUs" (a point's vcpus and pcpus), together with
 the labels of any other axis that is neither the lock nor a placement axis
@@ -464,6 +466,11 @@ def main():
          f"Fairness per {what}, per placement", out("fairness"), fixed_range=(0, 1.22))
     bars(points, "cpu_s_per_mop", f"host CPU s per 10^6 {per}", f"CPU cost per {what}, per placement", out("cpu"),
          better="low")
+    # Without virtual NUMA nodes every vCPU is in node 0 and every handoff is
+    # local (locality 1): a picture only when some lock hands over across nodes.
+    if any((e := p.estimate("handoff_locality")) is not None and e[0] < 1 for p in points):
+        bars(points, "handoff_locality", "handoffs within a virtual node / all handoffs between two vCPUs",
+             f"Handoff locality per {what}, per placement", out("locality"), fixed_range=(0, 1.22))
     return 0
 
 

@@ -157,8 +157,11 @@ void write_outputs(const std::string& dir_text) {
         "tradeoff.png/.svg: each lock's throughput against its worst wait, one panel per placement (vCPUs on host "
         "CPUs); upper left is fast and bounded; whiskers are 95% intervals{}. Per placement, locks sorted: "
         "throughput.png (acquisitions/s), latency.png (worst and p99 wait), fairness.png (Jain index over per-CPU "
-        "operations), cpu.png (host CPU seconds per million acquisitions); each also as .svg.",
-        scenario.goal.enabled ? "; the shaded region is this scenario's goal" : "");
+        "operations), cpu.png (host CPU seconds per million acquisitions){}; each also as .svg.",
+        scenario.goal.enabled ? "; the shaded region is this scenario's goal" : "",
+        fs::exists(dir / "locality.png")
+            ? ", locality.png (handoff_locality: handoffs between two vCPUs that stayed within a virtual node)"
+            : "");
   } else {
     plots_note = fmt::format("No plots: {} (needs /usr/bin/python3 with matplotlib: tools/install-deps.sh installs "
                              "python3-matplotlib).",
