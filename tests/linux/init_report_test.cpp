@@ -107,6 +107,10 @@ TEST(InitReport, ParsesACompleteReport) {
   // Jain: (100 + 300)^2 / (2 * (100^2 + 300^2)) = 0.8; max/min 3.
   EXPECT_DOUBLE_EQ(j["fairness"]["jain"].get<double>(), 0.8);
   EXPECT_DOUBLE_EQ(j["fairness"]["max_min_ratio"].get<double>(), 3.0);
+  // The fairness-factor readings beside Jain: 100/300, 200/300, 100/400.
+  EXPECT_DOUBLE_EQ(j["fairness"]["min_over_max"].get<double>(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(j["fairness"]["mean_over_max"].get<double>(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(j["fairness"]["slowest_half_share"].get<double>(), 0.25);
   EXPECT_EQ(j["latency_ns"]["p50"], 200);
   EXPECT_EQ(j["latency_ns"]["count"], 6);
   EXPECT_EQ(j["latency_ns"]["every"], 64);

@@ -88,6 +88,13 @@ TEST(LockStats, HandoffLocalityAndPerNodeThroughput) {
   EXPECT_DOUBLE_EQ(j["handoff_locality"].get<double>(), 80.0 / 120.0);
   EXPECT_EQ(j["handoffs"]["self"], 12u);
   EXPECT_EQ(j["per_node_ops_per_sec"].size(), 2u);
+  // The fairness-factor readings sit beside Jain, over rates and over counts
+  // (every CPU ran equally long, so both see 100 : 300 : 600).
+  for (const char* view : {"fairness", "fairness_ops"}) {
+    EXPECT_DOUBLE_EQ(j[view]["min_over_max"].get<double>(), 1.0 / 6.0) << view;
+    EXPECT_DOUBLE_EQ(j[view]["mean_over_max"].get<double>(), 1000.0 / 3.0 / 600.0) << view;
+    EXPECT_DOUBLE_EQ(j[view]["slowest_half_share"].get<double>(), 250.0 / 1000.0) << view;  // 100 + 300/2
+  }
 
   // No handoff between two CPUs at all: no locality, and forged counts do
   // not wrap into one.

@@ -7,6 +7,7 @@
 
 #include "guest/linux/console_protocol.h"
 #include "vmm/util/guest_text.h"
+#include "vmm/metrics/fairness_json.h"
 #include "vmm/metrics/summary.h"
 
 namespace lockvisor::linux_guest {
@@ -408,12 +409,13 @@ nlohmann::json init_report_json(const InitReport& r) {
   }
   j["per_thread_ops"] = per_thread ? json(*per_thread) : json(nullptr);
   const auto fairness = per_thread ? metrics::compute_fairness(*per_thread) : std::nullopt;
-  if (fairness)
+  if (fairness) {
     j["fairness"] = {{"over", "per_thread_ops"},
                      {"jain", fairness->jain},
                      {"cv", fairness->cv},
                      {"max_min_ratio", optional_json(fairness->max_min_ratio)}};
-  else
+    metrics::add_fairness_factors(j["fairness"], fairness->factors);
+  } else
     j["fairness"] = nullptr;
   if (r.latency) {
     const InitLatency& l = *r.latency;

@@ -11,6 +11,7 @@
 #include "locks/lock_events.h"
 #include "vmm/lockstat/lock_metrics.h"
 #include "vmm/lockstat/saturating.h"
+#include "vmm/metrics/fairness_json.h"
 #include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
 
@@ -33,13 +34,6 @@ nlohmann::json paths_json(const PathFigures& f) {
 nlohmann::json spread_json(const std::optional<metrics::Spread>& s) {
   if (!s) return nullptr;
   return {{"jain", s->jain}, {"cv", s->cv}, {"min", s->min}, {"max", s->max}, {"max_min_ratio", optional_json(s->max_min_ratio)}};
-}
-
-// The fairness-factor readings (metrics/summary.h) beside Jain's index.
-void add_factors(nlohmann::json& j, const metrics::FairnessFactors& f) {
-  j["min_over_max"] = f.min_over_max;
-  j["mean_over_max"] = f.mean_over_max;
-  j["slowest_half_share"] = f.slowest_half_share;
 }
 
 }  // namespace
@@ -120,12 +114,12 @@ nlohmann::json to_json(const LockRun& run) {
                      {"cv", m.fairness_rate->cv},
                      {"max_min_ratio", optional_json(m.fairness_rate->max_min_ratio)},
                      {"imbalanced", m.imbalanced}};
-    add_factors(j["fairness"], m.fairness_rate->factors);
+    metrics::add_fairness_factors(j["fairness"], m.fairness_rate->factors);
   }
   if (m.fairness_ops) {
     j["fairness_ops"] = {{"jain", m.fairness_ops->jain}, {"cv", m.fairness_ops->cv},
                          {"max_min_ratio", optional_json(m.fairness_ops->max_min_ratio)}};
-    add_factors(j["fairness_ops"], m.fairness_ops->factors);
+    metrics::add_fairness_factors(j["fairness_ops"], m.fairness_ops->factors);
   }
   j["finish_time_s_spread"] = spread_json(m.finish_spread);
   if (m.windows) {
