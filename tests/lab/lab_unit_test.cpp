@@ -702,6 +702,51 @@ value = 0
   EXPECT_EQ(summary.claims[3].verdict, "no data") << "the reports have no pv_confer";
 }
 
+// Every report of a lab with a modelled remote cost says which points are a
+// model, whatever the scenario's own words; a level claim reads in words.
+TEST(LabReport, ModelledRemoteCostIsLabelledAndLevelClaimsReadInWords) {
+  const auto s = parse_scenario(R"(
+name = "numa"
+repeats = 2
+[fixed]
+workload = "lockbench"
+vcpus = 4
+vnuma = "2"
+[[axis]]
+name = "remote"
+values = [{ label = "none", vnuma_remote_ns = 0 }, { label = "model", vnuma_remote_ns = 500 }]
+[[axis]]
+name = "lock"
+values = ["qspinlock", "hq"]
+[[claim]]
+kind = "level"
+source = "Jane Doe, \"[RFC] locks\", LKML, 1 April 2025"
+text = "hq stays local"
+metric = "jain"
+a = "hq"
+where = { remote = "model" }
+expect = "above"
+value = 0.8
+)",
+                                "t");
+  const auto records = completed_records(s, [](const Point&) { return 1000.0; });
+  const auto summary = summarize(s, records, 2);
+  const nlohmann::json manifest = {{"machine", nlohmann::json::object()}, {"repeats", 2}};
+  const auto md = report_markdown(s, summary, manifest, "");
+  EXPECT_NE(md.find("**Modelled remote cost.**"), std::string::npos) << md;
+  EXPECT_NE(md.find("remote=model,lock=qspinlock"), std::string::npos) << md;
+  EXPECT_EQ(md.find("remote=none,lock=qspinlock,"), std::string::npos) << "a point without the model is not listed";
+  EXPECT_NE(md.find("- Expected here: hq's fairness (Jain index over per-CPU operations) is above 0.8 at remote model"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("### holds: hq stays local"), std::string::npos) << md;  // Jain 1 in every record
+  const auto plain = parse_scenario(kTwoAxes, "t");
+  EXPECT_EQ(report_markdown(plain, summarize(plain, completed_records(plain, [](const Point&) { return 1.0; }), 2),
+                            manifest, "")
+                .find("Modelled remote cost"),
+            std::string::npos);
+}
+
 TEST(LabScenario, BadLevelClaimsAreOneLineErrors) {
   const std::string head = "name = \"x\"\n[[axis]]\nname = \"lock\"\nvalues = [\"tas\"]\n[[claim]]\nkind = \"level\"\n"
                            "text = \"c\"\na = \"tas\"\n";

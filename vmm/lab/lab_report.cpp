@@ -226,6 +226,17 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
                             const std::string& plots_note, const std::string& timelines) {
   const auto& m = manifest.at("machine");
   std::string out = fmt::format("# {}\n\n{}\n\n", s.title, s.description);
+  // A modelled remote cost is no measurement: say so whatever the scenario's
+  // own text says (docs/vnuma.md).
+  std::string modelled;
+  for (const auto& p : summary.points)
+    if (const auto* ns = lookup(p.settings, "vnuma_remote_ns"); ns != nullptr && *ns != "0")
+      modelled += (modelled.empty() ? "" : ", ") + p.key;
+  if (!modelled.empty())
+    out += fmt::format("**Modelled remote cost.** These points run with vnuma_remote_ns > 0: a lock taken after a "
+                       "release on another virtual node busy-waits that long first. Their figures are a model of "
+                       "remote memory, not a measurement of one: {}.\n\n",
+                       modelled);
   out += "## Verdicts: what published work and this project's goals expect, and what this run shows\n\n";
   if (summary.claims.empty()) out += "This scenario states no claims.\n";
   for (const auto& c : summary.claims) {
