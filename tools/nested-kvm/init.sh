@@ -6,7 +6,8 @@
 #   ttyS0  the command's stdout+stderr  -> run.sh's stdout
 #   ttyS1  kernel console and this script's own messages -> a log file
 #   ttyS2  status -> a status file: "started" once the command is about to
-#          run, then "exit=<code>"; or "error=<message>" if init fails
+#          run, "alive" every 5 s while it runs, then "exit=<code>"; or
+#          "error=<message>" if init fails
 # /run.conf (from run.sh) sets WORKDIR and MSIZE; /cmd.sh is the script that
 # the host's /bin/sh runs inside the chroot (environment, cd, exec COMMAND).
 
@@ -68,11 +69,21 @@ mount -t tmpfs -o mode=1777 tmpfs /host/dev/shm || die "cannot mount /dev/shm"
 cp /cmd.sh /host/tmp/.lockvisor-nested-cmd.sh || die "cannot copy the command script"
 
 report started
+# A heartbeat on the status port while the command runs (busybox's own
+# sleep, nothing from the 9p shares): run.sh tells a machine that froze from
+# a command that only takes long.
+(while :; do
+	sleep 5
+	report alive
+done) &
+heartbeat=$!
 # Keep ttyS0 open here so its settings stick and it can be drained afterwards.
 exec 3>/dev/ttyS0
 stty -opost <&3 # no LF -> CRLF translation: the host sees the bytes as written
 env -i /bin/chroot /host /bin/sh /tmp/.lockvisor-nested-cmd.sh </dev/null >&3 2>&3 3>&-
 rc=$?
+kill "$heartbeat" 2>/dev/null
+wait "$heartbeat" 2>/dev/null
 # stty sets the termios with TCSADRAIN: returns once all output left the UART.
 stty -opost <&3
 exec 3>&-

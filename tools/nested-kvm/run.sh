@@ -11,9 +11,15 @@
 #   --workdir DIR     directory exported read-write, COMMAND's cwd (default: cwd)
 #   --env NAME[=VAL]  also pass NAME to COMMAND (repeatable); CI, HOME, PATH
 #                     and LOCKVISOR_* are always passed
+#   --retry-frozen N  run COMMAND again in a new machine, up to N times, when
+#                     the machine freezes under it (default 0; for commands
+#                     that can simply be run again)
 #   --verbose         kernel log and guest init messages on stderr
 # Exit status: COMMAND's; 124 on timeout; 125 if the VM failed to run it.
-# A VM that dies while booting, before COMMAND started, is retried twice.
+# A VM that dies while booting, or has not started COMMAND after
+# LOCKVISOR_NESTED_BOOT_TIMEOUT seconds (default 300), is retried twice. A
+# machine whose init stops its 5 s heartbeat for LOCKVISOR_NESTED_FREEZE_TIMEOUT
+# seconds (default 90) while COMMAND runs has frozen: it is killed (125).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,7 +27,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 err() { printf 'nested-kvm: error: %s\n' "$*" >&2; }
 usage_error() {
 	err "$*"
-	printf 'usage: %s [--smp N] [--mem MiB] [--timeout SECS] [--workdir DIR] [--env NAME[=VAL]] [--verbose] -- COMMAND [ARGS...]\n' "$0" >&2
+	printf 'usage: %s [--smp N] [--mem MiB] [--timeout SECS] [--workdir DIR] [--env NAME[=VAL]] [--retry-frozen N] [--verbose] -- COMMAND [ARGS...]\n' "$0" >&2
 	exit 2
 }
 is_uint() { case "$1" in '' | *[!0-9]*) return 1 ;; esac }
@@ -32,9 +38,10 @@ timeout=600
 workdir=.
 verbose=0
 extra_env=()
+retry_frozen=0
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--smp | --mem | --timeout | --workdir | --env)
+	--smp | --mem | --timeout | --workdir | --env | --retry-frozen)
 		[ $# -ge 2 ] || usage_error "$1 needs a value"
 		case "$1" in
 		--smp) smp=$2 ;;
@@ -42,14 +49,15 @@ while [ $# -gt 0 ]; do
 		--timeout) timeout=$2 ;;
 		--workdir) workdir=$2 ;;
 		--env) extra_env+=("$2") ;;
+		--retry-frozen) retry_frozen=$2 ;;
 		esac
 		shift 2
 		;;
-	--smp=* | --mem=* | --timeout=* | --workdir=* | --env=*)
+	--smp=* | --mem=* | --timeout=* | --workdir=* | --env=* | --retry-frozen=*)
 		set -- "${1%%=*}" "${1#*=}" "${@:2}"
 		;;
 	-v | --verbose) verbose=1; shift ;;
-	-h | --help) sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+	-h | --help) sed -n '2,22s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
 	--) shift; break ;;
 	-*) usage_error "unknown option $1" ;;
 	*) break ;;
@@ -59,6 +67,7 @@ done
 { is_uint "$smp" && [ "$smp" -ge 1 ]; } || usage_error "--smp needs a positive integer"
 { is_uint "$mem" && [ "$mem" -ge 128 ]; } || usage_error "--mem needs an integer >= 128 (MiB)"
 is_uint "$timeout" || usage_error "--timeout needs a non-negative integer (seconds)"
+is_uint "$retry_frozen" || usage_error "--retry-frozen needs a non-negative integer"
 [ -d "$workdir" ] || usage_error "workdir '$workdir' is not a directory"
 workdir=$(cd -P "$workdir" && pwd -P)
 [ "$workdir" != / ] || usage_error "refusing to export / read-write; choose a --workdir"
@@ -140,6 +149,9 @@ qemu=(qemu-system-x86_64 -nodefaults -no-user-config -machine pc
 	-chardev "file,id=status,path=$(qe "$tmp/status")" -serial chardev:status
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$(qe "$workdir"),mount_tag=workdir,security_model=none,multidevs=remap")
+# For debugging a stuck machine: QEMU's human monitor on a Unix socket
+# (e.g. `echo 'info registers' | socat - UNIX-CONNECT:SOCKET`).
+[ -z "${LOCKVISOR_NESTED_MONITOR:-}" ] || qemu+=(-monitor "unix:$(qe "$LOCKVISOR_NESTED_MONITOR"),server=on,wait=off")
 
 show_logs() {
 	local first
@@ -165,6 +177,43 @@ trap 'interrupted=1; [ -z "$qpid" ] || kill -TERM "$qpid" 2>/dev/null || true' I
 # A VM that dies before the command started (e.g. a boot-time timer check
 # failing while the host is overloaded) is retried: nothing has run yet.
 max_attempts=3
+# Seconds a boot may take before the command starts (~10 s on an idle 2-core
+# host, ~60 s beside a busy build).
+boot_timeout=${LOCKVISOR_NESTED_BOOT_TIMEOUT:-300}
+{ is_uint "$boot_timeout" && [ "$boot_timeout" -ge 1 ]; } ||
+	usage_error "LOCKVISOR_NESTED_BOOT_TIMEOUT needs a positive integer (seconds)"
+# Seconds without the init's 5 s heartbeat after which the machine counts as
+# frozen (its kernel no longer runs: docs/linux-guests-nested.md, QEMU 7.2's
+# SVM emulation); far above the heartbeat's delay on a loaded host.
+freeze_timeout=${LOCKVISOR_NESTED_FREEZE_TIMEOUT:-90}
+{ is_uint "$freeze_timeout" && [ "$freeze_timeout" -ge 10 ]; } ||
+	usage_error "LOCKVISOR_NESTED_FREEZE_TIMEOUT needs an integer >= 10 (seconds)"
+frozen_runs=0
+
+# Watches the running VM: stops a boot that has not started the command after
+# boot_timeout (marker boot-stalled), and a machine whose heartbeat stopped
+# for freeze_timeout while the command ran (marker frozen).
+watch_vm() { # qemu-pid
+	local t=0 beats last=0 seen=0
+	while kill -0 "$1" 2>/dev/null; do
+		sleep 1
+		t=$((t + 1))
+		if ! grep -q '^started' "$tmp/status"; then
+			[ "$t" -lt "$boot_timeout" ] || { : >"$tmp/boot-stalled"; kill -TERM "$1"; return; }
+			continue
+		fi
+		beats=$(grep -c -E '^(started|alive)' "$tmp/status") || true
+		if [ "$beats" != "$seen" ]; then
+			seen=$beats
+			last=$t
+		elif [ $((t - last)) -ge "$freeze_timeout" ]; then
+			: >"$tmp/frozen"
+			kill -TERM "$1"
+			return
+		fi
+	done
+}
+
 attempt=1
 while :; do
 	: >"$tmp/console.log"
@@ -174,14 +223,19 @@ while :; do
 		tail -n +1 -f "$tmp/console.log" >&2 &
 		tailpid=$!
 	fi
+	rm -f "$tmp/boot-stalled" "$tmp/frozen"
 	timeout --signal=TERM --kill-after=10 "$timeout" "${qemu[@]}" </dev/null 2>"$tmp/qemu.err" &
 	qpid=$!
+	watch_vm "$qpid" </dev/null >/dev/null 2>&1 &
+	wdpid=$!
 	rc=0
 	while :; do
 		wait "$qpid" && rc=0 || rc=$?
 		kill -0 "$qpid" 2>/dev/null || break # else wait was interrupted by a signal
 	done
 	qpid=
+	kill "$wdpid" 2>/dev/null || true
+	wait "$wdpid" 2>/dev/null || true
 	if [ -n "$tailpid" ]; then
 		sleep 0.2
 		kill "$tailpid" 2>/dev/null || true
@@ -191,17 +245,34 @@ while :; do
 		err "interrupted; VM killed"
 		exit 130
 	fi
-	if [ "$rc" = 124 ]; then
-		err "timed out after ${timeout}s; VM killed"
-		exit 124
-	fi
 	started=0
 	! grep -q '^started' "$tmp/status" || started=1
-	status=$(tr -d '\r' <"$tmp/status" | grep -v '^started$' | head -n 1) || true
+	if [ "$rc" = 124 ]; then
+		if [ "$started" = 1 ]; then
+			err "timed out after ${timeout}s while the command ran; VM killed"
+		else
+			err "timed out after ${timeout}s before the command started; VM killed"
+		fi
+		show_logs
+		exit 124
+	fi
+	status=$(tr -d '\r' <"$tmp/status" | grep -E '^(exit|error)=' | head -n 1) || true
 	case "$status" in exit=* | error=*) break ;; esac
+	if [ -e "$tmp/frozen" ]; then
+		frozen_runs=$((frozen_runs + 1))
+		printf 'nested-kvm: warning: the machine froze while the command ran (no heartbeat for %ss; QEMU TCG SVM, docs/linux-guests-nested.md)\n' \
+			"$freeze_timeout" >&2
+		show_logs
+		[ "$frozen_runs" -le "$retry_frozen" ] || { err "the machine froze while the command ran; VM killed"; exit 125; }
+		printf 'nested-kvm: warning: running the command again in a new machine (%s/%s)\n' \
+			"$((frozen_runs + 1))" "$((retry_frozen + 1))" >&2
+		continue
+	fi
+	how="qemu exit status $rc"
+	[ ! -e "$tmp/boot-stalled" ] || how="stopped: no command started after ${boot_timeout}s"
 	{ [ "$started" = 0 ] && [ "$attempt" -lt "$max_attempts" ]; } || break
-	printf 'nested-kvm: warning: the VM died while booting (qemu exit status %s); retrying (%s/%s)\n' \
-		"$rc" "$((attempt + 1))" "$max_attempts" >&2
+	printf 'nested-kvm: warning: the VM died while booting (%s); retrying (%s/%s)\n' \
+		"$how" "$((attempt + 1))" "$max_attempts" >&2
 	show_logs
 	attempt=$((attempt + 1))
 done
@@ -221,7 +292,7 @@ error=*)
 	if [ "$started" = 1 ]; then
 		err "the VM stopped while the command ran, without reporting its exit status (qemu exit status $rc)"
 	else
-		err "the VM died while booting, $attempt attempt(s) (qemu exit status $rc)"
+		err "the VM died while booting, $attempt attempt(s) ($how)"
 	fi
 	show_logs
 	exit 125
