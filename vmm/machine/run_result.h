@@ -55,6 +55,10 @@ struct VcpuRunStateCounts {
   std::uint64_t runs = 0;
   std::uint64_t anomalies = 0;
   std::uint64_t involuntary_switches = 0;  // getrusage over the same span
+  // The record's own preemption count at the end: what the guest can read.
+  // It counts from the thread's registration, the deltas above from the
+  // first sample after it, so it may be larger by the switches in between.
+  std::uint64_t record_preemptions = 0;
 };
 
 // Injected preemptions of one kind (periodic, random, holder, waiter) on one

@@ -183,7 +183,8 @@ void VcpuRunner::thread_main(std::vector<int> affinity) {
     const auto end = sample_runstate(*page, index());
     const auto& start = *runstate_at_start_;
     runstate_ = VcpuRunStateCounts{end.preemptions - start.preemptions, end.sleeps - start.sleeps, end.runs - start.runs,
-                                   end.anomalies - start.anomalies, end.involuntary_switches - start.involuntary_switches};
+                                   end.anomalies - start.anomalies, end.involuntary_switches - start.involuntary_switches,
+                                   end.preemptions};
   }
   kvm_stats_ = stats_.snapshot();
   // The thread's whole life: it was created for this run, with a run delay
