@@ -50,8 +50,15 @@ ControlSocket::ControlSocket(std::string path) : path_(std::move(path)) {
   }
   listener_ = UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!listener_.valid()) fail_host("--api: socket(AF_UNIX): {}", std::strerror(errno));
-  if (::bind(listener_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0)
-    fail("--api {}: cannot bind: {}", path_, std::strerror(errno));
+  // bind() creates the file with 0777 & ~umask: with 0177 it is 0600 from
+  // its first moment, so nobody ever sees it more open (the chmod below
+  // still covers a directory whose default ACL overrides the umask). The
+  // umask is the process's: this runs before the VM has started any thread.
+  const mode_t saved_umask = ::umask(S_IXUSR | S_IRWXG | S_IRWXO);
+  const int bound_rc = ::bind(listener_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+  const int bind_errno = errno;
+  ::umask(saved_umask);
+  if (bound_rc != 0) fail("--api {}: cannot bind: {}", path_, std::strerror(bind_errno));
   created_ = true;
   struct stat bound {};
   if (::lstat(path_.c_str(), &bound) != 0 || !S_ISSOCK(bound.st_mode)) {
