@@ -147,7 +147,7 @@ TEST(LabScenario, BadFilesAreOneLineNamingThePlace) {
 TEST(LabScenario, EveryPresetParsesAndHasAtLeastFiveRepeats) {
   ASSERT_GE(presets().size(), 5u);
   for (const auto* name : {"quick", "overcommit", "pv-onoff", "fairness", "kick-semantics", "pvbounded",
-                            "pvbounded-ablation", "numa", "numa-overcommit", "confer"}) {
+                            "pvbounded-ablation", "numa", "numa-overcommit", "numa-shared", "confer"}) {
     const auto* p = find_preset(name);
     ASSERT_NE(p, nullptr) << name;
     const auto s = parse_scenario(p->text, name);
@@ -376,6 +376,9 @@ expect = "a>b"
       << md;
   EXPECT_NE(md.find("## This project's goal"), std::string::npos) << md;
   EXPECT_NE(md.find("- placement=4:1: met by tas ("), std::string::npos) << md;
+  EXPECT_NE(md.find("worst wait 0.00 ms, longest of 2 runs 0.00 ms)"), std::string::npos)
+      << "the goal names the longest single wait beside the median\n"
+      << md;
   EXPECT_EQ(md.find("placement=1:1: "), std::string::npos) << "the goal applies at 4:1 only\n" << md;
   EXPECT_NE(md.find("A bare exit from the guest to the VMM and back (port I/O): 23.5 us (p99 30.0 us)"),
             std::string::npos)

@@ -50,7 +50,10 @@ TEST(VnumaMachine, GuestReadsBackTheTopologyAndThreadsRunOnTheirNode) {
   // Both spellings; the explicit one with interleaved nodes, so that a
   // topology the VMM ignored (everything on node 0, or nodes by halves)
   // cannot pass.
-  for (const std::string& spec : {std::string("2"), "0+2+5@" + a + ",1+3+4@" + b}) {
+  // And nodes sharing both CPUs (the model of docs/vnuma.md): the guest sees
+  // the same two nodes, each thread is pinned to one of the shared CPUs.
+  for (const std::string& spec :
+       {std::string("2"), "0+2+5@" + a + ",1+3+4@" + b, "0+2+5@" + a + "+" + b + ",1+3+4@" + a + "+" + b}) {
     SCOPED_TRACE("--vnuma " + spec);
     MachineConfig config = vnuma_config(6);
     config.vnuma = parse_vnuma(spec, config.vcpus, {allowed[0], allowed[1]}, spec == "2");
@@ -74,6 +77,7 @@ TEST(VnumaMachine, GuestReadsBackTheTopologyAndThreadsRunOnTheirNode) {
     EXPECT_EQ(json["settings"]["vnuma"], format_vnuma(*config.vnuma));
     EXPECT_EQ(json["settings"]["vnuma_remote_ns"], 250);
     EXPECT_EQ(json["settings"]["vnuma_remote_cost"], "modelled");
+    EXPECT_EQ(json["settings"]["vnuma_host_cpus"], config.vnuma->shares_cpus() ? "shared" : "per-node");
   }
 }
 
@@ -90,6 +94,7 @@ TEST(VnumaMachine, WithoutVnumaEveryVcpuIsOnNodeZeroOfOne) {
   }
   const auto json = report::run_to_json(r, config);
   EXPECT_TRUE(json["settings"]["vnuma"].is_null());
+  EXPECT_TRUE(json["settings"]["vnuma_host_cpus"].is_null());
   EXPECT_EQ(json["settings"]["vnuma_remote_cost"], "none");
 }
 

@@ -57,8 +57,38 @@ TEST(Vnuma, ExplicitFormAndItsRoundTrip) {
   EXPECT_EQ(again.node_cpus, t.node_cpus);
 }
 
-TEST(Vnuma, ExplicitFormRefusesSharedHostCpus) {
-  EXPECT_NE(usage_error("0@0,1@0", 2, {}).find("host CPU 0 is in two nodes"), std::string::npos);
+TEST(Vnuma, ExplicitFormRefusesAPartialOverlapOfHostCpus) {
+  EXPECT_NE(usage_error("0@0+1,1@1", 2, {}).find("host CPU 1 is in two nodes"), std::string::npos);
+  EXPECT_NE(usage_error("0@0,1@0+1", 2, {}).find("host CPU 0 is in two nodes"), std::string::npos);
+  // A topology not built by the parser is held to the same rule.
+  VnumaTopology t;
+  t.vcpu_node = {0, 1};
+  t.node_cpus = {{0, 1}, {1}};
+  try {
+    validate_vnuma(t, 2);
+    ADD_FAILURE() << "a partial overlap was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("host CPU 1 is in two nodes"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Vnuma, NodesNamingTheSameHostCpusShareThem) {
+  const std::vector<int> allowed = host::allowed_cpus();
+  if (allowed.size() < 2) GTEST_SKIP() << "needs two allowed host CPUs";
+  const std::string both = std::to_string(allowed[0]) + "-" + std::to_string(allowed[1]);
+  if (allowed[1] != allowed[0] + 1) GTEST_SKIP() << "needs two adjacent allowed host CPUs";
+  const VnumaTopology t = parse_vnuma("0-3@" + both + ",4-7@" + both, 8, {}, false);
+  ASSERT_EQ(t.nodes(), 2u);
+  EXPECT_TRUE(t.shares_cpus());
+  EXPECT_EQ(t.vcpu_node, (std::vector<unsigned>{0, 0, 0, 0, 1, 1, 1, 1}));
+  // Spread pins each node's vCPUs round-robin over the shared CPUs, so both
+  // nodes have a vCPU on each CPU; float lets every vCPU run on both.
+  EXPECT_EQ(vnuma_affinity(t, 0, true), (std::vector<int>{allowed[0]}));
+  EXPECT_EQ(vnuma_affinity(t, 4, true), (std::vector<int>{allowed[0]}));
+  EXPECT_EQ(vnuma_affinity(t, 5, true), (std::vector<int>{allowed[1]}));
+  EXPECT_EQ(vnuma_affinity(t, 7, false), (std::vector<int>{allowed[0], allowed[1]}));
+  EXPECT_FALSE(parse_vnuma("2", 8, {0, 1}, true).shares_cpus());
+  EXPECT_FALSE(parse_vnuma("1", 8, {0, 1}, true).shares_cpus()) << "one node shares with nobody";
 }
 
 TEST(Vnuma, SpreadPinsWithinTheNodeRoundRobin) {

@@ -317,8 +317,10 @@ int run(RunOptions& o) {
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin, o.machine.kick, kvm_kind);
   if (config.vnuma)
-    fmt::print("virtual NUMA: {} nodes, {} (vCPUs@host CPUs); remote handoff cost: {}\n", config.vnuma->nodes(),
+    fmt::print("virtual NUMA: {} nodes, {} (vCPUs@host CPUs{}); remote handoff cost: {}\n", config.vnuma->nodes(),
                machine::format_vnuma(*config.vnuma),
+               config.vnuma->shares_cpus() ? "; the nodes SHARE their host CPUs: a labelling of vCPUs, no host locality"
+                                           : "",
                config.vnuma_remote_ns != 0 ? fmt::format("MODELLED, {} ns busy-wait per remote acquisition",
                                                          config.vnuma_remote_ns)
                                            : std::string("none (virtual nodes only)"));

@@ -71,9 +71,7 @@ VnumaTopology parse_explicit(const std::string& text, unsigned vcpus) {
       t.vcpu_node[v] = node;
     }
     std::vector<int> cpus = parse_set(item.substr(at + 1), text);
-    for (const int c : cpus)
-      if (std::find(taken_cpus.begin(), taken_cpus.end(), c) != taken_cpus.end())
-        fail("--vnuma '{}': host CPU {} is in two nodes", text, c);
+    std::sort(cpus.begin(), cpus.end());
     taken_cpus.insert(taken_cpus.end(), cpus.begin(), cpus.end());
     t.node_cpus.push_back(std::move(cpus));
     if (comma == std::string_view::npos) break;
@@ -81,6 +79,8 @@ VnumaTopology parse_explicit(const std::string& text, unsigned vcpus) {
   }
   for (unsigned v = 0; v < vcpus; ++v)
     if (t.vcpu_node[v] == kUnassigned) fail("--vnuma '{}': vCPU {} is in no node", text, v);
+  std::sort(taken_cpus.begin(), taken_cpus.end());
+  taken_cpus.erase(std::unique(taken_cpus.begin(), taken_cpus.end()), taken_cpus.end());
   host::validate_cpus(taken_cpus);
   return t;
 }
@@ -110,6 +110,16 @@ void validate_vnuma(const VnumaTopology& t, unsigned vcpus) {
     if (members[k] == 0) fail("--vnuma: node {} has no vCPU", k);
     if (t.node_cpus[k].empty()) fail("--vnuma: node {} has no host CPU", k);
   }
+  // Nodes own disjoint host CPUs, or all share the same ones (vnuma.h).
+  if (t.shares_cpus()) return;
+  std::vector<int> seen;
+  for (const auto& cpus : t.node_cpus)
+    for (const int c : cpus) {
+      if (std::find(seen.begin(), seen.end(), c) != seen.end())
+        fail("--vnuma: host CPU {} is in two nodes (nodes share host CPUs only when every node names the same ones)",
+             c);
+      seen.push_back(c);
+    }
 }
 
 std::vector<int> vnuma_affinity(const VnumaTopology& t, unsigned vcpu, bool spread) {

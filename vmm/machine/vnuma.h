@@ -8,11 +8,22 @@
 //                        vCPUs [k*V/N, (k+1)*V/N).
 //   --vnuma A@B,C@D,...  node k is the k-th item: vCPUs A (N or N-M) run on
 //                        host CPUs B (N or N-M). Every vCPU is in exactly one
-//                        node and no host CPU belongs to two nodes.
+//                        node, and no host CPU belongs to two nodes unless
+//                        every node names the same host CPUs: then the nodes
+//                        share them (shares_cpus()).
 // A virtual node is a label the guest reads from BootInfo and a pinning of
 // threads; on a host without NUMA it costs nothing by itself, which is why
 // --vnuma-remote-ns can add a modelled remote cost.
+//
+// Shared host CPUs are a model, not a topology: the nodes then label vCPUs
+// only, and every vCPU thread floats over the same CPUs, so the vCPUs that
+// run at one moment may be of one node or of several. Nodes of one CPU each
+// (the only split a 2-CPU host allows) can never have two of their vCPUs
+// running at once, so a lock that keeps handoffs within a node has nothing
+// to choose from; with shared CPUs its choice shows. Every report says when
+// the nodes share host CPUs.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -26,6 +37,11 @@ struct VnumaTopology {
   std::vector<std::vector<int>> node_cpus;  // host CPUs of node k, ascending
 
   unsigned nodes() const { return static_cast<unsigned>(node_cpus.size()); }
+  // Several nodes, all on the same host CPUs (the model above).
+  bool shares_cpus() const {
+    return nodes() > 1 && std::all_of(node_cpus.begin(), node_cpus.end(),
+                                      [this](const std::vector<int>& cpus) { return cpus == node_cpus.front(); });
+  }
 };
 
 // Parses `text` for a VM of `vcpus` vCPUs. `host_cpus` are the CPUs the N

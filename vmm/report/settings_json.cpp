@@ -44,6 +44,11 @@ nlohmann::json settings_json(const machine::MachineConfig& config,
                              // label and a pinning, so a remote handoff costs nothing
                              // unless --vnuma-remote-ns adds a busy-wait for it.
                              {"vnuma", config.vnuma ? nlohmann::json(machine::format_vnuma(*config.vnuma)) : nullptr},
+                             // "shared": every node on the same host CPUs, a labelling
+                             // of vCPUs without host locality (vnuma.h).
+                             {"vnuma_host_cpus", !config.vnuma              ? nlohmann::json(nullptr)
+                                                 : config.vnuma->shares_cpus() ? nlohmann::json("shared")
+                                                                               : nlohmann::json("per-node")},
                              {"vnuma_remote_ns", config.vnuma_remote_ns},
                              {"vnuma_remote_cost", config.vnuma_remote_ns != 0 ? "modelled" : "none"}};
   if (!kick_mode_changes.empty()) {

@@ -46,15 +46,22 @@ void RunStateLoader::hurry_locked() {
 }
 
 void RunStateLoader::start() {
-  std::lock_guard lock(mutex_);
-  if (started_ || finished_) return;
-  started_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    if (started_ || finished_) return;
+    started_ = true;
+  }
+  // The thread is created outside mutex_: a vCPU thread asks for the page
+  // (page_or_notify) on its way to its first KVM_RUN, and a thread creation
+  // takes tens of microseconds here. Only the caller that set started_ gets
+  // here, and the destructor, the only other user of thread_, runs after it.
   // Never throws: the VMM starts the load while vCPU threads run, and a
   // thread it cannot create (no memory for its stack, a thread limit) only
   // means no page.
   try {
     thread_ = std::thread([this] { run(load_); });
   } catch (const std::exception& e) {
+    std::lock_guard lock(mutex_);
     failure_ = fmt::format("cannot start the loader thread: {}", e.what());
     finished_ = true;
     done_.notify_all();
