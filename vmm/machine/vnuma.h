@@ -16,8 +16,9 @@
 // --vnuma-remote-ns can add a modelled remote cost.
 //
 // Shared host CPUs are a model, not a topology: the nodes then label vCPUs
-// only, and every vCPU thread floats over the same CPUs, so the vCPUs that
-// run at one moment may be of one node or of several. Nodes of one CPU each
+// only, and every node's vCPU threads run on the same CPUs (pinned in turn
+// with --pin spread), so the vCPUs that run at one moment may be of one node
+// or of several. Nodes of one CPU each
 // (the only split a 2-CPU host allows) can never have two of their vCPUs
 // running at once, so a lock that keeps handoffs within a node has nothing
 // to choose from; with shared CPUs its choice shows. Every report says when
