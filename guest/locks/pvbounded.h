@@ -76,6 +76,26 @@
 //      (Halting there would hand the lock to borrowers for another wake-up
 //      latency each time.)
 //
+//   5. The adaptive bound.  T is the bound the lock aims for; the bound it
+//      works with, T_now, lies in [T, T_max] (pvb_bound_max_us) and starts
+//      at T.  Every "older than T" above means older than T_now.  When
+//      queueing itself takes longer than T_now (16 vCPUs on 2 CPUs, or vCPUs
+//      descheduled by the host 60 % of the time), every head is old on
+//      arrival, every release is a reserved handoff, often to a halted or
+//      descheduled head, and the lock runs at pvticket speed: the convoy
+//      below, 25-70x slower than TAS.  So the owner that makes a node head
+//      (kick_node) also steers T_now, over windows of 16 such handoffs: if
+//      at least half went to heads already older than T_now, T_now doubles
+//      (up to T_max); if at most one in eight did, it moves a sixteenth of
+//      the way back to T; otherwise it holds.  Two counters on one shared
+//      line, written once per handoff into the queue (a slow path: a
+//      release to a queued waiter), none on the fast path or a steal; with
+//      T_max <= T the bound is fixed and nothing is written.  Owners of
+//      different locks race on the counters; a lost update only blurs one
+//      window, and every value written lies in [T, T_max].  So the bound
+//      stays just above the usual queueing time: the lock keeps stealing
+//      (TAS speed) and reserves for the tail only.
+//
 //   Halting.  A node halts on its node state (halted); the lock owner that
 //   makes it head marks it hashed and sets locked = 3 with its cpu, so the
 //   unlock kicks it (the deferred kick of pvqspinlock, without the hash table:
@@ -128,6 +148,7 @@
 //   * locked == 3 => `head cpu` is the head or the next head and will be
 //     kicked by the unlock; only the owner (kick_node) or the reserved head
 //     itself (1 -> 3) writes 3, and both write the same cpu.
+//   * T_now, as every reader sees it, lies in [T, max(T, T_max)].
 //   * Bound: let W arrive at t0.  Waiters ahead of W in the queue arrived
 //     earlier (unless W was descheduled before it queued: then its bound
 //     counts from its queueing), so once W is older than T all of them are
@@ -155,13 +176,20 @@
 //     (rule 3); and a CPU heading two locks at once (a nested, interrupt-time
 //     wait) is findable only for the inner one until the outer loop runs
 //     again and re-stamps itself.
+//     With the adaptive bound read T_max for T: a waiter older than T_max
+//     is older than every T_now, so the argument holds from then on (the
+//     oracle judges such runs against T_max); while T_now stays at T, as it
+//     does without a convoy, T is the bound.
 //     (Before rule 3b the bound needed the head to run: a halted node made
 //     head younger than T that aged past T while waiting for the host to
 //     run it, up to 25 ms at 8 vCPUs on 2 CPUs, left the lock stealable.)
-//   * Convoy: once every waiter queues longer than T, every head is old on
-//     arrival and the lock stays in FIFO-handoff mode (pvticket speed) until
-//     the queue drains.  T must exceed the usual queueing time; measured
-//     at 8 vCPUs on 2 CPUs, T = 0.5 ms collapsed, 1 ms did not.  Rule 3b
+//   * Convoy: once every waiter queues longer than T_now, every head is
+//     old on arrival and the lock stays in FIFO-handoff mode (pvticket
+//     speed) until the queue drains.  T_now must exceed the usual queueing
+//     time: measured at 8 vCPUs on 2 CPUs on a quiet host, a fixed T of
+//     0.5 ms collapsed and 1 ms did not; with 16 vCPUs, or under injected
+//     preemption, 1 ms collapsed too (0.02-0.16 M acq/s against TAS's 1-1.8 M)
+//     and 8-16 ms did not.  Rule 5 finds that level by itself.  Rule 3b
 //     reserves also for heads that cannot run, so a reserved lock may sit
 //     free until the host runs its head (the bound's handoff latency);
 //     lending (rule 4, running mode) is what uses it meanwhile.
@@ -255,8 +283,70 @@ struct Arrival {
     const auto idx = static_cast<unsigned>(node - q::QNodePool<Env>::node(cpu, 0));
     return &t0[cpu][idx];
   }
-  static bool older_than_bound(QNode* node) {
-    return read_tsc() - load_relaxed(of(node)) >= tuning(&Tuning::bound_cycles);
+  // Rule 5's working bound T_now in TSC cycles; 0 until first raised.  Read
+  // through bound_now(), which clamps it into [T, max(T, T_max)], so that a
+  // T or T_max set after it was raised (as the tests do) needs no reset.
+  struct alignas(kCacheLine) Adaptive {
+    u64 cycles;
+    u64 handoffs;  // handoffs counted in the current window
+    u64 old;       // of those, to heads old on arrival
+  };
+  // The steering looks at windows of kWindow handoffs: at least half of them
+  // to heads old on arrival is the lock stuck in FIFO mode (double T_now, up
+  // to T_max); at most one in eight is the tail the bound is for (lower
+  // T_now by a sixteenth of its distance to T); in between it holds.  One
+  // old head is a waiter that was unlucky (descheduled while queued), and
+  // reserving for it is what the bound is for, so single events do not
+  // steer.
+  static constexpr u64 kWindow = 16;
+  static inline Adaptive adaptive;
+
+  static u64 bound_now() {
+    const u64 t = tuning(&Tuning::bound_cycles);
+    const u64 t_max = tuning(&Tuning::bound_max_cycles);
+    const u64 now = load_relaxed(&adaptive.cycles);
+    if (now <= t) return t;
+    return now < t_max ? now : (t_max > t ? t_max : t);
+  }
+  // Measured on another CPU than the node's: a TSC a little behind the
+  // node's reads as age 0, not as a huge age.
+  static u64 age(QNode* node) {
+    const u64 now = read_tsc();
+    const u64 t0 = load_relaxed(of(node));
+    return now > t0 ? now - t0 : 0;
+  }
+  static bool older_than_bound(QNode* node) { return age(node) >= bound_now(); }
+
+  // Rule 5: the owner that made a node of age `head_age` head steers T_now.
+  // Returns whether that head is old (older than T_now).
+  static bool steer_bound(u64 head_age) {
+    const u64 t = tuning(&Tuning::bound_cycles);
+    const u64 t_max = tuning(&Tuning::bound_max_cycles);
+    const u64 now = bound_now();
+    const bool old = head_age >= now;
+    if (t_max <= t) return old;  // a fixed bound
+    const u64 handoffs = load_relaxed(&adaptive.handoffs) + 1;
+    const u64 olds = load_relaxed(&adaptive.old) + (old ? 1 : 0);
+    if (handoffs < kWindow) {
+      store_relaxed(&adaptive.handoffs, handoffs);
+      if (old) store_relaxed(&adaptive.old, olds);
+      return old;
+    }
+    store_relaxed(&adaptive.handoffs, u64{0});
+    store_relaxed(&adaptive.old, u64{0});
+    u64 next = now;
+    if (2 * olds >= kWindow) {
+      next = now * 2;
+      if (next > t_max) next = t_max;
+    } else if (8 * olds <= kWindow && now > t) {
+      next = now - (now - t + 15) / 16;
+      if (next < t) next = t;
+    }
+    if (next != now) {
+      store_relaxed(&adaptive.cycles, next);
+      lockevent_inc<Env>(next > now ? LockEvent::pv_bound_up : LockEvent::pv_bound_down);
+    }
+    return old;
   }
 
   static inline HeadLife life[kMaxCpus];
@@ -266,7 +356,7 @@ struct Arrival {
   // reservation is due at t0 + T, and (T_head > 0) not before since + T_head.
   // The due time is stored first: a reader that sees the lock also sees it.
   static void publish_head(const QSpinWord* lock, QNode* node, unsigned cpu, u64 since) {
-    u64 due = load_relaxed(of(node)) + tuning(&Tuning::bound_cycles);
+    u64 due = load_relaxed(of(node)) + bound_now();
     if (const u64 th = tuning(&Tuning::head_cycles); th != 0 && since + th > due) due = since + th;
     store_relaxed(&stamp[cpu].due, due);
     store_release(&stamp[cpu].lock, lock);
@@ -383,8 +473,9 @@ struct Hooks {
   static void kick_node(QSpinWord* lock, QNode* next) {
     const unsigned cpu = load_relaxed(&next->cpu);
     Arrival<Env>::publish_head(lock, next, cpu, static_cast<u64>(read_tsc()));
-    // Only without T_head: with it, the new head must first compete that long.
-    const bool old = tuning(&Tuning::head_cycles) == 0 && Arrival<Env>::older_than_bound(next);
+    // Reserve at once only without T_head: with it, the new head must first
+    // compete that long.  The head's age steers T_now either way (rule 5).
+    const bool old = Arrival<Env>::steer_bound(Arrival<Env>::age(next)) && tuning(&Tuning::head_cycles) == 0;
     const bool halted = Env::pv_available() &&
                         cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuHashed}, Order::seq_cst) == q::kVcpuHalted;
     const u32 cpu_bits = head_cpu_bits(cpu);

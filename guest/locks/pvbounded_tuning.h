@@ -12,6 +12,12 @@
 //   pvb_bound_us     T, the starvation bound: a queue head that has waited
 //                    longer than T since it first asked for the lock forbids
 //                    stealing until it gets the lock.  Microseconds.
+//   pvb_bound_max_us T_max: how far the lock may raise its working bound
+//                    T_now above T while queue heads keep arriving older
+//                    than T_now (a convoy: see "ADAPTIVE BOUND" in
+//                    pvbounded.h).  At or below T the bound stays T.  No
+//                    waiter is bypassed once it is older than T_max.
+//                    Microseconds.
 //   pvb_head_us      T_head: a queue head also competes (lets others steal)
 //                    for at least this long after becoming head before it
 //                    reserves the lock, so that a long queue does not turn
@@ -52,11 +58,13 @@
 //                    PV.  0 (default): only the PV lock's own hybrid trylock
 //                    steals (while the queue head is not spinning).
 //
-// Defaults: chosen by measurement on the PVM host (docs/pvbounded.md):
-// T = 1 ms; T below the typical queueing time (0.5 ms at 8 vCPUs on 2 CPUs)
-// makes every head old on arrival and the lock a FIFO handoff convoy (25x
-// slower); T_head > 0 lengthened the worst wait; 1024 spins before halting
-// beat 512, 4096 and 8192 on the worst wait at equal throughput.
+// Defaults: chosen by measurement on the PVM hosts (docs/pvbounded.md):
+// T = 1 ms; T below the typical queueing time (0.5 ms at 8 vCPUs on 2 CPUs
+// on a quiet host, several ms at 16 on 2 or with vCPUs descheduled by
+// others) makes every head old on arrival and the lock a FIFO handoff
+// convoy (25-70x slower), which the adaptive bound (T_max = 16 ms) climbs out
+// of; T_head > 0 lengthened the worst wait; 1024 spins before halting beat
+// 512, 4096 and 8192 on the worst wait at equal throughput.
 #pragma once
 
 #include "lockvisor/abi/types.h"
@@ -70,6 +78,8 @@ using lockvisor::abi::u64;
 struct Tuning {
   u64 bound_cycles;  // T in TSC cycles (bound_us * tsc_khz / 1000)
   u64 bound_us;      // T as set, for reports
+  u64 bound_max_cycles;  // T_max in TSC cycles
+  u64 bound_max_us;      // T_max as set
   u64 head_cycles;   // T_head in TSC cycles
   u64 head_us;       // T_head as set
   u64 steal_spins;
@@ -87,6 +97,7 @@ inline constexpr u64 kHandoffHead = 0;
 inline constexpr u64 kHandoffRunning = 1;
 
 inline constexpr u64 kDefaultBoundUs = 1000;
+inline constexpr u64 kDefaultBoundMaxUs = 16000;
 inline constexpr u64 kDefaultHeadUs = 0;
 inline constexpr u64 kDefaultStaleUs = 100;
 // Used only until set_bound_us() learns the real TSC rate (a 2.5 GHz guess).
@@ -95,6 +106,8 @@ inline constexpr u64 kAssumedTscKhz = 2500000;
 inline Tuning g_tuning = {
     .bound_cycles = kDefaultBoundUs * kAssumedTscKhz / 1000,
     .bound_us = kDefaultBoundUs,
+    .bound_max_cycles = kDefaultBoundMaxUs * kAssumedTscKhz / 1000,
+    .bound_max_us = kDefaultBoundMaxUs,
     .head_cycles = kDefaultHeadUs * kAssumedTscKhz / 1000,
     .head_us = kDefaultHeadUs,
     .steal_spins = 256,
@@ -127,6 +140,7 @@ inline constexpr const char* kHandoffWords[] = {"head", "running", nullptr};
 inline constexpr const char kPvbLocks[] = "pvbounded";
 inline constexpr TuningKey kTuningKeys[] = {
     {"pvb_bound_us", &Tuning::bound_us, 1, 10000000, nullptr, kPvbLocks},
+    {"pvb_bound_max_us", &Tuning::bound_max_us, 1, 10000000, nullptr, kPvbLocks},
     {"pvb_head_us", &Tuning::head_us, 0, 10000000, nullptr, kPvbLocks},
     {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30, nullptr, kPvbLocks},
     {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30, nullptr, kPvbLocks},
@@ -203,6 +217,7 @@ inline bool set_tuning(const TuningKey& k, u64 value, u64 tsc_khz) {
   if (value < k.min || value > k.max) return false;
   store_relaxed(&(g_tuning.*k.field), value);
   if (k.field == &Tuning::bound_us) store_relaxed(&g_tuning.bound_cycles, value * tsc_khz / 1000);
+  if (k.field == &Tuning::bound_max_us) store_relaxed(&g_tuning.bound_max_cycles, value * tsc_khz / 1000);
   if (k.field == &Tuning::head_us) store_relaxed(&g_tuning.head_cycles, value * tsc_khz / 1000);
   if (k.field == &Tuning::stale_us) store_relaxed(&g_tuning.stale_cycles, value * tsc_khz / 1000);
   return true;

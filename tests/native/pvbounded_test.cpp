@@ -26,12 +26,13 @@ namespace q = locks::q;
 namespace pvb = locks::pvb;
 using locks::LockEvent;
 
-// Sets T (and the spin thresholds) for one test, restores the defaults after.
+// Sets a fixed T (the adaptive bound off: T_max below T) and the spin
+// thresholds for one test, restores the defaults after.
 class TuningScope {
  public:
   TuningScope(u64 bound_us, u64 head_spins = pvb::g_tuning.head_spins) : saved_(pvb::g_tuning) {
     const std::vector<std::string> p = {"pvb_bound_us=" + std::to_string(bound_us),
-                                        "pvb_head_spins=" + std::to_string(head_spins)};
+                                        "pvb_head_spins=" + std::to_string(head_spins), "pvb_bound_max_us=1"};
     EXPECT_EQ(native::apply_lock_tuning(p), nullptr);
   }
   ~TuningScope() { pvb::g_tuning = saved_; }
@@ -65,6 +66,68 @@ TEST(PvBounded, StealsPastAQueueOnlyWhileNoStealIsClear) {
   EXPECT_FALSE(l.try_lock()) << "a lock reserved for the head must not be stolen";
   EXPECT_EQ(l.value(), reserved) << "a refused steal must not touch the word";
   EXPECT_FALSE(l.is_locked()) << "reserved is not held";
+}
+
+// Rule 5: the owner that makes a node head steers the working bound T_now
+// over windows of 16 handoffs: half or more to heads already older than
+// T_now doubles it (never past T_max), one in eight or fewer lowers it a
+// sixteenth of the way back to T, anything between holds; T_max <= T is a
+// fixed bound.  A head's reservation uses T_now (older_than_bound, the stamp).
+TEST(PvBounded, TheWorkingBoundDoublesInAConvoyAndReturnsToT) {
+  using A = pvb::Arrival<WordEnv>;
+  WordEnv::reset();
+  WordEnv::bind_cpu(0);
+  const pvb::Tuning saved = pvb::g_tuning;
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_bound_us=1000", "pvb_bound_max_us=16000"}), nullptr);
+  A::adaptive = {};
+  const u64 t = pvb::g_tuning.bound_cycles;
+  const u64 t_max = pvb::g_tuning.bound_max_cycles;
+  ASSERT_EQ(t_max, 16 * t);
+  const auto window = [&](unsigned old_heads) {
+    const u64 before = A::bound_now();
+    for (unsigned i = 0; i < A::kWindow; ++i) EXPECT_EQ(A::steer_bound(i < old_heads ? before : 0), i < old_heads);
+    return A::bound_now();
+  };
+  EXPECT_EQ(A::bound_now(), t) << "starts at T";
+  for (unsigned i = 0; i + 1 < A::kWindow; ++i) A::steer_bound(t);
+  EXPECT_EQ(A::bound_now(), t) << "nothing moves before a window is complete";
+  A::steer_bound(0);
+  EXPECT_EQ(A::bound_now(), 2 * t) << "15 of 16 heads old on arrival: a convoy, T_now doubles";
+  EXPECT_EQ(window(8), 4 * t) << "half the window old: doubles again";
+  EXPECT_EQ(window(A::kWindow), 8 * t);
+  EXPECT_EQ(window(A::kWindow), t_max);
+  EXPECT_EQ(window(A::kWindow), t_max) << "never past T_max";
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_up), 4u);
+  EXPECT_EQ(window(7), t_max) << "7 of 16 old: holds";
+  EXPECT_EQ(window(3), t_max) << "3 of 16 old: holds";
+  const u64 lowered = window(2);
+  EXPECT_EQ(lowered, t_max - (t_max - t + 15) / 16) << "2 of 16 old: a sixteenth of the way back to T";
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_down), 1u);
+  for (int i = 0; i < 2000 && A::bound_now() > t; ++i) window(0);
+  EXPECT_EQ(A::bound_now(), t) << "young heads bring T_now back to T, and not below";
+  const u64 downs = WordEnv::ev[0].get(LockEvent::pv_bound_down);
+  window(0);
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_down), downs) << "at T nothing is written";
+
+  // The reservation follows T_now: a node 2 T old is not old at 4 T.
+  q::QNode* node = q::QNodePool<WordEnv>::node(0, 0);
+  node->cpu = 0;
+  *A::of(node) = locks::read_tsc() - 2 * t;
+  EXPECT_TRUE(A::older_than_bound(node));
+  window(A::kWindow);
+  window(A::kWindow);
+  EXPECT_EQ(A::bound_now(), 4 * t);
+  EXPECT_FALSE(A::older_than_bound(node)) << "T_now = 4 T: a 2 T old head is young";
+
+  // T_max at or below T: a fixed bound, whatever was stored.
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_bound_us=1000", "pvb_bound_max_us=1000"}), nullptr);
+  EXPECT_EQ(A::bound_now(), t) << "a raised T_now is ignored once the bound is fixed";
+  const u64 ups = WordEnv::ev[0].get(LockEvent::pv_bound_up);
+  for (int w = 0; w < 4; ++w) window(A::kWindow);
+  EXPECT_EQ(A::bound_now(), t);
+  EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_up), ups) << "a fixed bound is never steered";
+  A::adaptive = {};
+  pvb::g_tuning = saved;
 }
 
 // Rule 3b: a newcomer that would steal past a queue first looks up the head
@@ -240,7 +303,7 @@ class HandoffScope {
   HandoffScope(const char* handoff, u64 stale_us, u64 bound_us = pvb::g_tuning.bound_us) : saved_(pvb::g_tuning) {
     const std::vector<std::string> p = {std::string("pvb_handoff=") + handoff,
                                         "pvb_stale_us=" + std::to_string(stale_us),
-                                        "pvb_bound_us=" + std::to_string(bound_us)};
+                                        "pvb_bound_us=" + std::to_string(bound_us), "pvb_bound_max_us=1"};
     EXPECT_EQ(native::apply_lock_tuning(p), nullptr);
   }
   ~HandoffScope() { pvb::g_tuning = saved_; }

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "locks/lock_events.h"
+#include "locks/pvbounded_tuning.h"
 #include "vmm/trace/trace.h"
 #include "vmm/trace/trace_reader.h"
 #include "vmm/trace/trace_writer.h"
@@ -241,20 +242,27 @@ TEST(BoundCheck, RulesComeFromTheRunsArguments) {
   BoundRules r = bound_rules_from(
       {{"args", "pvb_bound_us=2500 pvb_handoff=running pvb_head_us=30 pvb_stale_us=300 lock=pvbounded"},
        {"backend", "userspace"}});
-  EXPECT_EQ(r.bound_ns, 2500 * kUs);
+  EXPECT_EQ(r.bound_ns, locks::pvb::kDefaultBoundMaxUs * kUs) << "judged against the adaptive bound's ceiling";
+  EXPECT_EQ(r.aim_ns, 2500 * kUs);
   EXPECT_EQ(r.head_ns, 30 * kUs);
   EXPECT_EQ(r.resume_ns, 300 * kUs) << "a head silent for less than pvb_stale_us may be running";
   EXPECT_TRUE(r.lending);
   EXPECT_TRUE(r.judged);
   EXPECT_TRUE(r.halts_visible);
   r = bound_rules_from({{"args", "pvb_bound_us=junk lock=tas"}, {"backend", "kvm"}});
-  EXPECT_EQ(r.bound_ns, 1000 * kUs) << "the lock's default T";
+  EXPECT_EQ(r.bound_ns, locks::pvb::kDefaultBoundMaxUs * kUs) << "the lock's default T_max";
+  EXPECT_EQ(r.aim_ns, locks::pvb::kDefaultBoundUs * kUs) << "the lock's default T";
   EXPECT_EQ(r.resume_ns, 100 * kUs);
   EXPECT_FALSE(r.judged);
   EXPECT_FALSE(r.halts_visible);
+  r = bound_rules_from({{"args", "pvb_bound_us=2500 pvb_bound_max_us=1 lock=pvbounded"}});
+  EXPECT_EQ(r.bound_ns, 2500 * kUs) << "T_max below T: a fixed bound, judged against T";
+  EXPECT_EQ(r.aim_ns, 2500 * kUs);
+  r = bound_rules_from({{"args", "pvb_bound_us=2500 pvb_bound_max_us=40000 lock=pvbounded"}});
+  EXPECT_EQ(r.bound_ns, 40000 * kUs);
 
   Builder b(2);
-  b.t.metadata["args"] = "lock=tas";
+  b.t.metadata["args"] = "lock=tas pvb_bound_max_us=1";
   b.acq(0, 1 * kMs, 6 * kMs, AcqPath::spin).acq(1, 3 * kMs, 3 * kMs, AcqPath::spin);
   const BoundReport nr = check_bound(b.t, bound_rules_from(b.t.metadata));
   EXPECT_EQ(reasons(nr), (std::vector<Reason>{Reason::kNotJudged}));
@@ -268,7 +276,7 @@ TEST(TraceReader, AWrittenTraceReadsBackToTheSameVerdicts) {
   Trace trace(TraceOptions{100000, 0});
   trace.begin(2, kOrigin, exit_names);
   trace.metadata()["vcpus"] = 2;
-  trace.metadata()["args"] = "lock=pvbounded";
+  trace.metadata()["args"] = "lock=pvbounded pvb_bound_max_us=1";  // a fixed T: 1 ms
   for (unsigned v = 0; v < 2; ++v) trace.vcpu_lane(v).add({kOrigin, kOrigin + 20 * kMs, 0, 0, EventKind::kGuest});
   const auto wait = [&](unsigned v, std::uint64_t a, std::uint64_t q, AcqPath p) {
     trace.lock_lane(v).add({kOrigin + a, kOrigin + q, 0, 0, EventKind::kLockWait, static_cast<std::uint8_t>(p)});
@@ -287,6 +295,13 @@ TEST(TraceReader, AWrittenTraceReadsBackToTheSameVerdicts) {
   EXPECT_EQ(t.acquisitions[0].path, static_cast<std::uint8_t>(AcqPath::reserved));
   const BoundReport r = check_bound(t, bound_rules_from(t.metadata));
   EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kRule3, Reason::kHeadPreempted}));
+  // With the adaptive bound (the default T_max, 16 ms) a 5 ms wait is within
+  // what the lock guarantees: nothing to judge.
+  TraceTimeline adaptive = t;
+  adaptive.metadata["args"] = "lock=pvbounded";
+  const BoundReport ra = check_bound(adaptive, bound_rules_from(adaptive.metadata));
+  EXPECT_TRUE(ra.long_waits.empty());
+  EXPECT_EQ(ra.violations, 0u);
 }
 
 TEST(TraceReader, WhatIsNotALockvisorTraceIsAUsageError) {

@@ -53,9 +53,13 @@ set(lanes "{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"guest\",\"ts\":0,\"dur\"
 {\"ph\":\"X\",\"pid\":1,\"tid\":2000,\"name\":\"hold\",\"ts\":6000,\"dur\":0.1,\"args\":{\"lock\":0,\"path\":\"reserved\"}},
 {\"ph\":\"X\",\"pid\":1,\"tid\":2001,\"name\":\"wait\",\"ts\":3000,\"dur\":0,\"args\":{\"lock\":0,\"path\":\"steal\"}},
 {\"ph\":\"X\",\"pid\":1,\"tid\":2001,\"name\":\"hold\",\"ts\":3000,\"dur\":0.1,\"args\":{\"lock\":0,\"path\":\"steal\"}}")
-set(meta "\"metadata\":{\"vcpus\":2,\"args\":\"lock=pvbounded\",\"backend\":\"userspace\"}")
+# A fixed T (1 ms): pvb_bound_max_us below T turns the adaptive bound off.
+set(meta "\"metadata\":{\"vcpus\":2,\"args\":\"lock=pvbounded pvb_bound_max_us=1\",\"backend\":\"userspace\"}")
 file(WRITE ${OUT}/violation.json "{\"traceEvents\":[${lanes}],${meta}}")
 expect_trace_check("a steal past a running old head" 1 ${OUT}/violation.json)
+# With the adaptive bound's default ceiling (16 ms) a 5 ms wait is within the guarantee.
+file(WRITE ${OUT}/adaptive.json "{\"traceEvents\":[${lanes}],\"metadata\":{\"vcpus\":2,\"args\":\"lock=pvbounded\",\"backend\":\"userspace\"}}")
+expect_trace_check("the same with the adaptive bound" 0 ${OUT}/adaptive.json)
 expect_trace_check("the same with T = 3 ms" 0 ${OUT}/violation.json --bound-us 3000)
 file(WRITE ${OUT}/halted.json "{\"traceEvents\":[${lanes},
 {\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"halted\",\"ts\":1100,\"dur\":4000,\"args\":{}}],${meta}}")

@@ -25,7 +25,7 @@ Action add_trace_check_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   cmd->add_option("FILE", o->file, "A trace written by lockvisor run --trace FILE")->required();
   cmd->add_option("--bound-us", o->bound_us,
-                  "T in microseconds (default: the run's pvb_bound_us, else the lock's default)")
+                  "T in microseconds (default: the run's bound, the larger of pvb_bound_us and pvb_bound_max_us, else the lock's defaults)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{10000000}));
   cmd->add_option("--grace-us", o->grace_us,
                   "Slack for a running head to react (one loop iteration and a critical section), default 10")
@@ -43,7 +43,7 @@ Action add_trace_check_command(CLI::App& app) {
   return [o] {
     const trace::TraceTimeline timeline = trace::read_trace_file(o->file);
     trace::BoundRules rules = trace::bound_rules_from(timeline.metadata);
-    if (o->bound_us) rules.bound_ns = *o->bound_us * 1000;
+    if (o->bound_us) rules.bound_ns = rules.aim_ns = *o->bound_us * 1000;
     rules.grace_ns = o->grace_us * 1000;
     rules.steal_phase_ns = o->steal_phase_us * 1000;
     if (o->resume_us) rules.resume_ns = *o->resume_us * 1000;

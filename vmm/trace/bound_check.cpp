@@ -484,6 +484,7 @@ BoundRules bound_rules_from(const nlohmann::json& metadata) {
   namespace pvb = locks::pvb;
   BoundRules rules;
   rules.bound_ns = pvb::kDefaultBoundUs * 1000;
+  std::uint64_t max_ns = pvb::kDefaultBoundMaxUs * 1000;
   rules.head_ns = pvb::kDefaultHeadUs * 1000;
   rules.lending = false;  // pvb_handoff's default, head
   rules.resume_ns = pvb::kDefaultStaleUs * 1000;
@@ -504,11 +505,14 @@ BoundRules bound_rules_from(const nlohmann::json& metadata) {
       locks::u64 n = 0;
       if (k == nullptr || pvb::check_tuning_value(*k, value.c_str(), &n) != pvb::TuningCheck::kValid) continue;
       if (k->field == &pvb::Tuning::bound_us) rules.bound_ns = n * 1000;
+      if (k->field == &pvb::Tuning::bound_max_us) max_ns = n * 1000;
       if (k->field == &pvb::Tuning::head_us) rules.head_ns = n * 1000;
       if (k->field == &pvb::Tuning::handoff) rules.lending = n == pvb::kHandoffRunning;
       if (k->field == &pvb::Tuning::stale_us) rules.resume_ns = n * 1000;
     }
   }
+  rules.aim_ns = rules.bound_ns;
+  rules.bound_ns = std::max(rules.bound_ns, max_ns);
   rules.judged = lock == "pvbounded";
   rules.halts_visible = metadata.value("backend", "") != "kvm";
   return rules;

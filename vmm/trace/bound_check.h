@@ -81,7 +81,11 @@ namespace lockvisor::trace {
 // The rules' parameters: the lock's own (pvbounded_tuning.h), as the run set
 // them, and the oracle's slack.
 struct BoundRules {
-  std::uint64_t bound_ns = 0;      // T (pvb_bound_us)
+  // The bound judged: T (pvb_bound_us), or T_max (pvb_bound_max_us) when
+  // that is larger: the adaptive bound may work at any value in between, and
+  // the lock's guarantee starts at the top of that range.
+  std::uint64_t bound_ns = 0;
+  std::uint64_t aim_ns = 0;        // T itself, for the report (== bound_ns: a fixed bound)
   std::uint64_t head_ns = 0;       // T_head (pvb_head_us)
   bool lending = false;            // pvb_handoff=running
   std::uint64_t grace_ns = 10000;  // a running head's reaction: one loop iteration and a critical section

@@ -84,9 +84,12 @@ std::string format_bound_report(const TraceTimeline& t, const BoundReport& r, st
   std::size_t checked = 0;
   for (const LongWait& w : r.long_waits) checked += w.checked;
   out += fmt::format(
-      "trace-check: {}T = {} us (grace {} us, resume {} us, steal phase {} us{}{}): {} waits longer than T "
+      "trace-check: {}T = {} us{} (grace {} us, resume {} us, steal phase {} us{}{}): {} waits longer than T "
       "of {}, {} checked; bypasses: allowed {}, explained {}, violations {}, unknown {}\n",
       r.rules.judged ? "pvbounded, " : "not a pvbounded run (bypasses listed, not judged), ", r.rules.bound_ns / 1000,
+      r.rules.aim_ns != 0 && r.rules.aim_ns < r.rules.bound_ns
+          ? fmt::format(" (the adaptive bound's ceiling, pvb_bound_max_us; it starts at {} us)", r.rules.aim_ns / 1000)
+          : std::string(),
       r.rules.grace_ns / 1000, r.rules.resume_ns / 1000, r.rules.steal_phase_ns / 1000,
       r.rules.head_ns ? fmt::format(", T_head {} us", r.rules.head_ns / 1000) : std::string(),
       r.rules.lending ? ", lending on" : "", r.long_waits.size(), r.waits, checked, all_verdicts[0], all_verdicts[1],
