@@ -78,7 +78,8 @@
 //
 //   5. The adaptive bound.  T is the bound the lock aims for; the bound it
 //      works with, T_now, lies in [T, T_max] (pvb_bound_max_us) and starts
-//      at T.  Every "older than T" above means older than T_now.  When
+//      at T.  Every "older than T" above means older than T_now (a head's
+//      stamp takes T_now as it was when the node became head).  When
 //      queueing itself takes longer than T_now (16 vCPUs on 2 CPUs, or vCPUs
 //      descheduled by the host 60 % of the time), every head is old on
 //      arrival, every release is a reserved handoff, often to a halted or

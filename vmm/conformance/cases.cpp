@@ -372,7 +372,22 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                            .pv(1, &pvlock::PvCounts::halts, 1)
                            .pv(1, &pvlock::PvCounts::halts_woken, 1)
                            .done();
-                     }, nullptr});
+                     }, nullptr, "",
+                     // KVM: halt_wakeup counts every time the blocked vCPU
+                     // was found runnable or signalled, not kicks: a signal
+                     // to the vCPU thread (the run's own stop, a sampler)
+                     // while it is halted adds one (2 for one halt once,
+                     // nested). The run completing is what proves the kick
+                     // woke it; at least one wake-up, the blocked path.
+                     [](const RunResult& run) {
+                       return Expect(run)
+                           .outcome(Outcome::kCompleted)
+                           .result(0, "kick_refused", 0)
+                           .kvm(1, "halt_exits", 1)
+                           .kvm_at_least(1, "halt_wakeup", 1)
+                           .kvm_at_least(0, "hypercalls", 1)
+                           .done();
+                     }});
   }
 
   for (bool on : {true, false}) {
