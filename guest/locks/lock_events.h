@@ -47,8 +47,8 @@ using lockvisor::abi::u64;
   X(lock_queue,         "acquisitions in queue order (MCS queue head without a reservation, ticket turn)") \
   X(pv_reserved,        "pvbounded: acquisitions by a queue head of the lock it had reserved (N set)") \
   X(pv_reserve_for,     "pvbounded: reservations set for a queue head past its deadline by a newcomer that would have stolen") \
-  X(pv_bound_up,        "pvbounded: handoffs to a head already older than the working bound, which raised it (convoy)") \
-  X(pv_bound_down,      "pvbounded: handoffs to a young head that lowered a raised working bound back towards T") \
+  X(pv_bound_up,        "pvbounded: windows in which reserved locks sat free for their heads a quarter of the time or more, which raised the working bound (convoy)") \
+  X(pv_bound_down,      "pvbounded: windows of nearly idle-free handoffs that lowered a raised working bound back towards T") \
   X(numa_local_pass,    "cna/hq: handoffs that skipped to a same-node waiter or stayed on the node") \
   X(numa_flush,         "cna/hq: handoffs that went back to the waiters of other nodes (threshold or none local)") \
   X(pv_confer,          "pvconfer: waits that conferred their time slice to the preempted lock holder (YIELD_TO)")

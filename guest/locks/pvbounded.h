@@ -83,20 +83,25 @@
 //      queueing itself takes longer than T_now (16 vCPUs on 2 CPUs, or vCPUs
 //      descheduled by the host 60 % of the time), every head is old on
 //      arrival, every release is a reserved handoff, often to a halted or
-//      descheduled head, and the lock runs at pvticket speed: the convoy
-//      below, 25-70x slower than TAS.  So the owner that makes a node head
-//      (kick_node) also steers T_now, over windows of 16 such handoffs: if
-//      at least half went to heads already older than T_now, T_now doubles
-//      (up to T_max); if at most one in eight did, it moves a sixteenth of
-//      the way back to T; otherwise it holds.  Two counters on one shared
-//      line, written once per handoff into the queue (a slow path: a
-//      release to a queued waiter), none on the fast path or a steal; with
+//      descheduled head, and the lock sits free until that head runs: the
+//      convoy below, 25-70x slower than TAS.  What the convoy costs is that
+//      idle time, so that is what steers T_now.  The unlock that releases a
+//      reserved lock (and a newcomer that reserves a free one) marks the
+//      time in the head's stamp; the head that then takes the lock adds
+//      "now - mark" to a window of 64 head acquisitions.  At the window's
+//      end: if reserved locks sat free for a quarter of its time or more,
+//      T_now doubles (up to T_max); at a sixteenth or less, it moves a
+//      sixteenth of the way back to T; otherwise it holds.  A long queue of
+//      RUNNING waiters makes heads old on arrival too, but each takes the
+//      lock at once: no idle time, no raise, and the bound stays at T where
+//      it is cheap.  Three counters on one shared line, written once per head
+//      acquisition (a slow path), none on the fast path or a steal; with
 //      T_max <= T the bound is fixed and nothing is written.  Owners of
 //      different locks race on the counters; a lost update only blurs one
-//      window, and every value written lies in [T, T_max].  So the bound
-//      stays just above the usual queueing time: the lock keeps stealing
-//      (TAS speed) and reserves for the tail only.
-//
+//      window, and every value written lies in [T, T_max].  A head that
+//      takes the lock before the unlocker's mark lands reads no idle time,
+//      which is what such a handoff cost.
+
 //   Halting.  A node halts on its node state (halted); the lock owner that
 //   makes it head marks it hashed and sets locked = 3 with its cpu, so the
 //   unlock kicks it (the deferred kick of pvqspinlock, without the hash table:
@@ -190,7 +195,7 @@
 //     time: measured at 8 vCPUs on 2 CPUs on a quiet host, a fixed T of
 //     0.5 ms collapsed and 1 ms did not; with 16 vCPUs, or under injected
 //     preemption, 1 ms collapsed too (0.02-0.16 M acq/s against TAS's 1-1.8 M)
-//     and 8-16 ms did not.  Rule 5 finds that level by itself.  Rule 3b
+//     and 4-16 ms did not.  Rule 5 finds that level by itself.  Rule 3b
 //     reserves also for heads that cannot run, so a reserved lock may sit
 //     free until the host runs its head (the bound's handoff latency);
 //     lending (rule 4, running mode) is what uses it meanwhile.
@@ -268,9 +273,16 @@ struct alignas(kCacheLine) HeadLife {
 // iteration); cleared by the head's acquisition, which happens with the lock
 // held and before the owner's unlock, so while a lock is free no CPU's stamp
 // names it except its current head's.  Read by newcomers about to steal.
+//
+// Also for rule 5: since when this CPU is head (TSC), and when the lock was
+// last left free while reserved for it (freed: written by the unlock that
+// released a reserved lock, and by a newcomer that reserved a free lock;
+// a value older than `since` belongs to an earlier headship and is ignored).
 struct alignas(kCacheLine) HeadStamp {
   const QSpinWord* lock;
   u64 due;
+  u64 since;
+  u64 freed;
 };
 
 // Arrival time of each queue node (same indexing as q::QNodePool), written
@@ -289,17 +301,22 @@ struct Arrival {
   // T or T_max set after it was raised (as the tests do) needs no reset.
   struct alignas(kCacheLine) Adaptive {
     u64 cycles;
-    u64 handoffs;  // handoffs counted in the current window
-    u64 old;       // of those, to heads old on arrival
+    u64 handoffs;  // head acquisitions counted in the current window
+    u64 idle;      // of the window, cycles a reserved lock sat free for its head
+    u64 since;     // when the window began (TSC)
   };
-  // The steering looks at windows of kWindow handoffs: at least half of them
-  // to heads old on arrival is the lock stuck in FIFO mode (double T_now, up
-  // to T_max); at most one in eight is the tail the bound is for (lower
-  // T_now by a sixteenth of its distance to T); in between it holds.  One
-  // old head is a waiter that was unlucky (descheduled while queued), and
-  // reserving for it is what the bound is for, so single events do not
-  // steer.
-  static constexpr u64 kWindow = 16;
+  // The steering looks at windows of kWindow head acquisitions and at the
+  // share of the window's time the lock sat free, reserved for a head that
+  // had not taken it yet (the reserved handoff's idle time): at least
+  // 1/kIdleUp of the window is the lock stuck in FIFO mode behind heads that
+  // cannot run (double T_now, up to T_max); at most 1/kIdleDown is the tail
+  // the bound is for (lower T_now by a sixteenth of its distance to T); in
+  // between it holds.  Heads that are old on arrival but take the lock at
+  // once (a long queue of running waiters) cost nothing and do not steer:
+  // reserving for them is what the bound is for.
+  static constexpr u64 kWindow = 64;
+  static constexpr u64 kIdleUp = 4;
+  static constexpr u64 kIdleDown = 16;
   static inline Adaptive adaptive;
 
   static u64 bound_now() {
@@ -318,28 +335,30 @@ struct Arrival {
   }
   static bool older_than_bound(QNode* node) { return age(node) >= bound_now(); }
 
-  // Rule 5: the owner that made a node of age `head_age` head steers T_now.
-  // Returns whether that head is old (older than T_now).
-  static bool steer_bound(u64 head_age) {
+  // Rule 5: a head that has just taken the lock steers T_now with the time
+  // the lock sat free reserved for it (`idle`, 0 for a lock won unreserved).
+  static void steer_bound(u64 idle, u64 now_tsc) {
     const u64 t = tuning(&Tuning::bound_cycles);
     const u64 t_max = tuning(&Tuning::bound_max_cycles);
-    const u64 now = bound_now();
-    const bool old = head_age >= now;
-    if (t_max <= t) return old;  // a fixed bound
+    if (t_max <= t) return;  // a fixed bound
     const u64 handoffs = load_relaxed(&adaptive.handoffs) + 1;
-    const u64 olds = load_relaxed(&adaptive.old) + (old ? 1 : 0);
+    const u64 idle_sum = load_relaxed(&adaptive.idle) + idle;
     if (handoffs < kWindow) {
       store_relaxed(&adaptive.handoffs, handoffs);
-      if (old) store_relaxed(&adaptive.old, olds);
-      return old;
+      if (idle != 0) store_relaxed(&adaptive.idle, idle_sum);
+      return;
     }
+    const u64 since = load_relaxed(&adaptive.since);
+    const u64 span = now_tsc > since ? now_tsc - since : 0;
     store_relaxed(&adaptive.handoffs, u64{0});
-    store_relaxed(&adaptive.old, u64{0});
+    store_relaxed(&adaptive.idle, u64{0});
+    store_relaxed(&adaptive.since, now_tsc);
+    const u64 now = bound_now();
     u64 next = now;
-    if (2 * olds >= kWindow) {
+    if (kIdleUp * idle_sum >= span) {
       next = now * 2;
       if (next > t_max) next = t_max;
-    } else if (8 * olds <= kWindow && now > t) {
+    } else if (kIdleDown * idle_sum <= span && now > t) {
       next = now - (now - t + 15) / 16;
       if (next < t) next = t;
     }
@@ -347,11 +366,22 @@ struct Arrival {
       store_relaxed(&adaptive.cycles, next);
       lockevent_inc<Env>(next > now ? LockEvent::pv_bound_up : LockEvent::pv_bound_down);
     }
-    return old;
   }
 
   static inline HeadLife life[kMaxCpus];
   static inline HeadStamp stamp[kMaxCpus];
+
+  // The lock is free now and reserved for head `h` (rule 5's idle clock).
+  static void mark_freed(unsigned h) { store_relaxed(&stamp[h].freed, static_cast<u64>(read_tsc())); }
+  // How long the lock sat free reserved for `h` before h took it at `now`.
+  // The unlock marks the time just after its release, so a head that takes
+  // the lock at once may read an older mark (ignored) or none: then 0, which
+  // is what that handoff cost.
+  static u64 idle_before(unsigned h, u64 now) {
+    const u64 freed = load_relaxed(&stamp[h].freed);
+    if (freed < load_relaxed(&stamp[h].since) || freed >= now) return 0;
+    return now - freed;
+  }
 
   // `node` (of `cpu`) is now the head of `lock`, since `since` (TSC).  Its
   // reservation is due at t0 + T, and (T_head > 0) not before since + T_head.
@@ -360,6 +390,7 @@ struct Arrival {
     u64 due = load_relaxed(of(node)) + bound_now();
     if (const u64 th = tuning(&Tuning::head_cycles); th != 0 && since + th > due) due = since + th;
     store_relaxed(&stamp[cpu].due, due);
+    store_relaxed(&stamp[cpu].since, since);
     store_release(&stamp[cpu].lock, lock);
   }
   // The head `h` named in byte 1 is the head of `lock` and its reservation
@@ -396,6 +427,7 @@ struct Arrival {
 template <class Env>
 [[gnu::noinline]] void reserved_for(unsigned h) {
   lockevent_inc<Env>(LockEvent::pv_reserve_for);
+  Arrival<Env>::mark_freed(h);
   if (tuning(&Tuning::boost) && vcpu_preempted_hint<Env>(h)) {
     lockevent_inc<Env>(LockEvent::pv_boost);
     yield_to_hint<Env>(h);
@@ -475,8 +507,8 @@ struct Hooks {
     const unsigned cpu = load_relaxed(&next->cpu);
     Arrival<Env>::publish_head(lock, next, cpu, static_cast<u64>(read_tsc()));
     // Reserve at once only without T_head: with it, the new head must first
-    // compete that long.  The head's age steers T_now either way (rule 5).
-    const bool old = Arrival<Env>::steer_bound(Arrival<Env>::age(next)) && tuning(&Tuning::head_cycles) == 0;
+    // compete that long.
+    const bool old = Arrival<Env>::older_than_bound(next) && tuning(&Tuning::head_cycles) == 0;
     const bool halted = Env::pv_available() &&
                         cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuHashed}, Order::seq_cst) == q::kVcpuHalted;
     const u32 cpu_bits = head_cpu_bits(cpu);
@@ -521,6 +553,9 @@ struct Hooks {
         // (n,*,0) -> (n,0,1).  Acquire pairs with the unlock's release.
         const u32 mine = (v & q::kTailMask) | q::kLockedVal;
         if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) {
+          // Rule 5: what this handoff cost the lock steers T_now.
+          const u64 now = read_tsc();
+          Arrival<Env>::steer_bound(no_steal(v) ? Arrival<Env>::idle_before(me, now) : 0, now);
           // No longer a head: stealers must not reserve for us (we clear the
           // stamp while holding the lock, i.e. before it is free again).
           store_relaxed(&stamp->lock, static_cast<const QSpinWord*>(nullptr));
@@ -616,6 +651,8 @@ class PvBoundedLock {
       lockevent_inc<Env>(LockEvent::pv_kick);
       Env::kick(head);
     }
+    // Released while reserved: the lock now sits free for `head` (rule 5).
+    if (pvb::no_steal(old)) pvb::Arrival<Env>::mark_freed(head);
     if (pvb::no_steal(old) && !was_borrowed && pvb::tuning(&pvb::Tuning::boost) && vcpu_preempted_hint<Env>(head)) {
       lockevent_inc<Env>(LockEvent::pv_boost);
       yield_to_hint<Env>(head);

@@ -13,9 +13,10 @@
 //                    longer than T since it first asked for the lock forbids
 //                    stealing until it gets the lock.  Microseconds.
 //   pvb_bound_max_us T_max: how far the lock may raise its working bound
-//                    T_now above T while queue heads keep arriving older
-//                    than T_now (a convoy: rule 5, "The adaptive bound",
-//                    in pvbounded.h).  At or below T the bound stays T.  No
+//                    T_now above T while locks reserved for their queue
+//                    heads sit free waiting for those heads (a convoy: rule
+//                    5, "The adaptive bound", in pvbounded.h).  At or below
+//                    T the bound stays T.  No
 //                    waiter is bypassed once it is older than T_max.
 //                    Microseconds.
 //   pvb_head_us      T_head: a queue head also competes (lets others steal)

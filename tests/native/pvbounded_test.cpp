@@ -68,43 +68,53 @@ TEST(PvBounded, StealsPastAQueueOnlyWhileNoStealIsClear) {
   EXPECT_FALSE(l.is_locked()) << "reserved is not held";
 }
 
-// Rule 5: the owner that makes a node head steers the working bound T_now
-// over windows of 16 handoffs: half or more to heads already older than
-// T_now doubles it (never past T_max), one in eight or fewer lowers it a
-// sixteenth of the way back to T, anything between holds; T_max <= T is a
-// fixed bound.  A head's reservation uses T_now (older_than_bound, the stamp).
-TEST(PvBounded, TheWorkingBoundDoublesInAConvoyAndReturnsToT) {
+// Rule 5: each head acquisition steers the working bound T_now with the
+// time the lock sat free reserved for that head, over windows of kWindow
+// acquisitions: idle for a quarter of the window's time or more doubles it
+// (never past T_max), a sixteenth or less lowers it a sixteenth of the way
+// back to T, anything between holds; T_max <= T is a fixed bound.  Heads
+// that take the lock at once (idle 0), however old, never raise it.  A
+// head's reservation uses T_now (older_than_bound, the stamp).
+TEST(PvBounded, TheWorkingBoundDoublesWhileReservedLocksSitIdleAndReturnsToT) {
   using A = pvb::Arrival<WordEnv>;
   WordEnv::reset();
   WordEnv::bind_cpu(0);
   const pvb::Tuning saved = pvb::g_tuning;
   ASSERT_EQ(native::apply_lock_tuning({"pvb_bound_us=1000", "pvb_bound_max_us=16000"}), nullptr);
-  A::adaptive = {};
   const u64 t = pvb::g_tuning.bound_cycles;
   const u64 t_max = pvb::g_tuning.bound_max_cycles;
   ASSERT_EQ(t_max, 16 * t);
-  const auto window = [&](unsigned old_heads) {
-    const u64 before = A::bound_now();
-    for (unsigned i = 0; i < A::kWindow; ++i) EXPECT_EQ(A::steer_bound(i < old_heads ? before : 0), i < old_heads);
+  // A synthetic clock: each acquisition 1000 cycles after the last, so a
+  // window spans kWindow * 1000 cycles; `per_mille` of that sat idle.
+  constexpr u64 kStep = 1000;
+  constexpr u64 kSpan = A::kWindow * kStep;
+  u64 clock = u64{1} << 32;
+  A::adaptive = {};
+  A::adaptive.since = clock;
+  const auto window = [&](u64 per_mille) {
+    for (u64 i = 0; i < A::kWindow; ++i) {
+      clock += kStep;
+      A::steer_bound(i == 0 ? kSpan * per_mille / 1000 : 0, clock);
+    }
     return A::bound_now();
   };
   EXPECT_EQ(A::bound_now(), t) << "starts at T";
-  for (unsigned i = 0; i + 1 < A::kWindow; ++i) A::steer_bound(t);
+  for (u64 i = 0; i + 1 < A::kWindow; ++i) A::steer_bound(kSpan, clock += kStep);
   EXPECT_EQ(A::bound_now(), t) << "nothing moves before a window is complete";
-  A::steer_bound(0);
-  EXPECT_EQ(A::bound_now(), 2 * t) << "15 of 16 heads old on arrival: a convoy, T_now doubles";
-  EXPECT_EQ(window(8), 4 * t) << "half the window old: doubles again";
-  EXPECT_EQ(window(A::kWindow), 8 * t);
-  EXPECT_EQ(window(A::kWindow), t_max);
-  EXPECT_EQ(window(A::kWindow), t_max) << "never past T_max";
+  A::steer_bound(0, clock += kStep);
+  EXPECT_EQ(A::bound_now(), 2 * t) << "the lock sat reserved and free all the window: T_now doubles";
+  EXPECT_EQ(window(250), 4 * t) << "a quarter of the window idle: doubles again";
+  EXPECT_EQ(window(1000), 8 * t);
+  EXPECT_EQ(window(1000), t_max);
+  EXPECT_EQ(window(1000), t_max) << "never past T_max";
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_up), 4u);
-  EXPECT_EQ(window(7), t_max) << "7 of 16 old: holds";
-  EXPECT_EQ(window(3), t_max) << "3 of 16 old: holds";
-  const u64 lowered = window(2);
-  EXPECT_EQ(lowered, t_max - (t_max - t + 15) / 16) << "2 of 16 old: a sixteenth of the way back to T";
+  EXPECT_EQ(window(249), t_max) << "just under a quarter: holds";
+  EXPECT_EQ(window(63), t_max) << "just over a sixteenth: holds";
+  const u64 lowered = window(62);
+  EXPECT_EQ(lowered, t_max - (t_max - t + 15) / 16) << "a sixteenth or less: a sixteenth of the way back to T";
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_down), 1u);
   for (int i = 0; i < 2000 && A::bound_now() > t; ++i) window(0);
-  EXPECT_EQ(A::bound_now(), t) << "young heads bring T_now back to T, and not below";
+  EXPECT_EQ(A::bound_now(), t) << "handoffs that cost nothing bring T_now back to T, and not below";
   const u64 downs = WordEnv::ev[0].get(LockEvent::pv_bound_down);
   window(0);
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_down), downs) << "at T nothing is written";
@@ -114,8 +124,8 @@ TEST(PvBounded, TheWorkingBoundDoublesInAConvoyAndReturnsToT) {
   node->cpu = 0;
   *A::of(node) = locks::read_tsc() - 2 * t;
   EXPECT_TRUE(A::older_than_bound(node));
-  window(A::kWindow);
-  window(A::kWindow);
+  window(1000);
+  window(1000);
   EXPECT_EQ(A::bound_now(), 4 * t);
   EXPECT_FALSE(A::older_than_bound(node)) << "T_now = 4 T: a 2 T old head is young";
 
@@ -123,11 +133,44 @@ TEST(PvBounded, TheWorkingBoundDoublesInAConvoyAndReturnsToT) {
   ASSERT_EQ(native::apply_lock_tuning({"pvb_bound_us=1000", "pvb_bound_max_us=1000"}), nullptr);
   EXPECT_EQ(A::bound_now(), t) << "a raised T_now is ignored once the bound is fixed";
   const u64 ups = WordEnv::ev[0].get(LockEvent::pv_bound_up);
-  for (int w = 0; w < 4; ++w) window(A::kWindow);
+  for (int w = 0; w < 4; ++w) window(1000);
   EXPECT_EQ(A::bound_now(), t);
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_up), ups) << "a fixed bound is never steered";
   A::adaptive = {};
   pvb::g_tuning = saved;
+}
+
+// Rule 5's clock: the unlock that releases a reserved lock marks the time
+// in its head's stamp, and the head's acquisition reads the idle time from
+// that mark; a mark older than the current headship (a late store of an
+// earlier one) or none reads as 0, and an unreserved release marks nothing.
+TEST(PvBounded, AReservedLocksIdleTimeRunsFromItsReleaseWithinTheHeadship) {
+  using A = pvb::Arrival<WordEnv>;
+  WordEnv::reset();
+  WordEnv::bind_cpu(0);
+  const u32 tail = q::encode_tail(2, 0);
+  q::QNode* node = q::QNodePool<WordEnv>::node(1, 0);
+  node->cpu = 1;
+  *A::of(node) = locks::read_tsc();
+  A::stamp[1] = {};
+
+  Word l = with_word<Word>(tail | pvb::kNoSteal | pvb::head_cpu_bits(1) | q::kLockedVal);
+  A::publish_head(l.word(), node, 1, locks::read_tsc());
+  const u64 before = locks::read_tsc();
+  l.unlock();
+  const u64 freed = A::stamp[1].freed;
+  EXPECT_GE(freed, before) << "the release of a reserved lock marks when it became free";
+  EXPECT_EQ(A::idle_before(1, freed + 500), 500u);
+  EXPECT_EQ(A::idle_before(1, freed), 0u) << "taken at the mark: no idle time";
+
+  A::publish_head(l.word(), node, 1, freed + 1);
+  EXPECT_EQ(A::idle_before(1, freed + 500), 0u) << "a mark from before this headship is not its idle time";
+
+  A::stamp[1].freed = 0;
+  Word unreserved = with_word<Word>(tail | pvb::head_cpu_bits(1) | q::kLockedVal);
+  unreserved.unlock();
+  EXPECT_EQ(A::stamp[1].freed, 0u) << "a lock released without N sits free for nobody in particular";
+  A::stamp[1] = {};
 }
 
 // Rule 3b: a newcomer that would steal past a queue first looks up the head
@@ -147,6 +190,7 @@ TEST(PvBounded, ANewcomerReservesForADueHeadInsteadOfStealing) {
   EXPECT_FALSE(due.try_lock()) << "a due head's lock must be reserved, not stolen";
   EXPECT_EQ(due.value(), named | pvb::kNoSteal) << "N set for the head named in byte 1; tail and cpu unchanged";
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_reserve_for), 1u);
+  EXPECT_NE(stamp.freed, 0u) << "a free lock reserved now starts the head's idle clock (rule 5)";
   EXPECT_FALSE(due.try_lock()) << "and stays reserved";
 
   Word other = with_word<Word>(named);  // cpu 1 heads another lock (the stamp still names `due`)
