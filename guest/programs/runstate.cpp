@@ -17,6 +17,10 @@
 //              peer_preempted  distinct preemptions of peers seen (a peer's
 //                              record read "preempted" with a seq not seen before)
 //              peer_running    the same for "running"
+//              peer_flagged    times a peer's steal-time `preempted` flag
+//                              was seen to rise (hardware KVM's preemption
+//                              flag, which the VMM also sets while it parks
+//                              a vCPU for --inject)
 //              own_preemptions own record's preemption count at the end
 //              nonzero_words   non-zero 64-bit words in the whole page
 //                              (vCPU 0 only; 0 when the page is off)
@@ -36,6 +40,7 @@
 #include "runtime/ucall_report.h"
 #include "runtime/runstate.h"
 #include "runtime/shared.h"
+#include "runtime/steal_time.h"
 #include "runtime/string.h"
 
 namespace guest {
@@ -51,7 +56,9 @@ void observe(u64 ms, bool until_live) {
 
   u64 samples = 0, self_running = 0, self_unknown = 0, self_other = 0, peer_preempted = 0, peer_running = 0;
   u64 foreign_reads = 0;
+  u64 peer_flagged = 0;
   u32 last_seq[kRunStateMaxVcpus];
+  bool was_flagged[kRunStateMaxVcpus] = {};
   for (auto& s : last_seq) s = ~0u;
   const u64 end = rdtsc() + ns_to_tsc(ms * 1000000);
   const u64 cap = end + ns_to_tsc(30ull * 1000000000);
@@ -75,6 +82,9 @@ void observe(u64 ms, bool until_live) {
     }
     for (u32 peer = 0; peer < n && peer < kRunStateMaxVcpus; ++peer) {
       if (peer == me) continue;
+      const bool flagged = steal_time_preempted(peer);
+      if (flagged && !was_flagged[peer]) ++peer_flagged;
+      was_flagged[peer] = flagged;
       const u32 seq = __atomic_load_n(&vcpu_runstate(peer)->seq, __ATOMIC_ACQUIRE);
       if (seq == last_seq[peer] || (seq & 1) != 0) continue;
       const RunState s = vcpu_run_state(peer);
@@ -93,6 +103,7 @@ void observe(u64 ms, bool until_live) {
   report_result("self_other", self_other);
   report_result("peer_preempted", peer_preempted);
   report_result("peer_running", peer_running);
+  report_result("peer_flagged", peer_flagged);
   report_result("own_preemptions", have ? own.preemptions : 0);
   if (me == 0) {
     const auto* words = reinterpret_cast<const volatile u64*>(boot().runstate_gpa);

@@ -133,6 +133,46 @@ TEST(InjectMachine, WaiterPointsHitFirstWaitersAndCountsAgree) {
                         << events << " first-waiter events";
 }
 
+// While a park lasts, the parked vCPU's steal-time `preempted` flag is up,
+// as hardware KVM shows a descheduled vCPU, and it is down again once the
+// vCPU runs: vCPU 0 spins reading vCPU 1's flag and counts its rises (at
+// least two: the flag came down between parks). Hardware KVM also raises it
+// when the host preempts a vCPU, so more rises than parks are no error.
+// --no-steal-time: the guest enables no record and the flag never rises.
+std::uint64_t peer_flagged(const RunResult& r, unsigned vcpu) {
+  const machine::ResultValue* v = r.result(vcpu, "peer_flagged");
+  if (v == nullptr || v->values.size() != 1) {
+    ADD_FAILURE() << "vCPU " << vcpu << " reported no peer_flagged";
+    return 0;
+  }
+  return v->values[0];
+}
+
+TEST(InjectMachine, AParkRaisesTheVcpusPreemptedFlagUntilItRunsAgain) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  for (const bool steal_time : {true, false}) {
+    SCOPED_TRACE(steal_time ? "steal time advertised" : "--no-steal-time");
+    MachineConfig config;
+    config.vcpus = 2;
+    config.program = "runstate";
+    config.args = "ms=400";
+    config.steal_time = steal_time;
+    config.echo_guest_prints = false;
+    config.capture_serial = true;
+    config.timeout_s = 60;
+    const RunResult r = run(*kvm, config, "periodic:vcpu=1,every=30ms,for=3ms,phase=50ms,count=6");
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+    const std::uint64_t parks = r.vcpus[1].park.parks;
+    ASSERT_GE(parks, 2u) << "the host skipped the parks";
+    if (steal_time) {
+      EXPECT_GE(peer_flagged(r, 0), 2u) << parks << " parks";
+    } else {
+      EXPECT_EQ(peer_flagged(r, 0), 0u);
+      EXPECT_EQ(peer_flagged(r, 1), 0u);
+    }
+  }
+}
+
 TEST(InjectMachine, SameSeedSamePointsOtherSeedOtherPoints) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   auto indices = [&](std::uint64_t seed) {

@@ -63,10 +63,17 @@ TEST(LabMatrix, ExpandsTheProductTimesRepeatsWithStableIds) {
                                       "--duration", "0.05"}));
 }
 
+// The command line of the last point of a scenario with `points` points.
+std::vector<std::string> last_point_arguments(const char* toml, std::size_t points) {
+  const auto all = expand(parse_scenario(toml, "test"));
+  EXPECT_EQ(all.size(), points);
+  return all.empty() ? std::vector<std::string>{} : run_arguments(all.back().settings);
+}
+
 // The virtual NUMA topology and its modelled remote cost are lab settings
 // (their rows in the run-settings table), given to every point's command line.
 TEST(LabMatrix, VnumaSettingsReachThePointCommandLine) {
-  const auto s = parse_scenario(R"(
+  EXPECT_EQ(last_point_arguments(R"(
 name = "numa"
 repeats = 1
 [fixed]
@@ -77,12 +84,28 @@ vnuma = "2"
 name = "vnuma_remote_ns"
 values = [0, 2000]
 )",
-                                "test");
-  const auto points = expand(s);
-  ASSERT_EQ(points.size(), 2u);
-  EXPECT_EQ(run_arguments(points[1].settings),
+                                 2),
             (std::vector<std::string>{"--workload", "lockbench", "--vcpus", "8", "--vnuma", "2", "--vnuma-remote-ns",
                                       "2000"}));
+}
+
+// A lock label may set several lock parameters: each word of `param` is a
+// --param of its own; other settings keep their value whole.
+TEST(LabMatrix, SeveralParamsBecomeOneParamOptionEach) {
+  EXPECT_EQ(last_point_arguments(R"(
+name = "params"
+repeats = 1
+[fixed]
+workload = "lockbench"
+inject = "random:vcpu=all,rate=25,for=2ms;holder:lock=0,p=0.001,for=1ms"
+[[axis]]
+name = "lock"
+values = [{ label = "pvb", lock = "pvbounded", param = " pvb_handoff=running  pvb_boost=0 " }]
+)",
+                                 1),
+            (std::vector<std::string>{"--workload", "lockbench", "--lock", "pvbounded", "--inject",
+                                      "random:vcpu=all,rate=25,for=2ms;holder:lock=0,p=0.001,for=1ms", "--param",
+                                      "pvb_handoff=running", "--param", "pvb_boost=0"}));
 }
 
 TEST(LabMatrix, ShardsPartitionThePoints) {

@@ -1,5 +1,5 @@
 // lockvisor trace-check: the bound oracle on a trace file (vmm/trace/bound_check.h,
-// docs/pvbounded.md). Exit 0 when no bypass breaks pvbounded's invariant, 1
+// docs/pvbounded.md), then where each lock's time went (vmm/trace/lock_time.h). Exit 0 when no bypass breaks pvbounded's invariant, 1
 // when one does, 2 for a file that is no lockvisor trace or a bad option.
 #include <fmt/format.h>
 
@@ -7,6 +7,7 @@
 
 #include "vmm/cli/commands.h"
 #include "vmm/trace/bound_check.h"
+#include "vmm/trace/lock_time.h"
 #include "vmm/trace/trace_reader.h"
 
 namespace lockvisor::cli {
@@ -21,6 +22,7 @@ Action add_trace_check_command(CLI::App& app) {
     std::optional<std::uint64_t> resume_us;
     std::uint64_t steal_phase_us = 100;
     std::size_t runs = 12;
+    std::uint64_t gap_us = 20;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("FILE", o->file, "A trace written by lockvisor run --trace FILE")->required();
@@ -40,6 +42,10 @@ Action add_trace_check_command(CLI::App& app) {
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1000000}));
   cmd->add_option("--runs", o->runs, "Lines of bypass runs shown per long wait (0: none), default 12")
       ->check(CLI::Range(std::size_t{0}, std::size_t{1000000}));
+  cmd->add_option("--gap-us", o->gap_us,
+                  "Free gaps of a lock at least this long are explained by what every vCPU was doing meanwhile, "
+                  "default 20")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{10000000}));
   return [o] {
     const trace::TraceTimeline timeline = trace::read_trace_file(o->file);
     trace::BoundRules rules = trace::bound_rules_from(timeline.metadata);
@@ -49,6 +55,7 @@ Action add_trace_check_command(CLI::App& app) {
     if (o->resume_us) rules.resume_ns = *o->resume_us * 1000;
     const trace::BoundReport report = trace::check_bound(timeline, rules);
     fmt::print("{}", trace::format_bound_report(timeline, report, o->runs));
+    fmt::print("{}", trace::format_lock_time(trace::lock_time(timeline, o->gap_us * 1000)));
     std::fflush(stdout);
     return report.violations != 0 ? 1 : 0;
   };

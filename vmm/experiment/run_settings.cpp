@@ -152,7 +152,8 @@ constexpr RunSetting kRows[] = {
    .lab = "preemption injection, ';'-separated specs (docs/preemption.md)", .json = "inject", .repeatable = true},
   {.key = "param", .flag = "--param", .type = T::kText, .target = G::kRun,
    .help = "Extra workload parameter key=value (repeatable)",
-   .lab = "extra workload parameter key=value (e.g. pvb_bound_us=1000)", .repeatable = true},
+   .lab = "extra workload parameters key=value, several separated by spaces (e.g. \"pvb_handoff=running pvb_boost=0\")",
+   .repeatable = true},
   {.key = "timeout_s", .flag = "--timeout", .type = T::kSeconds, .target = G::kMachine, .min_s = 0.001, .max_s = 1e6,
    .zero_allowed = true, .def = "0",
    .help = "Watchdog: stop the guest after S seconds (exit code 4), 0.001..1e6; 0: none (lock workloads: 10 x "

@@ -18,7 +18,8 @@ const std::vector<Setting>& table() {
   static const std::vector<Setting> kSettings = [] {
     std::vector<Setting> rows;
     for (const auto& r : experiment::run_settings())
-      if (r.lab != nullptr) rows.push_back({r.key, r.flag, r.type == experiment::SettingType::kSwitch, r.lab});
+      if (r.lab != nullptr)
+        rows.push_back({r.key, r.flag, r.type == experiment::SettingType::kSwitch, r.repeatable, r.lab});
     return rows;
   }();
   return kSettings;
@@ -56,6 +57,16 @@ std::vector<std::string> run_arguments(const SettingValues& values) {
     if (value == nullptr) continue;
     if (s.flag) {
       if (*value == "true") args.emplace_back(s.option);
+    } else if (s.several) {
+      // Words separated by spaces: a --param value holds no space (the run
+      // refuses one), an --inject value separates its specs with ';'.
+      std::size_t at = value->find_first_not_of(' ');
+      while (at != std::string::npos) {
+        const std::size_t end = value->find(' ', at);
+        args.emplace_back(s.option);
+        args.push_back(value->substr(at, end == std::string::npos ? std::string::npos : end - at));
+        at = value->find_first_not_of(' ', end == std::string::npos ? value->size() : end);
+      }
     } else {
       args.emplace_back(s.option);
       args.push_back(*value);

@@ -17,6 +17,7 @@ struct Setting {
   const char* name;    // in scenario files: vcpus, kick_delay_us, ...
   const char* option;  // of `lockvisor run`: --vcpus, --kick-delay-us, ...
   bool flag;           // true: a switch (value true/false), else the option takes the value
+  bool several;        // a repeatable option (--param): a value of several words is one option per word
   const char* help;
 };
 

@@ -8,6 +8,7 @@
 #include "lockvisor/abi/boot_info.h"
 #include "lockvisor/abi/doorbell.h"
 #include "lockvisor/abi/guest_layout.h"
+#include "lockvisor/abi/kvm_hypercall.h"
 #include "vmm/loader/elf_loader.h"
 #include "vmm/machine/machine_state.h"
 #include "vmm/machine/x86_boot.h"
@@ -120,6 +121,9 @@ void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std:
     boot->vcpus[i] = {apic_id, 0, kernel_stack_top(bytes, i), user_stack_top(bytes, i)};
     s.control.map_apic(apic_id, i);
     s.vcpus.push_back(std::make_unique<VcpuRunner>(std::move(vcpu), apic_id, s.bus, s.control));
+    if (cfg.steal_time)
+      s.vcpus.back()->set_park_flag(
+          &s.vm.memory().at<abi::KvmStealTime>(abi::kStealTimeAddr + i * abi::kStealTimeStride)->preempted);
   }
   boot->tsc_khz = s.tsc_khz;
   spdlog::debug("VM ready: {} vCPUs, {} MiB, image entry {:#x}, image end {:#x}, TSC {} kHz", cfg.vcpus,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "lockvisor/abi/kvm_hypercall.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/kvm/vcpu_exit.h"
 #include "vmm/util/monotonic_clock.h"
@@ -112,6 +114,12 @@ void VcpuRunner::rearm_entry() {
 // again (its interrupt was the one just cleared). Then the stop check: a
 // stop that comes at any point still keeps this thread out of KVM_RUN.
 bool VcpuRunner::serve_park() {
+  // Bit 0 only (KVM_VCPU_PREEMPTED): the record's other bits are KVM's and
+  // the guest's. The vCPU is out of KVM_RUN, so KVM does not write it now;
+  // a KVM that keeps the record clears it again at the next entry too.
+  std::optional<std::atomic_ref<std::uint8_t>> flag;
+  if (park_flag_) flag.emplace(*park_flag_);
+  if (flag) flag->fetch_or(abi::kStealPreempted, std::memory_order_release);
   do {
     while (park_.pending()) {
       const auto interval = park_.wait_while_parked();
@@ -121,6 +129,7 @@ bool VcpuRunner::serve_park() {
     }
     rearm_entry();
   } while (park_.pending() && !control_.stopping());
+  if (flag) flag->fetch_and(static_cast<std::uint8_t>(~abi::kStealPreempted), std::memory_order_release);
   return !control_.stopping();
 }
 

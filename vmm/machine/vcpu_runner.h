@@ -86,6 +86,14 @@ class VcpuRunner final : private GuestProgramContext {
   ParkCounts park_counts() const { return park_.counts(); }
   // Ends every park for good (the run is stopping).
   void stop_parking() { park_.stop(); }
+  // The byte a park sets while it lasts: the `preempted` flag of this
+  // vCPU's steal-time record in guest memory, so that the guest's
+  // vcpu_is_preempted() sees an injected preemption as it sees a host one
+  // on hardware KVM (which sets that flag whenever it descheduled a runnable
+  // vCPU and clears it when the vCPU runs again). Null: parks are invisible
+  // to the guest (a Linux guest, whose record is where it chose, or
+  // --no-steal-time). Set before start().
+  void set_park_flag(std::uint8_t* flag) { park_flag_ = flag; }
   // Invoked on the vCPU thread for every interval it spent parked (the
   // timeline); set before start().
   std::function<void(unsigned vcpu, const ParkInterval&)> on_parked;
@@ -176,6 +184,7 @@ class VcpuRunner final : private GuestProgramContext {
   std::atomic<std::uint64_t> last_hypercall_{0};
   std::atomic<std::uint64_t> rip_{kNoRip};
   VcpuPark park_;
+  std::uint8_t* park_flag_ = nullptr;
 
   // A load and a store, not a read-modify-write: this thread is the only
   // writer, so the increment costs what a plain one does and a reader on

@@ -1,0 +1,191 @@
+// Where a lock's time went (lock_time.h).
+#include "vmm/trace/lock_time.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace lockvisor::trace {
+namespace {
+
+constexpr unsigned kUnknownPath = locks::kAcqPathCount;
+
+const char* const kActivityNames[kVcpuActivities] = {"running guest code", "halted", "parked", "preempted by the host",
+                                                     "in a VMM exit", "on no lane"};
+
+struct Segment {
+  std::uint64_t begin_ns, end_ns;
+  VcpuActivity what;
+};
+
+// One vCPU's lanes flattened into disjoint segments, each labelled with the
+// activity that explains it best: parked, then halted (a halt nests inside
+// its exit), then preempted (the host lane overlaps KVM_RUN), then a VMM
+// exit, then guest code. What no lane covers is "on no lane" (between
+// slices, or a lane that was cut).
+std::vector<Segment> flatten(const TracedVcpu& v) {
+  // Priority order: a lower number wins.
+  std::vector<std::tuple<std::uint64_t, int, unsigned>> edges;  // time, +1/-1, activity
+  auto add = [&edges](const std::vector<Span>& spans, VcpuActivity a) {
+    for (const Span& s : spans) {
+      if (s.end_ns <= s.begin_ns) continue;
+      edges.emplace_back(s.begin_ns, +1, static_cast<unsigned>(a));
+      edges.emplace_back(s.end_ns, -1, static_cast<unsigned>(a));
+    }
+  };
+  add(v.parked, VcpuActivity::kParked);
+  add(v.halted, VcpuActivity::kHalted);
+  add(v.preempted, VcpuActivity::kPreempted);
+  add(v.exits, VcpuActivity::kExit);
+  add(v.guest, VcpuActivity::kGuest);
+  std::sort(edges.begin(), edges.end());
+  static constexpr VcpuActivity kOrder[] = {VcpuActivity::kParked, VcpuActivity::kHalted, VcpuActivity::kPreempted,
+                                            VcpuActivity::kExit, VcpuActivity::kGuest};
+  std::array<int, kVcpuActivities> open{};
+  std::vector<Segment> out;
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < edges.size();) {
+    const std::uint64_t t = std::get<0>(edges[i]);
+    if (t > at) {
+      VcpuActivity now = VcpuActivity::kOther;
+      for (VcpuActivity a : kOrder)
+        if (open[static_cast<unsigned>(a)] > 0) {
+          now = a;
+          break;
+        }
+      if (now != VcpuActivity::kOther) {
+        if (!out.empty() && out.back().what == now && out.back().end_ns == at)
+          out.back().end_ns = t;
+        else
+          out.push_back({at, t, now});
+      }
+    }
+    for (; i < edges.size() && std::get<0>(edges[i]) == t; ++i) open[std::get<2>(edges[i])] += std::get<1>(edges[i]);
+    at = t;
+  }
+  return out;
+}
+
+// Adds the time of each activity of `segments` inside [a, b] to `into`; the
+// rest of [a, b] counts as "on no lane".
+void tally(const std::vector<Segment>& segments, std::uint64_t a, std::uint64_t b,
+           std::array<std::uint64_t, kVcpuActivities>& into) {
+  std::uint64_t covered = 0;
+  auto it = std::upper_bound(segments.begin(), segments.end(), a,
+                             [](std::uint64_t x, const Segment& s) { return x < s.end_ns; });
+  for (; it != segments.end() && it->begin_ns < b; ++it) {
+    const std::uint64_t d = std::min(b, it->end_ns) - std::max(a, it->begin_ns);
+    into[static_cast<unsigned>(it->what)] += d;
+    covered += d;
+  }
+  into[static_cast<unsigned>(VcpuActivity::kOther)] += (b - a) - covered;
+}
+
+double percent(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
+}
+
+const char* path_name(unsigned p) { return p < locks::kAcqPathCount ? locks::kAcqPathNames[p] : "invalid"; }
+
+}  // namespace
+
+const char* activity_name(VcpuActivity a) { return kActivityNames[static_cast<unsigned>(a)]; }
+
+std::vector<LockTime> lock_time(const TraceTimeline& t, std::uint64_t long_gap_ns) {
+  // The span every lock lane kept.
+  std::uint64_t until = t.end_ns;
+  for (const TracedVcpu& v : t.vcpu)
+    if (v.lock_lane_until) until = std::min(until, *v.lock_lane_until);
+  std::map<std::uint32_t, std::vector<const TracedAcquisition*>> by_lock;
+  for (const TracedAcquisition& x : t.acquisitions)
+    if (x.released_ns && *x.released_ns <= until && x.vcpu < t.vcpu.size()) by_lock[x.lock].push_back(&x);
+  std::vector<std::vector<Segment>> lanes;
+  for (const TracedVcpu& v : t.vcpu) lanes.push_back(flatten(v));
+
+  std::vector<LockTime> out;
+  for (auto& [lock, holds] : by_lock) {
+    if (holds.size() < 2) continue;
+    std::sort(holds.begin(), holds.end(),
+              [](const TracedAcquisition* a, const TracedAcquisition* b) { return a->acquired_ns < b->acquired_ns; });
+    LockTime r;
+    r.lock = lock;
+    r.long_gap_ns = long_gap_ns;
+    r.acquisitions = holds.size();
+    std::uint64_t last_release = 0;
+    for (std::size_t i = 0; i < holds.size(); ++i) {
+      const TracedAcquisition& x = *holds[i];
+      if (i != 0 && x.acquired_ns > last_release) {
+        const std::uint64_t gap = x.acquired_ns - last_release;
+        const unsigned p = x.path < locks::kAcqPathCount ? x.path : kUnknownPath;
+        r.free_before_ns[p] += gap;
+        ++r.gaps[p];
+        if (gap >= long_gap_ns) {
+          ++r.long_gaps;
+          r.long_total_ns += gap;
+          r.long_by_path_ns[p] += gap;
+          tally(lanes[x.vcpu], last_release, x.acquired_ns, r.acquirer_ns);
+          for (unsigned w = 0; w < lanes.size(); ++w)
+            if (w != x.vcpu) tally(lanes[w], last_release, x.acquired_ns, r.others_ns);
+        }
+      }
+      last_release = std::max(last_release, *x.released_ns);
+    }
+    r.span_ns = last_release - holds.front()->acquired_ns;
+    // Held = not free: the trace's clocks may let two holds overlap by a
+    // few nanoseconds, so summing the holds could exceed the span.
+    std::uint64_t free = 0;
+    for (std::uint64_t f : r.free_before_ns) free += f;
+    r.held_ns = r.span_ns - free;
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string format_lock_time(const std::vector<LockTime>& locks) {
+  std::string out;
+  for (const LockTime& r : locks) {
+    std::uint64_t free = 0;
+    for (std::uint64_t f : r.free_before_ns) free += f;
+    out += fmt::format("lock {} time: {} acquisitions in {:.1f} ms; held {:.1f} %, free {:.1f} %", r.lock, r.acquisitions,
+                       static_cast<double>(r.span_ns) * 1e-6, percent(r.held_ns, r.span_ns), percent(free, r.span_ns));
+    std::vector<unsigned> order;
+    for (unsigned p = 0; p <= kUnknownPath; ++p)
+      if (r.gaps[p] != 0) order.push_back(p);
+    std::sort(order.begin(), order.end(),
+              [&r](unsigned a, unsigned b) { return r.free_before_ns[a] > r.free_before_ns[b]; });
+    std::string parts;
+    for (unsigned p : order)
+      parts += fmt::format("{}{} {:.1f} % ({} gaps, mean {:.2f} us)", parts.empty() ? "" : ", ", path_name(p),
+                           percent(r.free_before_ns[p], r.span_ns), r.gaps[p],
+                           static_cast<double>(r.free_before_ns[p]) * 1e-3 / static_cast<double>(r.gaps[p]));
+    out += parts.empty() ? "\n" : fmt::format("; free before: {}\n", parts);
+    if (r.long_gaps == 0) continue;
+    std::string paths;
+    for (unsigned p = 0; p <= kUnknownPath; ++p)
+      if (r.long_by_path_ns[p] != 0)
+        paths += fmt::format("{}{} {:.1f} %", paths.empty() ? "" : ", ", path_name(p),
+                             percent(r.long_by_path_ns[p], r.long_total_ns));
+    auto shares = [](const std::array<std::uint64_t, kVcpuActivities>& ns) {
+      std::uint64_t total = 0;
+      for (std::uint64_t x : ns) total += x;
+      std::vector<unsigned> idx;
+      for (unsigned a = 0; a < kVcpuActivities; ++a)
+        if (ns[a] != 0) idx.push_back(a);
+      std::sort(idx.begin(), idx.end(), [&ns](unsigned a, unsigned b) { return ns[a] > ns[b]; });
+      std::string s;
+      for (unsigned a : idx)
+        s += fmt::format("{}{} {:.1f} %", s.empty() ? "" : ", ", kActivityNames[a], percent(ns[a], total));
+      return s;
+    };
+    out += fmt::format(
+        "  {} free gaps of {:.0f} us or more, {:.1f} % of the span (before: {}); the vCPU that then took the lock "
+        "was meanwhile {}; the other vCPUs were {}\n",
+        r.long_gaps, static_cast<double>(r.long_gap_ns) * 1e-3, percent(r.long_total_ns, r.span_ns), paths,
+        shares(r.acquirer_ns), shares(r.others_ns));
+  }
+  return out;
+}
+
+}  // namespace lockvisor::trace
