@@ -1,6 +1,7 @@
 // lockvisor trace-check: the bound oracle on a trace file (vmm/trace/bound_check.h,
-// docs/pvbounded.md), then where each lock's time went (vmm/trace/lock_time.h). Exit 0 when no bypass breaks pvbounded's invariant, 1
-// when one does, 2 for a file that is no lockvisor trace or a bad option.
+// docs/pvbounded.md), then where each lock's time went (vmm/trace/lock_time.h).
+// Exit 0 when no bypass breaks pvbounded's invariant, 1 when one does, 2 for a
+// file that is no lockvisor trace or a bad option.
 #include <fmt/format.h>
 
 #include <cstdio>

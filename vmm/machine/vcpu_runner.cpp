@@ -113,13 +113,20 @@ void VcpuRunner::rearm_entry() {
 // park, and a request that came meanwhile is served before the guest runs
 // again (its interrupt was the one just cleared). Then the stop check: a
 // stop that comes at any point still keeps this thread out of KVM_RUN.
+// Bit 0 only (KVM_VCPU_PREEMPTED): the record's other bits are KVM's and
+// the guest's. The vCPU is out of KVM_RUN, so KVM does not write it now; a
+// KVM that keeps the record clears it again at the next entry too.
+void VcpuRunner::show_parked(bool parked) {
+  if (park_flag_ == nullptr) return;
+  std::atomic_ref<std::uint8_t> flag(*park_flag_);
+  if (parked)
+    flag.fetch_or(abi::kStealPreempted, std::memory_order_release);
+  else
+    flag.fetch_and(static_cast<std::uint8_t>(~abi::kStealPreempted), std::memory_order_release);
+}
+
 bool VcpuRunner::serve_park() {
-  // Bit 0 only (KVM_VCPU_PREEMPTED): the record's other bits are KVM's and
-  // the guest's. The vCPU is out of KVM_RUN, so KVM does not write it now;
-  // a KVM that keeps the record clears it again at the next entry too.
-  std::optional<std::atomic_ref<std::uint8_t>> flag;
-  if (park_flag_) flag.emplace(*park_flag_);
-  if (flag) flag->fetch_or(abi::kStealPreempted, std::memory_order_release);
+  show_parked(true);
   do {
     while (park_.pending()) {
       const auto interval = park_.wait_while_parked();
@@ -129,7 +136,7 @@ bool VcpuRunner::serve_park() {
     }
     rearm_entry();
   } while (park_.pending() && !control_.stopping());
-  if (flag) flag->fetch_and(static_cast<std::uint8_t>(~abi::kStealPreempted), std::memory_order_release);
+  show_parked(false);
   return !control_.stopping();
 }
 

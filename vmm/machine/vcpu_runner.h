@@ -141,6 +141,8 @@ class VcpuRunner final : private GuestProgramContext {
   void run_loop();
   // Sleeps through a pending park; false when the run is stopping.
   bool serve_park();
+  // Raises or clears the park flag (set_park_flag), if there is one.
+  void show_parked(bool parked);
   // Clears immediate_exit after an interrupt was served (see the .cpp).
   void rearm_entry();
   // Registers this thread with the run-state page and takes the first sample.

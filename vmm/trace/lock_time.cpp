@@ -146,8 +146,7 @@ std::vector<LockTime> lock_time(const TraceTimeline& t, std::uint64_t long_gap_n
 std::string format_lock_time(const std::vector<LockTime>& locks) {
   std::string out;
   for (const LockTime& r : locks) {
-    std::uint64_t free = 0;
-    for (std::uint64_t f : r.free_before_ns) free += f;
+    const std::uint64_t free = r.span_ns - r.held_ns;
     out += fmt::format("lock {} time: {} acquisitions in {:.1f} ms; held {:.1f} %, free {:.1f} %", r.lock, r.acquisitions,
                        static_cast<double>(r.span_ns) * 1e-6, percent(r.held_ns, r.span_ns), percent(free, r.span_ns));
     std::vector<unsigned> order;
