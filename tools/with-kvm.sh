@@ -8,6 +8,11 @@
 #   local   this host's /dev/kvm; fails with one line (exit 6) when it is not usable
 #   nested  tools/nested-kvm, even where this host has a usable /dev/kvm
 # The local KVM device is $LOCKVISOR_KVM_DEVICE when set (as for lockvisor), else /dev/kvm.
+# The nested machine gets LOCKVISOR_NESTED_MEM MiB (default 5120): a lockvisor
+# run may ask for up to 4096 MiB of guest memory (--memory), and the lab's
+# traced runs ask for 2048 and fill much of it with the lock log, so the
+# nested kernel's OOM killer must not be what ends them (QEMU allocates the
+# memory only as the machine touches it).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mode=${LOCKVISOR_WITH_KVM:-auto}
@@ -34,4 +39,5 @@ else
   echo "with-kvm: no usable $device here; running inside tools/nested-kvm (emulated AMD-V, real KVM)" >&2
 fi
 "$here/nested-kvm/prepare.sh" >&2
-exec "$here/nested-kvm/run.sh" --smp 2 --timeout "${LOCKVISOR_NESTED_TIMEOUT:-3000}" -- "$@"
+exec "$here/nested-kvm/run.sh" --smp 2 --mem "${LOCKVISOR_NESTED_MEM:-5120}" \
+  --timeout "${LOCKVISOR_NESTED_TIMEOUT:-3000}" -- "$@"

@@ -42,7 +42,12 @@ class Expect {
     return *this;
   }
   // KVM's halt_wakeup also counts wake-ups that leave the vCPU blocked (it
-  // re-checks and sleeps again) and the end-of-run signal: a lower bound.
+  // re-checks and sleeps again) and the end-of-run signal: a lower bound. It
+  // can also miss a wake-up: a kick that lands after KVM marks the vCPU
+  // blocking but before its task sleeps is caught by the block's own re-check
+  // and counted in no statistic. So a lower bound of one holds only over many
+  // blocked halts; for a single one, the run completing is what proves that
+  // the kick released it (a halt nobody released ends the run in a deadlock).
   Expect& kvm_at_least(unsigned vcpu, const char* stat, std::uint64_t minimum) {
     const auto& stats = run_.vcpus.at(vcpu).kvm;
     const auto it = stats.find(stat);
@@ -199,12 +204,13 @@ CaseSpec sticky(bool kernel_halt, std::uint64_t kicks) {
           "",
           // KVM: two hlts, one woken by a kick; the other returned because
           // pv_unhalted was already set (KVM counts it as a successful poll
-          // when it polls, as nothing otherwise).
+          // when it polls, as nothing otherwise). Had the early kick been
+          // lost, the first hlt would take the later kick and the second
+          // would never return: completing with two halt exits is the proof.
           [=](const RunResult& run) {
             return Expect(run)
                 .outcome(Outcome::kCompleted)
                 .kvm(0, "halt_exits", 2)
-                .kvm_at_least(0, "halt_wakeup", 1)
                 .kvm(1, "hypercalls", kicks + 1)
                 .done();
           }};
@@ -334,7 +340,6 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                          .guest_cases_passed(0, 4)
                          .kvm(0, "hypercalls", 4)
                          .kvm(1, "halt_exits", 1)
-                         .kvm_at_least(1, "halt_wakeup", 1)
                          .done();
                    }});
 
@@ -373,18 +378,14 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                            .pv(1, &pvlock::PvCounts::halts_woken, 1)
                            .done();
                      }, nullptr, "",
-                     // KVM: halt_wakeup counts every time the blocked vCPU
-                     // was found runnable or signalled, not kicks: a signal
-                     // to the vCPU thread (the run's own stop, a sampler)
-                     // while it is halted adds one (2 for one halt once,
-                     // nested). The run completing is what proves the kick
-                     // woke it; at least one wake-up, the blocked path.
+                     // KVM: halt_wakeup neither counts kicks nor every
+                     // wake-up (see kvm_at_least): the run completing is what
+                     // proves the kick woke vCPU 1's one halt.
                      [](const RunResult& run) {
                        return Expect(run)
                            .outcome(Outcome::kCompleted)
                            .result(0, "kick_refused", 0)
                            .kvm(1, "halt_exits", 1)
-                           .kvm_at_least(1, "halt_wakeup", 1)
                            .kvm_at_least(0, "hypercalls", 1)
                            .done();
                      }});
