@@ -837,10 +837,12 @@ TEST(CliKvm, FailingConformanceCaseExits1) {
 TEST(CliKvm, UnwritableJsonFailsBeforeBooting) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   (void)kvm;
-  const auto start = std::chrono::steady_clock::now();
   const auto o = lockvisor("run --workload pingpong --rounds 1000000000 --timeout 2 --json /proc/lockvisor-report.json");
   expect_one_line_error(o, 2, "--json /proc/lockvisor-report.json");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  // A run that had booted would end in its watchdog and print its outcome
+  // line; the process's own start-up time (seconds under ASan in an emulated
+  // machine) says nothing about whether the guest ran.
+  EXPECT_EQ(o.output.find("outcome:"), std::string::npos) << o.output;
 }
 
 // Deliverable 5: when the JSON cannot be written after all (file size limit),
