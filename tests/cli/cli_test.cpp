@@ -838,11 +838,10 @@ TEST(CliKvm, UnwritableJsonFailsBeforeBooting) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   (void)kvm;
   const auto o = lockvisor("run --workload pingpong --rounds 1000000000 --timeout 2 --json /proc/lockvisor-report.json");
+  // One line and nothing else proves that no guest ran: a booted run would
+  // end in its watchdog and print its outcome line first. (Not a wall-clock
+  // bound: the ASan build's start-up alone took 2 s in the nested machine.)
   expect_one_line_error(o, 2, "--json /proc/lockvisor-report.json");
-  // A run that had booted would end in its watchdog and print its outcome
-  // line; the process's own start-up time (seconds under ASan in an emulated
-  // machine) says nothing about whether the guest ran.
-  EXPECT_EQ(o.output.find("outcome:"), std::string::npos) << o.output;
 }
 
 // Deliverable 5: when the JSON cannot be written after all (file size limit),

@@ -205,8 +205,8 @@ CaseSpec sticky(bool kernel_halt, std::uint64_t kicks) {
           // KVM: two hlts, one woken by a kick; the other returned because
           // pv_unhalted was already set (KVM counts it as a successful poll
           // when it polls, as nothing otherwise). Had the early kick been
-          // lost, the first hlt would take the later kick and the second
-          // would never return: completing with two halt exits is the proof.
+          // lost, the first hlt would never return (vCPU 1 kicks again only
+          // after it has): completing with two halt exits is the proof.
           [=](const RunResult& run) {
             return Expect(run)
                 .outcome(Outcome::kCompleted)
