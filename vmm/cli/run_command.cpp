@@ -195,12 +195,15 @@ TraceOutcome write_trace_file(const RunOptions& o, trace::Trace& timeline, Outpu
 // vm.run() as a VM of a multi-VM run needs it, for either kind of guest:
 // built, it waits at the start gate until every sibling is too; host hogs
 // spin beside it while it runs. `extras` gets what the parent and the
-// reader need: start_gate (when the gate opened, when this guest first ran)
-// and hogs.
+// reader need: start_gate (when this VM was built, the common start time,
+// when this guest first ran) and hogs.
 machine::RunResult run_vm(machine::Machine& vm, const RunOptions& o, std::chrono::steady_clock::time_point origin,
                           nlohmann::json& extras) {
   extras = nlohmann::json::object();
-  if (o.start_gate_fd >= 0) extras["start_gate"] = {{"start_monotonic_ns", multivm::wait_at_start_gate(o.start_gate_fd)}};
+  if (o.start_gate_fd >= 0) {
+    const auto gate = multivm::wait_at_start_gate(o.start_gate_fd);
+    extras["start_gate"] = {{"ready_monotonic_ns", gate.ready_ns}, {"start_monotonic_ns", gate.start_ns}};
+  }
   std::optional<multivm::HostHogs> hogs;
   if (o.hogs > 0) hogs.emplace(o.hogs, o.machine.config.pcpus);
   auto result = vm.run();

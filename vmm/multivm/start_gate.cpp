@@ -26,7 +26,8 @@ GateChannel make_gate_channel() {
   return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-std::int64_t wait_at_start_gate(int fd) {
+GateTimes wait_at_start_gate(int fd) {
+  const std::int64_t ready_ns = monotonic_ns();
   if (::write(fd, &kReadyByte, 1) != 1) fail_host("start gate: cannot report ready: {}", std::strerror(errno));
   const auto deadline = std::chrono::steady_clock::now() + kGateWait;
   while (true) {
@@ -55,7 +56,7 @@ std::int64_t wait_at_start_gate(int fd) {
     const timespec at{static_cast<time_t>(start_ns / 1000000000), static_cast<long>(start_ns % 1000000000)};
     while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr) == EINTR) {
     }
-    return start_ns;
+    return {.ready_ns = ready_ns, .start_ns = start_ns};
   }
 }
 

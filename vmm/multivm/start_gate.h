@@ -33,11 +33,19 @@ inline constexpr std::chrono::milliseconds kStartLead{30};
 // any sibling takes to build, and still a bound.
 inline constexpr std::chrono::seconds kGateWait{120};
 
-// Child side: reports "built" on `fd` and waits for the parent's go. Returns
-// CLOCK_MONOTONIC in ns at the moment the gate opened. Throws a host
-// lockvisor::Error when the parent goes away or kGateWait passes, and
-// machine::Interrupted on SIGINT/SIGTERM/SIGHUP. Returns the start time.
-std::int64_t wait_at_start_gate(int fd);
+// What one child saw of the gate, both CLOCK_MONOTONIC ns. The gate's
+// invariant, which a report lets anyone check: every sibling's `ready_ns` is
+// before the common `start_ns`, and no guest entered before `start_ns`.
+struct GateTimes {
+  std::int64_t ready_ns = 0;  // when this child reported its VM built
+  std::int64_t start_ns = 0;  // the common start time the parent sent
+};
+
+// Child side: reports "built" on `fd`, waits for the parent's go and then
+// sleeps until the start time it carries. Throws a host lockvisor::Error when
+// the parent goes away or kGateWait passes, and machine::Interrupted on
+// SIGINT/SIGTERM/SIGHUP.
+GateTimes wait_at_start_gate(int fd);
 
 // CLOCK_MONOTONIC in ns: comparable across the processes of one host.
 std::int64_t monotonic_ns();
