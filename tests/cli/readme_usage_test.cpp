@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -69,6 +70,10 @@ struct UsageCommand {
   bool boots;          // needs /dev/kvm
   std::string script;  // the command with small parameters ($LV: lockvisor)
 };
+
+// How gtest names a case's parameter in its output: the README's command and
+// the script that stands for it, not a dump of the struct's bytes.
+void PrintTo(const UsageCommand& c, std::ostream* os) { *os << '"' << c.readme << "\" as `" << c.script << '`'; }
 
 std::vector<UsageCommand> usage_commands() {
   const std::string scenario = kScenario;

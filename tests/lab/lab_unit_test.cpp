@@ -10,6 +10,7 @@
 #include <functional>
 #include <set>
 
+#include "vmm/experiment/run_settings.h"
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/lab/bootstrap.h"
 #include "vmm/lab/matrix.h"
@@ -21,6 +22,7 @@
 #include "vmm/lab/settings.h"
 #include "vmm/lab/lab_summary.h"
 #include "vmm/lab/timelines.h"
+#include "vmm/machine/run_result.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lab {
@@ -337,6 +339,24 @@ expect = "some"
   const auto csv = summary_csv(summary);
   EXPECT_NE(csv.find("ops_per_sec_median"), std::string::npos);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 6);
+}
+
+// A run killed from outside (exit 128 + SIGKILL) is named in summary.md with
+// the likely cause and the guest memory its point asked for; without one,
+// there is no such note.
+TEST(LabSummary, ARunKilledFromOutsideIsExplainedWithItsMemory) {
+  const auto s = parse_scenario(kTwoAxes, "t");
+  auto records = completed_records(s, [](const Point&) { return 100.0; });
+  EXPECT_EQ(summary_markdown(s, summarize(s, records, 2)).find("OOM killer"), std::string::npos);
+  records[0]["outcome"] = machine::outcome_for_exit_code(128 + 9);
+  records[0]["report"] = nullptr;  // as the lab records a run that left none
+  const auto md = summary_markdown(s, summarize(s, records, 2));
+  const auto at = md.find("'killed-by-signal-9' is a SIGKILL that lockvisor did not send");
+  ASSERT_NE(at, std::string::npos) << md;
+  const std::string memory = experiment::find_run_setting("memory_mib")->def;  // the scenario sets none
+  EXPECT_NE(md.find(records[0]["key"].get<std::string>() + " (" + memory + " MiB of guest memory)", at),
+            std::string::npos)
+      << md;
 }
 
 // A lock axis value that is a variant of a lock (a label with a parameter)

@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
 #include <set>
 
+#include "vmm/experiment/run_settings.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/lab/metrics.h"
+#include "vmm/lab/settings.h"
+#include "vmm/machine/run_result.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lab {
@@ -331,6 +335,24 @@ std::string summary_csv(const Summary& summary) {
   return out;
 }
 
+// A run ended by SIGKILL that the lab did not send (its own timeout reads
+// "lab-timeout"): on Linux that is most often the kernel's OOM killer, and the
+// reader's next step is the kernel log and the memory the point asked for.
+std::string killed_note(const Summary& summary) {
+  const std::string killed = machine::outcome_for_exit_code(128 + SIGKILL);
+  std::string points;
+  for (const auto& p : summary.points) {
+    if (!p.outcomes.contains(killed)) continue;
+    const std::string* memory = lookup(p.settings, "memory_mib");
+    points += fmt::format("{}{} ({} MiB of guest memory)", points.empty() ? "" : "; ", p.key,
+                          memory ? *memory : experiment::find_run_setting("memory_mib")->def);
+  }
+  if (points.empty()) return "";
+  return fmt::format("\n'{}' is a SIGKILL that lockvisor did not send; on Linux it is most often the OOM killer "
+                     "(`dmesg | grep -i oom`). Points it ended: {}.\n",
+                     killed, points);
+}
+
 std::string summary_markdown(const Scenario& s, const Summary& summary) {
   std::string out = fmt::format("# Lab summary: {}\n\n{}\n\n", s.title, s.description);
   out += fmt::format("{} results. Medians over the completed runs of each point, with the 95% bootstrap "
@@ -354,6 +376,7 @@ std::string summary_markdown(const Scenario& s, const Summary& summary) {
                        outcomes_text(p.outcomes), cell(p, "ops_per_sec"), cell(p, "jain"), cell(p, "latency_p99_ns"),
                        cell(p, "cpu_s_per_mop"), cell(p, "halts"), cell(p, "kicks"), cell(p, "kvm_halt_exits"),
                        cell(p, "kvm_hypercalls"));
+  out += killed_note(summary);
   out += "\n## Waits and costs\n\n"
          "Worst and p99.9 acquisition wait in ms and in host time slices (lab.json `machine.host_slice`: how it was "
          "measured), CPU and exits to the VMM per acquisition (exits: whole run, the report has no window figure), "
