@@ -79,7 +79,8 @@ std::vector<UsageCommand> usage_commands() {
   const std::string scenario = kScenario;
   return {
       {"lockvisor doctor", "doctor", true, "$LV doctor"},
-      {"lockvisor conformance [--backend B] [--json F]", "conformance", true, "$LV conformance --json c.json"},
+      {"lockvisor conformance [--backend B] [--json F]", "conformance", true,
+       "$LV conformance --pingpong-rounds 2000 --json c.json"},
       {"lockvisor run [options]", "run", true,
        "$LV run --workload lockbench --lock pvqspinlock --vcpus 2 --duration 0.05 --json r.json"},
       {"lockvisor run --native [options]", "run_native", false,
