@@ -335,6 +335,8 @@ std::string summary_csv(const Summary& summary) {
   return out;
 }
 
+namespace {
+
 // A run ended by SIGKILL that the lab did not send (its own timeout reads
 // "lab-timeout"): on Linux that is most often the kernel's OOM killer, and the
 // reader's next step is the kernel log and the memory the point asked for.
@@ -352,6 +354,8 @@ std::string killed_note(const Summary& summary) {
                      "(`dmesg | grep -i oom`). Points it ended: {}.\n",
                      killed, points);
 }
+
+}  // namespace
 
 std::string summary_markdown(const Scenario& s, const Summary& summary) {
   std::string out = fmt::format("# Lab summary: {}\n\n{}\n\n", s.title, s.description);
