@@ -9,6 +9,7 @@
 #include "locks/registry.h"
 #include "tests/guest_locks/workload_config.h"
 #include "tests/support/kvm_required.h"
+#include "tests/support/run_failure.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/lockstat/lock_run.h"
@@ -58,7 +59,7 @@ TEST_P(GuestLock, TortureHasNoViolationsAtEveryOvercommit) {
     config.pcpus.assign(allowed.begin(), allowed.begin() + std::min<std::size_t>(ratio.pcpus, allowed.size()));
     p.cpus = config.vcpus;
     const auto run = boot(*kvm, config);
-    ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << run.reason;
+    ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << test::run_failure(run);
     std::uint64_t ops = 0, violations = 0, guest_kicks = 0;
     for (const auto& s : lockstat::workload_stats_from(run)) {
       ops += s.ops;
@@ -93,7 +94,7 @@ TEST_P(GuestLock, TortureHasNoViolationsOnTwoVirtualNodes) {
   config.vnuma = machine::parse_vnuma("2", config.vcpus, {allowed[0], allowed[1]}, true);
   config.vnuma_remote_ns = 1000;
   const auto run = boot(*kvm, config);
-  ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << run.reason;
+  ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << test::run_failure(run);
   std::uint64_t ops = 0, violations = 0, guest_kicks = 0, local = 0, handoffs = 0, within = 0, across = 0;
   for (const auto& s : lockstat::workload_stats_from(run)) {
     ops += s.ops;
@@ -125,7 +126,7 @@ TEST_P(GuestLock, UncontendedPathMakesNoExit) {
   config.program = "uncontended";
   test::set_workload(config, abi::WorkloadKind::kUncontended, GetParam().c_str()).iterations = 100000;
   const auto run = boot(*kvm, config);
-  ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << run.reason;
+  ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << test::run_failure(run);
   const auto stats = lockstat::workload_stats_from(run);
   EXPECT_EQ(stats[0].ops, 100000u);
   EXPECT_EQ(stats[1].ops, 0u);
@@ -152,7 +153,7 @@ TEST(GuestLockControl, BustedLockViolationsAreDetected) {
   p.cs_ns = 20000;
   p.delay_ns = 0;
   const auto run = boot(*kvm, config);
-  ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << run.reason;
+  ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << test::run_failure(run);
   std::uint64_t violations = 0;
   for (const auto& s : lockstat::workload_stats_from(run)) violations += s.violations;
   EXPECT_GT(violations, 0u);

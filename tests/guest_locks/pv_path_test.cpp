@@ -26,6 +26,7 @@
 #include "locks/lock_events.h"
 #include "tests/guest_locks/workload_config.h"
 #include "tests/support/kvm_required.h"
+#include "tests/support/run_failure.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/lockstat/lock_run.h"
@@ -73,7 +74,7 @@ TEST_P(PvPath, HaltsAndKicksAndGuestAgreesWithVmm) {
   machine::RunResult run;
   for (int attempt = 0; attempt < 3; ++attempt) {
     run = boot(*kvm, config);
-    ASSERT_EQ(run.outcome, Outcome::kCompleted) << run.reason;
+    ASSERT_EQ(run.outcome, Outcome::kCompleted) << test::run_failure(run);
     if (lockstat::vmm_counters(run).halts > 0) break;
   }
   const auto stats = lockstat::workload_stats_from(run);
@@ -114,7 +115,7 @@ TEST(PvConfer, ConfersAtFourToOne) {
   p.duration_ns = 1'000'000'000;
   p.cs_ns = 1000;
   const auto run = boot(*kvm, config);
-  ASSERT_EQ(run.outcome, Outcome::kCompleted) << run.reason;
+  ASSERT_EQ(run.outcome, Outcome::kCompleted) << test::run_failure(run);
   const auto stats = lockstat::workload_stats_from(run);
   std::uint64_t violations = 0;
   for (const auto& s : stats) violations += s.violations;
@@ -155,7 +156,7 @@ TEST_P(LostWakeup, LossyKicksDeadlockAndTheDetectorEndsTheRun) {
 TEST_P(LostWakeup, StickyKicksCompleteWithTheSameSettings) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   const auto run = boot(*kvm, lost_wakeup_config(GetParam(), pvlock::KickMode::kSticky));
-  ASSERT_EQ(run.outcome, Outcome::kCompleted) << run.reason;
+  ASSERT_EQ(run.outcome, Outcome::kCompleted) << test::run_failure(run);
   std::uint64_t violations = 0, immediate = 0;
   for (const auto& s : lockstat::workload_stats_from(run)) violations += s.violations;
   for (unsigned i = 0; i < run.vcpus.size(); ++i) immediate += run.pv(i).halts_immediate;

@@ -1,17 +1,26 @@
 // --inject on real runs: the timed schedules deliver what they promise, the
 // targeted ones hit holders and first waiters, the guest's and the VMM's
 // counts agree, a seed repeats the same preemption points, and a guest cannot
-// park itself without a schedule.
+// park itself without a schedule. Beneath every park is the vCPU interrupt;
+// one with no request behind it costs one exit and never stalls the guest.
 #include <gtest/gtest.h>
+
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "tests/support/kvm_required.h"
+#include "tests/support/run_failure.h"
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/inject/injector.h"
 #include "vmm/machine/machine.h"
+#include "vmm/machine/run_service.h"
+#include "vmm/machine/vcpu_runner.h"
 #include "vmm/report/run_report.h"
 
 namespace lockvisor::inject {
@@ -67,7 +76,7 @@ TEST(InjectMachine, PeriodicDeliversItsCountAndLength) {
   // The first one 50 ms in: after the vCPU threads have entered the guest
   // (a request before that would merge with the next into one park).
   const RunResult r = run(*kvm, config, "periodic:vcpu=0,every=20ms,for=2ms,phase=50ms,count=6");
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   const auto& v0 = r.vcpus[0];
   const auto& c = v0.injected.at("periodic");
   EXPECT_EQ(c.count, 6u);
@@ -88,7 +97,7 @@ TEST(InjectMachine, PeriodicDeliversItsCountAndLength) {
 TEST(InjectMachine, HolderPointsHitEveryNthAcquisitionAndCountsAgree) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   const RunResult r = run(*kvm, lockbench(2, "pvqspinlock", 2000), "holder:lock=any,every=100,for=100us");
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   expect_counts_agree(r, "holder");
   for (const auto& v : r.vcpus) {
     // Every acquisition is a holder event: exactly 1 in 100 of 2000 is chosen.
@@ -110,7 +119,7 @@ TEST(InjectMachine, WaiterPointsHitFirstWaitersAndCountsAgree) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   auto config = lockbench(2, "ticket", 0, 0.4);
   const RunResult r = run(*kvm, config, "holder:lock=0,every=1,for=1ms;waiter:lock=0,every=1,for=50us");
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   std::uint64_t points = 0, events = 0, holder_points = 0;
   for (const auto& v : r.vcpus) {
     SCOPED_TRACE(fmt::format("vCPU {}", v.index));
@@ -161,7 +170,7 @@ TEST(InjectMachine, AParkRaisesTheVcpusPreemptedFlagUntilItRunsAgain) {
     config.capture_serial = true;
     config.timeout_s = 60;
     const RunResult r = run(*kvm, config, "periodic:vcpu=1,every=30ms,for=3ms,phase=50ms,count=6");
-    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
     const std::uint64_t parks = r.vcpus[1].park.parks;
     ASSERT_GE(parks, 2u) << "the host skipped the parks";
     if (steal_time) {
@@ -180,7 +189,7 @@ TEST(InjectMachine, SameSeedSamePointsOtherSeedOtherPoints) {
     config.seed = seed;
     config.workload->seed = seed;
     const RunResult r = run(*kvm, config, "holder:lock=0,p=0.03,for=20us");
-    EXPECT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+    EXPECT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
     expect_counts_agree(r, "holder");
     std::vector<std::vector<std::uint64_t>> out;
     for (const auto& v : r.vcpus) out.push_back(v.injected.at("holder").event_indices);
@@ -200,6 +209,61 @@ TEST(InjectMachine, PreemptionPointWithoutAScheduleIsAGuestError) {
   EXPECT_EQ(r.outcome, Outcome::kGuestFault);
   EXPECT_NE(r.reason.find("preemption point"), std::string::npos) << r.reason;
   for (const auto& v : r.vcpus) EXPECT_EQ(v.park.parks, 0u);
+}
+
+// Interrupts vCPU 0 every millisecond, `count` times, with nothing asked of
+// it: the state a park or the run-state page's late join leaves when the
+// vCPU thread served the request before its requester wrote immediate_exit.
+class BareInterrupts : public machine::RunService {
+ public:
+  explicit BareInterrupts(unsigned count) : left_(count) {}
+  void start(machine::RunContext& context) override {
+    timer_.emplace(context.io);
+    vcpu_ = context.vcpus[0].get();
+    arm();
+  }
+  void stop() override {
+    if (timer_) timer_->cancel();
+  }
+  unsigned sent() const { return sent_; }
+
+ private:
+  void arm() {
+    timer_->expires_after(std::chrono::milliseconds(1));
+    timer_->async_wait([this](const boost::system::error_code& ec) {
+      if (ec || left_ == 0) return;
+      vcpu_->interrupt();
+      ++sent_;
+      if (--left_ > 0) arm();
+    });
+  }
+  std::optional<boost::asio::steady_timer> timer_;
+  machine::VcpuRunner* vcpu_ = nullptr;
+  unsigned left_;
+  unsigned sent_ = 0;
+};
+
+TEST(InjectMachine, AnInterruptWithNothingToServeCostsOneExit) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  // One vCPU that runs for 0.4 s without a halt, so every interrupt finds
+  // it in the guest or between two exits.
+  auto config = lockbench(1, "ticket", 0, 0.4);
+  config.timeout_s = 30;
+  constexpr unsigned kInterrupts = 100;
+  machine::Machine vm(*kvm, config, embedded_guest_image());
+  auto service = std::make_unique<BareInterrupts>(kInterrupts);
+  const BareInterrupts& interrupts = *service;
+  vm.add_service(std::move(service));
+  const RunResult r = vm.run();
+  // Left set, immediate_exit would make every later KVM_RUN return EINTR at
+  // once: the guest would never run again and the watchdog would end the run.
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
+  EXPECT_GT(interrupts.sent(), kInterrupts / 2) << "the run ended before most interrupts were sent";
+  const std::uint64_t signal_exits = r.vcpus[0].exits.count("signal") ? r.vcpus[0].exits.at("signal") : 0;
+  EXPECT_GE(signal_exits, 1u);
+  // Each interrupt is at most one exit (two close together may share one);
+  // one more for the run-state page when it arrives after the first entry.
+  EXPECT_LE(signal_exits, interrupts.sent() + 1u);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "tests/support/kvm_required.h"
+#include "tests/support/run_failure.h"
 #include "vmm/guest_image.h"
 #include "vmm/machine/machine.h"
 #include "vmm/report/run_report.h"
@@ -44,7 +45,7 @@ TEST(StealTimeMachine, RecordsAreEnabledAndReadBack) {
   auto config = pingpong(2, {0});
   config.args = "rounds=300 spin=2000000";  // spin before halting: the two compete for the CPU
   const RunResult r = run(*kvm, config);
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   for (const auto& v : r.vcpus) {
     SCOPED_TRACE(fmt::format("vCPU {}", v.index));
     ASSERT_TRUE(v.steal_time_ns.has_value()) << "the guest did not enable its record";
@@ -64,7 +65,7 @@ TEST(StealTimeMachine, HiddenFeatureMeansNoRecord) {
   auto config = pingpong(2, {0}, 50);
   config.steal_time = false;
   const RunResult r = run(*kvm, config);
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   for (const auto& v : r.vcpus) EXPECT_FALSE(v.steal_time_ns.has_value()) << "vCPU " << v.index;
   EXPECT_TRUE(report::run_to_json(r, config)["vcpus"][0]["steal_time_ns"].is_null());
 }
@@ -83,7 +84,7 @@ TEST(HaltPollMachine, PollCountersAddUp) {
     auto config = pingpong(4, {});
     config.backend.halt_poll = setting;
     const RunResult r = run(*kvm, config);
-    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
     const auto c = total(r);
     EXPECT_EQ(c.halts, c.halts_immediate + c.halts_polled + c.halts_woken);
     EXPECT_LE(c.halt_polls_failed, c.halts_woken);
@@ -106,7 +107,7 @@ TEST(KickYieldMachine, KickersYieldWhenSharingTheCpu) {
   auto config = pingpong(4, {0}, 200);
   config.backend.kick_yield = true;
   const RunResult r = run(*kvm, config);
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   const auto c = total(r);
   EXPECT_GT(c.kick_yields, 0u);
   EXPECT_LE(c.kick_yields, c.kicks_sent);
@@ -122,7 +123,7 @@ TEST(KickBoostMachine, WokenVcpusAreBoostedAndReleased) {
   config.backend.kick_boost = true;
   config.backend.boost = pvlock::BoostMechanism::kFifo;
   const RunResult r = run(*kvm, config);
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   const auto c = total(r);
   EXPECT_GT(c.boosts, 0u);
   EXPECT_LE(c.boosts, c.kicks_received);

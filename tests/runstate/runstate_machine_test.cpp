@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "tests/support/kvm_required.h"
+#include "tests/support/run_failure.h"
 #include "vmm/guest_image.h"
 #include "vmm/machine/machine.h"
 #include "vmm/report/run_report.h"
@@ -57,7 +58,7 @@ TEST(RunStateMachine, PinnedVcpusPageCountsEqualInvoluntarySwitches) {
     auto config = runstate_config(vcpus, "ms=500", RunStateMode::kAuto);
     config.pcpus = {0};
     const RunResult r = run(*kvm, config);
-    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
     if (r.runstate != "bpf") {
       if (test::in_ci()) FAIL() << "the run-state page must be live in CI (CI=true): " << r.runstate_detail;
       GTEST_SKIP() << "the run-state page cannot load here: " << r.runstate_detail;
@@ -128,7 +129,7 @@ TEST(RunStateMachine, PageArrivingAfterBootIsNeverMisread) {
     config.pcpus = {0};
     const RunResult r = run(*kvm, config);
     ::unsetenv(runstate::kPoolVariable);
-    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
     if (r.runstate != "bpf") {
       if (test::in_ci()) FAIL() << "the run-state page must be live in CI (CI=true): " << r.runstate_detail;
       GTEST_SKIP() << "the run-state page cannot load here: " << r.runstate_detail;
@@ -153,7 +154,7 @@ TEST(RunStateMachine, OffReadsUnknownForEveryVcpu) {
   auto config = runstate_config(3, "ms=100", RunStateMode::kOff);
   config.pcpus = {0};
   const RunResult r = run(*kvm, config);
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   EXPECT_EQ(r.runstate, "unknown");
   EXPECT_EQ(r.runstate_detail, "--runstate off");
   for (const auto& v : r.vcpus) {
@@ -193,7 +194,7 @@ TEST(RunStateMachine, OnFailsAsAHostErrorWhenThePageCannotBePublished) {
   // auto with the same VM runs, with a page of "unknown".
   config.runstate = RunStateMode::kAuto;
   const RunResult r = run(*kvm, config);
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   EXPECT_EQ(r.runstate, "unknown");
   EXPECT_EQ(value(r, 64, "self_unknown"), value(r, 64, "samples"));
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/kvm_required.h"
+#include "tests/support/run_failure.h"
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "locks/lock_events.h"
@@ -90,7 +91,7 @@ TEST(TraceMachine, OvercommittedPingPongShowsHaltsKicksAndPreemptions) {
   config.args = "rounds=200";
   Trace trace(TraceOptions{});
   const auto result = traced_run(*kvm, config, trace);
-  ASSERT_EQ(result.outcome, Outcome::kCompleted) << result.reason;
+  ASSERT_EQ(result.outcome, Outcome::kCompleted) << test::run_failure(result);
   const auto doc = nlohmann::json::parse(to_trace_json(trace));
   EXPECT_EQ(doc["displayTimeUnit"], "ns");
   const auto& meta = doc["metadata"];
@@ -184,7 +185,7 @@ TEST(TraceMachine, LockbenchHasOneWaitAndHoldPerAcquisitionInsideGuestTime) {
   const MachineConfig config = lockbench_config("pvqspinlock", 4, 3000);
   Trace trace(TraceOptions{});
   const auto result = traced_run(*kvm, config, trace);
-  ASSERT_EQ(result.outcome, Outcome::kCompleted) << result.reason;
+  ASSERT_EQ(result.outcome, Outcome::kCompleted) << test::run_failure(result);
   const auto stats = lockstat::workload_stats_from(result);
   const auto doc = nlohmann::json::parse(to_trace_json(trace));
   const auto& locks = doc["metadata"]["locks"];
@@ -251,7 +252,7 @@ TEST(TraceMachine, SpinningVcpusOnOneCpuAreDrawnRunningOneAtATime) {
   config.workload = experiment::workload_params(w, 1, config.vcpus);
   Trace trace(TraceOptions{});
   const auto result = traced_run(*kvm, config, trace);
-  ASSERT_EQ(result.outcome, Outcome::kCompleted) << result.reason;
+  ASSERT_EQ(result.outcome, Outcome::kCompleted) << test::run_failure(result);
   if (result.runstate != "bpf") {
     if (test::in_ci()) FAIL() << "the run-state page must be live in CI: " << result.runstate_detail;
     GTEST_SKIP() << "no run-state page here (" << result.runstate_detail << ")";
@@ -345,7 +346,7 @@ TEST(TraceMachine, CapKeepsTheFirstEventsAndCountsTheRest) {
   const MachineConfig config = lockbench_config("ticket", 2, 2000);
   Trace trace(TraceOptions{4000});  // per vCPU: 500 lock records
   const auto result = traced_run(*kvm, config, trace);
-  ASSERT_EQ(result.outcome, Outcome::kCompleted) << result.reason;
+  ASSERT_EQ(result.outcome, Outcome::kCompleted) << test::run_failure(result);
   const auto doc = nlohmann::json::parse(to_trace_json(trace));
   const auto& locks = doc["metadata"]["locks"];
   const std::uint64_t capacity = locks["records_per_vcpu"].get<std::uint64_t>();

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tests/support/kvm_required.h"
+#include "tests/support/run_failure.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/machine/machine.h"
@@ -60,7 +61,7 @@ TEST(VnumaMachine, GuestReadsBackTheTopologyAndThreadsRunOnTheirNode) {
     config.vnuma_remote_ns = 250;
     Machine vm(*kvm, config, embedded_guest_image());
     const RunResult r = vm.run();
-    ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+    ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
     ASSERT_EQ(r.vcpus.size(), 6u);
     for (unsigned i = 0; i < 6; ++i) {
       SCOPED_TRACE(fmt::format("vCPU {}", i));
@@ -86,7 +87,7 @@ TEST(VnumaMachine, WithoutVnumaEveryVcpuIsOnNodeZeroOfOne) {
   const MachineConfig config = vnuma_config(3);
   Machine vm(*kvm, config, embedded_guest_image());
   const RunResult r = vm.run();
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << r.reason;
+  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
   for (unsigned i = 0; i < 3; ++i) {
     EXPECT_EQ(value(r, i, "node"), 0u);
     EXPECT_EQ(value(r, i, "nodes"), 1u);

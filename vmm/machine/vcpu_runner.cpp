@@ -98,11 +98,16 @@ bool VcpuRunner::pause() {
 
 void VcpuRunner::resume() { park_.resume(); }
 
-// Clears the immediate_exit of an interrupt this thread has served, before
-// it checks again what could have asked for one. Every requester sets its
-// flag (the park's pending, the run's stopping) before immediate_exit; the
-// fence keeps the clear ahead of those reads, so a request whose
-// immediate_exit the clear overwrote is still seen by them.
+// Clears immediate_exit before this thread checks again what could have
+// asked for it. Every requester sets its flag (the park's pending, the
+// run-state page's due, the run's stopping) before immediate_exit; the fence
+// keeps the clear ahead of those reads, so a request whose immediate_exit
+// the clear overwrote is still seen by them. The reverse order happens too:
+// the thread can find a flag and serve it before its requester has written
+// immediate_exit, which then arrives with nothing left to ask. KVM_RUN
+// returns EINTR at once for as long as immediate_exit stays set, so the run
+// loop clears it after every EINTR (an interrupt costs at most one exit),
+// not only after serving a request.
 void VcpuRunner::rearm_entry() {
   vcpu_.run_state()->immediate_exit = 0;
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -247,6 +252,7 @@ void VcpuRunner::run_loop() {
     if (observer_) observer_->guest_ran(entered, left);
     if (rc == -EINTR || rc == -EAGAIN) {
       count(ExitKind::kSignal);
+      rearm_entry();  // the flags are checked at the top of the loop
       if (observer_) observer_->exit_handled(last_exit_, left, monotonic_ns());
       continue;
     }

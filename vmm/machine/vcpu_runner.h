@@ -65,7 +65,8 @@ class VcpuRunner final : private GuestProgramContext {
   void start(std::vector<int> affinity);
   void join();
   // Takes the thread out of KVM_RUN now (immediate_exit + SIGUSR1); the
-  // loop then serves a pending park or sees the run stopping.
+  // loop then serves a pending park or sees the run stopping. One with no
+  // request behind it costs the guest one exit and nothing else.
   void interrupt();
 
   // Deschedules this vCPU for `duration` as the host scheduler would
@@ -143,7 +144,7 @@ class VcpuRunner final : private GuestProgramContext {
   bool serve_park();
   // Raises or clears the park flag (set_park_flag), if there is one.
   void show_parked(bool parked);
-  // Clears immediate_exit after an interrupt was served (see the .cpp).
+  // Clears immediate_exit after an interrupt or a served request (see the .cpp).
   void rearm_entry();
   // Registers this thread with the run-state page and takes the first sample.
   void join_runstate(runstate::RunStatePage& page);
