@@ -284,9 +284,16 @@ std::string VcpuRunner::state_line() const {
                      : !pv.known                                  ? "running or halted (unknown)"
                      : pv.halted                                  ? "halted"
                                                                   : "running";
-  return fmt::format("vCPU {}: {}, kick {}, last hypercall {:#x}, {}", index(), name,
-                     !pv.known ? "unknown" : pv.kick_pending ? "pending" : "not pending", last_hypercall(),
-                     exited() ? fmt::format("RIP {:#x}", rip()) : std::string("no exit yet"));
+  // The signal exits too: a thread that keeps leaving KVM_RUN without the
+  // guest running (a host-side loop) shows as a count that grows while the
+  // RIP stays put.
+  const auto exits = exit_counts();
+  std::uint64_t total = 0;
+  for (const auto n : exits) total += n;
+  return fmt::format("vCPU {}: {}, kick {}, last hypercall {:#x}, {}, KVM_RUN returns: {}, by a signal: {}", index(),
+                     name, !pv.known ? "unknown" : pv.kick_pending ? "pending" : "not pending", last_hypercall(),
+                     exited() ? fmt::format("RIP {:#x}", rip()) : std::string("no exit yet"), total,
+                     exits[static_cast<std::size_t>(ExitKind::kSignal)]);
 }
 
 bool VcpuRunner::guest_error(std::string what) {

@@ -123,8 +123,9 @@ class VcpuRunner final : private GuestProgramContext {
   // Whether the guest has exited to the VMM at least once (rip() is
   // meaningful only then).
   bool exited() const { return rip_.load(std::memory_order_relaxed) != kNoRip; }
-  // "vCPU 1: halted, kick not pending, last hypercall 0x4c560001, RIP 0x10bb34"
-  // ("no exit yet" instead of a RIP): the state lines of deadlock, timeout
+  // "vCPU 1: halted, kick not pending, last hypercall 0x4c560001, RIP 0x10bb34,
+  // KVM_RUN returns: 52, by a signal: 1" ("no exit yet" instead of a
+  // RIP: no guest exit so far): the state lines of deadlock, timeout
   // and signal reports. Callable from any thread while the vCPU runs.
   std::string state_line() const;
   // Called by the monitor once the thread has ended; moves the results and
