@@ -80,6 +80,10 @@ void VcpuRunner::join() {
 }
 
 void VcpuRunner::interrupt() {
+  // The caller's flag before immediate_exit, for the compiler too: pairs with
+  // the fence in rearm_entry() (a request is seen, or its interrupt is not
+  // yet cleared).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   vcpu_.run_state()->immediate_exit = 1;
   if (lifecycle_.load() == Lifecycle::kActive) pthread_kill(handle_, SIGUSR1);
 }
