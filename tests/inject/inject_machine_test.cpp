@@ -222,8 +222,11 @@ class BareInterrupts : public machine::RunService {
     vcpu_ = context.vcpus[0].get();
     arm();
   }
+  // The timer goes with the run: the io_context it belongs to is destroyed
+  // after the run returns, before this service.
   void stop() override {
     if (timer_) timer_->cancel();
+    timer_.reset();
   }
   unsigned sent() const { return sent_; }
 

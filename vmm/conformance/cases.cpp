@@ -296,17 +296,20 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
     constexpr std::uint64_t kRounds = 20;
     auto config = two_vcpus("kick-wake", fmt::format("rounds={}", kRounds));
     config.backend.kick_delay_us = 2000;
+    // Timed on the halter's own TSC: the kick comes after its halt began, so
+    // the halt lasts at least the delay. (Kick->wake crosses two vCPUs' TSCs,
+    // and a loaded nested machine once put them more than 2 ms apart.)
     cases.push_back({"kick-delay", "--kick-delay-us=2000 delays every wake-up by at least 2 ms", config,
                      [](const RunResult& run) {
-                       const auto* cycles = run.result(0, "kick_wake_cycles");
-                       std::uint64_t fastest = ~std::uint64_t{0};
+                       const auto* cycles = run.result(0, "halt_cycles");
+                       std::uint64_t shortest = ~std::uint64_t{0};
                        if (cycles)
-                         for (auto c : cycles->values) fastest = std::min(fastest, cycles_to_ns(c, run.tsc_khz));
+                         for (auto c : cycles->values) shortest = std::min(shortest, cycles_to_ns(c, run.tsc_khz));
                        return Expect(run)
                            .outcome(Outcome::kCompleted)
                            .pv(0, &pvlock::PvCounts::halts_woken, kRounds)
-                           .that(cycles != nullptr && fastest >= 2'000'000,
-                                 fmt::format("fastest kick->wake {} ns, expected >= 2 ms", fastest))
+                           .that(cycles != nullptr && cycles->values.size() == kRounds && shortest >= 2'000'000,
+                                 fmt::format("shortest halt {} ns, expected >= 2 ms", shortest))
                            .done();
                      },
                      latency_notes, "--kick-delay-us is the userspace backend's (KVM delivers kicks in the kernel)"});
