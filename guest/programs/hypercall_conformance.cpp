@@ -38,8 +38,8 @@ u64 g_halt_cycles[4096];
 // cycles, the kicker's TSC to the halter's) and how long the halter was
 // halted (its own TSC before and after). The kick comes only after the halt
 // began, so a delay the VMM adds to every kick is a lower bound of the
-// second figure on any host; the first one crosses two vCPUs' TSCs, which a
-// loaded nested machine has been seen to put more than 2 ms apart.
+// second figure on any host; the first one crosses two vCPUs' TSCs, which
+// the nested machine (its TSC marked unstable) does not keep in step.
 void program_kick_wake() {
   const bool kernel = use_kernel_halt();
   const u64 rounds = arg_u64("rounds", 200);

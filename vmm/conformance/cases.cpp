@@ -297,8 +297,9 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
     auto config = two_vcpus("kick-wake", fmt::format("rounds={}", kRounds));
     config.backend.kick_delay_us = 2000;
     // Timed on the halter's own TSC: the kick comes after its halt began, so
-    // the halt lasts at least the delay. (Kick->wake crosses two vCPUs' TSCs,
-    // and a loaded nested machine once put them more than 2 ms apart.)
+    // the halt lasts at least the delay. (Kick->wake crosses two vCPUs' TSCs;
+    // in the nested machine, whose kernel marks its TSC unstable, one round
+    // under a CPU hog read 0, the halter's TSC behind the kicker's.)
     cases.push_back({"kick-delay", "--kick-delay-us=2000 delays every wake-up by at least 2 ms", config,
                      [](const RunResult& run) {
                        const auto* cycles = run.result(0, "halt_cycles");
