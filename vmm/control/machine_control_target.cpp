@@ -22,12 +22,8 @@ const char* live_state(const machine::VcpuRunner& v, const pvlock::PvBackend& ba
 
 json vcpu_stats(const machine::VcpuRunner& v, const pvlock::PvBackend& backend) {
   json exits = json::object();
-  std::uint64_t total = 0;
   const auto counts = v.exit_counts();
-  for (std::size_t k = 0; k < counts.size(); ++k) {
-    exits[machine::kExitKindNames[k]] = counts[k];
-    total += counts[k];
-  }
+  for (std::size_t k = 0; k < counts.size(); ++k) exits[machine::kExitKindNames[k]] = counts[k];
   json pv = json::object();
   const auto values = backend.counters(v.index()).snapshot().values();
   for (std::size_t i = 0; i < values.size(); ++i) pv[pvlock::kPvCounterNames[i]] = values[i];
@@ -37,7 +33,7 @@ json vcpu_stats(const machine::VcpuRunner& v, const pvlock::PvBackend& backend) 
           {"state", live_state(v, backend)},
           {"parked", v.parked()},
           {"cpu_s", cpu ? json(*cpu) : json(nullptr)},
-          {"exits_total", total},
+          {"exits_total", machine::exit_total(counts)},
           {"exits", exits},
           {"pv", pv},
           {"injected_preemptions",

@@ -41,4 +41,11 @@ inline constexpr std::array<const char*, kExitKindCount> kExitKindNames = {
 
 using ExitCounts = std::array<std::uint64_t, kExitKindCount>;
 
+// Every exit of every kind: how often KVM_RUN returned.
+inline std::uint64_t exit_total(const ExitCounts& counts) {
+  std::uint64_t total = 0;
+  for (const auto n : counts) total += n;
+  return total;
+}
+
 }  // namespace lockvisor::devices

@@ -24,6 +24,7 @@ namespace lockvisor::machine {
 
 // The bus's vocabulary, as the machine layer uses it.
 using devices::ExitCounts;
+using devices::exit_total;
 using devices::ExitKind;
 using devices::float_high;
 using devices::IoBus;

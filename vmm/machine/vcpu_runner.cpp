@@ -292,11 +292,9 @@ std::string VcpuRunner::state_line() const {
   // guest running (a host-side loop) shows as a count that grows while the
   // RIP stays put.
   const auto exits = exit_counts();
-  std::uint64_t total = 0;
-  for (const auto n : exits) total += n;
   return fmt::format("vCPU {}: {}, kick {}, last hypercall {:#x}, {}, KVM_RUN returns: {}, by a signal: {}", index(),
                      name, !pv.known ? "unknown" : pv.kick_pending ? "pending" : "not pending", last_hypercall(),
-                     exited() ? fmt::format("RIP {:#x}", rip()) : std::string("no exit yet"), total,
+                     exited() ? fmt::format("RIP {:#x}", rip()) : std::string("no exit yet"), exit_total(exits),
                      exits[static_cast<std::size_t>(ExitKind::kSignal)]);
 }
 
