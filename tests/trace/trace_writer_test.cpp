@@ -223,7 +223,7 @@ TEST(LockLog, GoodRecordsBecomeWaitAndHoldSlices) {
   image.header(1).count = 2;
   image.header(1).dropped = 5;
   Trace trace = make_trace(2);
-  const auto stats = read_lock_log(image.memory, image.place, std::vector<GuestClock>(2, clock), 0, 1'000'000, 1, trace);
+  const auto stats = read_lock_log(image.memory, image.place, std::vector<GuestClock>(2, clock), 0, 1'000'000, 0, 1, trace);
   EXPECT_EQ(stats.records, 2u);
   EXPECT_EQ(stats.dropped, 5u);
   EXPECT_EQ(stats.rejected, 0u);
@@ -255,7 +255,7 @@ TEST(LockLog, PathsAreCheckedCountedAndWritten) {
   image.header(0).count = 5;
   Trace trace = make_trace(1);
   const auto stats = read_lock_log(image.memory, image.place, std::vector<GuestClock>(1, clock), kOrigin,
-                                   kOrigin + 1'000'000, 1, trace);
+                                   kOrigin + 1'000'000, 0, 1, trace);
   EXPECT_EQ(stats.records, 5u) << "a bad path code does not make the times untrustworthy";
   EXPECT_EQ(stats.rejected, 0u);
   EXPECT_EQ(stats.invalid_path, 2u);
@@ -301,11 +301,50 @@ TEST(LockLog, HostileRecordsAreRejectedNotTrusted) {
   Trace trace = make_trace(1);
   // The window starts at 50: the untouched (zero) records after r[4] fall
   // outside it. count is clamped to the VMM's own capacity.
-  const auto stats = read_lock_log(image.memory, image.place, std::vector<GuestClock>(1, clock), 50, 1'000'000, 1, trace);
+  const auto stats = read_lock_log(image.memory, image.place, std::vector<GuestClock>(1, clock), 50, 1'000'000, 0, 1, trace);
   EXPECT_EQ(stats.records, 1u);
   EXPECT_EQ(stats.rejected, image.place.capacity - 1 + 1) << "every other record, and the header's count";
   ASSERT_EQ(trace.lock_lane(0).events().size(), 2u);
   EXPECT_EQ(trace.lock_lane(0).events()[0].begin_ns, 100u);
+}
+
+// A vCPU's TSC offset that moved during the run misplaces its records by up
+// to that much: one outside the run by no more than the slack is kept, its
+// times clamped into the run in order; one beyond the slack is rejected.
+TEST(LockLog, RecordsMisplacedWithinTheClocksErrorAreClampedNotLost) {
+  LogImage image(1, 10);
+  const GuestClock clock(ClockPair{0, 0, 0}, ClockPair{2'000'000, 2'000'000, 0}, 0, 0);
+  auto* r = image.records(0);
+  r[0] = {900, 1200, 1500, 0, 0};              // starts 100 before the window
+  r[1] = {500'000, 600'000, 1'000'400, 0, 0};  // ends 400 after it
+  r[2] = {2000, 3000, 4000, 0, 0};             // inside
+  r[3] = {400, 500, 600, 0, 0};                // 600 before: beyond the slack
+  r[4] = {999'000, 999'500, 1'000'600, 0, 0};  // 600 after: beyond the slack
+  image.header(0).count = 5;
+  const auto read = [&](std::uint64_t slack_ns, Trace& trace) {
+    return read_lock_log(image.memory, image.place, std::vector<GuestClock>(1, clock), 1000, 1'000'000, slack_ns, 1,
+                         trace);
+  };
+  Trace trace = make_trace(1);
+  const auto stats = read(500, trace);
+  EXPECT_EQ(stats.records, 3u);
+  EXPECT_EQ(stats.clamped, 2u);
+  EXPECT_EQ(stats.rejected, 2u);
+  const auto events = trace.lock_lane(0).events();
+  ASSERT_EQ(events.size(), 6u);
+  EXPECT_EQ(events[0].begin_ns, 1000u) << "clamped to the window's start";
+  EXPECT_EQ(events[0].end_ns, 1200u);
+  EXPECT_EQ(events[1].end_ns, 1500u);
+  EXPECT_EQ(events[3].begin_ns, 600'000u);
+  EXPECT_EQ(events[3].end_ns, 1'000'000u) << "clamped to the window's end";
+  EXPECT_EQ(events[4].begin_ns, 2000u) << "a record inside is untouched";
+
+  // Without slack the same misplaced records are rejected.
+  Trace strict = make_trace(1);
+  const auto none = read(0, strict);
+  EXPECT_EQ(none.records, 1u);
+  EXPECT_EQ(none.clamped, 0u);
+  EXPECT_EQ(none.rejected, 4u);
 }
 
 TEST(TraceWriter, MergeShortWritesRunsOfShortLockSlicesAsOneAndKeepsLongOnes) {

@@ -48,13 +48,15 @@ void init_lock_log(std::span<std::byte> memory, const LockLogPlacement& place, u
 
 LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlacement& place,
                            std::span<const GuestClock> clocks, std::uint64_t window_begin_ns,
-                           std::uint64_t window_end_ns, std::uint32_t max_lock, Trace& trace) {
+                           std::uint64_t window_end_ns, std::uint64_t slack_ns, std::uint32_t max_lock,
+                           Trace& trace) {
   LockLogStats stats;
   const auto vcpus = static_cast<unsigned>(clocks.size());
   if (place.stride == 0 || place.gpa + place.stride * vcpus > memory.size()) return stats;
-  const auto inside = [&](std::int64_t ns) {
-    return ns >= static_cast<std::int64_t>(window_begin_ns) && ns <= static_cast<std::int64_t>(window_end_ns);
-  };
+  const auto begin = static_cast<std::int64_t>(window_begin_ns), end = static_cast<std::int64_t>(window_end_ns);
+  const auto slack = static_cast<std::int64_t>(std::min<std::uint64_t>(slack_ns, std::uint64_t{1} << 62));
+  const auto inside = [&](std::int64_t ns) { return ns >= begin - slack && ns <= end + slack; };
+  const auto clamp = [&](std::int64_t ns) { return static_cast<std::uint64_t>(std::clamp(ns, begin, end)); };
   for (unsigned i = 0; i < vcpus; ++i) {
     const std::uint64_t base = place.gpa + std::uint64_t{i} * place.stride;
     const auto header = load<abi::LockTraceHeader>(memory, base);
@@ -78,8 +80,8 @@ LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlace
         ++stats.rejected;
         continue;
       }
-      const auto u0 = static_cast<std::uint64_t>(t0), u1 = static_cast<std::uint64_t>(t1),
-                 u2 = static_cast<std::uint64_t>(t2);
+      if (t0 < begin || t2 > end) ++stats.clamped;
+      const std::uint64_t u0 = clamp(t0), u1 = clamp(t1), u2 = clamp(t2);
       std::uint8_t path = kInvalidPath;
       if (rec.path < locks::kAcqPathCount) {
         path = static_cast<std::uint8_t>(rec.path);

@@ -30,6 +30,7 @@ struct LockLogStats {
   std::uint64_t records = 0;   // accepted
   std::uint64_t dropped = 0;   // the guest's count of acquisitions its full log did not keep
   std::uint64_t rejected = 0;  // records that failed a check (never in the trace)
+  std::uint64_t clamped = 0;   // records kept with times moved into the window (within the slack)
   // Accepted records by acquisition path (locks::AcqPath), and those whose
   // path code is none the VMM knows (drawn with path kInvalidPath).
   std::array<std::uint64_t, locks::kAcqPathCount> by_path{};
@@ -43,8 +44,16 @@ struct LockLogStats {
 // each vCPU has its own TSC offset). Good records become a wait and a hold
 // slice on the vCPU's lock lane, both with the record's path; an unknown
 // path code keeps the record (its times passed) as path kInvalidPath.
+//
+// `slack_ns` is the conversion's own error (how far a vCPU's TSC offset
+// moved during the run: KVM moves it when the host's TSC is unstable, as in
+// a nested machine). A record that maps outside the window by no more than
+// the slack is an honest record the conversion misplaced: it is kept, its
+// times clamped into the window (clamping keeps their order), and counted
+// as `clamped`. Beyond the slack it is rejected.
 LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlacement& place,
                            std::span<const GuestClock> clocks, std::uint64_t window_begin_ns,
-                           std::uint64_t window_end_ns, std::uint32_t max_lock, Trace& trace);
+                           std::uint64_t window_end_ns, std::uint64_t slack_ns, std::uint32_t max_lock,
+                           Trace& trace);
 
 }  // namespace lockvisor::trace

@@ -146,12 +146,16 @@ void TraceService::finish() {
   }
   if (boot.config.workload && lock_log_.stride != 0) {
     const std::uint32_t locks = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(boot.config.workload->nlocks, 1, 16));
-    const auto stats = read_lock_log(boot.memory.all(), lock_log_, clocks, trace.origin_ns(), end.ns, locks,
+    // A record the conversion misplaced by no more than its stated error is
+    // kept (clamped into the run), not lost.
+    const auto slack_ns = tsc["error_ns"].is_number() ? static_cast<std::uint64_t>(tsc["error_ns"].get<double>()) : 0;
+    const auto stats = read_lock_log(boot.memory.all(), lock_log_, clocks, trace.origin_ns(), end.ns, slack_ns, locks,
                                             trace);
     meta["locks"]["source"] = "guest lock-trace log (no exits), guest TSC converted";
     meta["locks"]["records"] = stats.records;
     meta["locks"]["dropped_in_guest"] = stats.dropped;
     meta["locks"]["rejected"] = stats.rejected;
+    meta["locks"]["clamped"] = stats.clamped;
     nlohmann::json by_path = nlohmann::json::object();
     for (unsigned p = 0; p < locks::kAcqPathCount; ++p) by_path[locks::kAcqPathNames[p]] = stats.by_path[p];
     meta["locks"]["by_path"] = std::move(by_path);
