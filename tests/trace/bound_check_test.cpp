@@ -11,6 +11,7 @@
 #include "vmm/trace/bound_check.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 
@@ -236,6 +237,29 @@ TEST(BoundCheck, WaitsTheTraceCannotFullyShowAreNotCheckedAndUnknownsAreNotViola
   r = check_bound(u.t, rules());
   EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kUnknownPath, Reason::kUnknownState}));
   EXPECT_EQ(r.violations, 0u);
+}
+
+// A report says when its guest timestamps cannot be placed against host
+// events to the microseconds the rules compare; a precise clock adds nothing.
+TEST(BoundCheck, AnImpreciseGuestClockIsNamedInTheNotes) {
+  const auto clock_notes = [](const nlohmann::json& tsc, std::uint64_t clamped) {
+    Builder b(2);
+    b.acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved).acq(1, 3 * kMs, 3 * kMs, AcqPath::steal);
+    b.t.metadata["guest_tsc"] = tsc;
+    b.t.metadata["locks"] = {{"clamped", clamped}};
+    std::vector<std::string> out;
+    for (const std::string& n : check_bound(b.t, rules()).notes)
+      if (n.find("guest timestamps") != std::string::npos) out.push_back(n);
+    return out;
+  };
+  EXPECT_TRUE(clock_notes({{"error_ns", 15.0}, {"offset_moved_ns", 0.0}}, 0).empty());
+  const auto moved = clock_notes({{"error_ns", 132'492'791.0}, {"offset_moved_ns", 132'492'325.0}}, 125);
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_NE(moved[0].find("+-132492.8 us"), std::string::npos) << moved[0];
+  EXPECT_NE(moved[0].find("125 lock records"), std::string::npos) << moved[0];
+  const auto unknown = clock_notes({{"error_ns", nullptr}}, 0);
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_NE(unknown[0].find("no known error"), std::string::npos) << unknown[0];
 }
 
 TEST(BoundCheck, RulesComeFromTheRunsArguments) {

@@ -13,6 +13,11 @@
 
 namespace lockvisor::trace {
 namespace {
+// Above this conversion error (guest TSC to the trace clock) the report says
+// so: the rules compare lock and host events at microseconds (the head's
+// resume allowance is tens of them), and a hardware or PVM host's error is
+// tens of nanoseconds.
+constexpr double kClockNoteNs = 1000;
 
 using locks::AcqPath;
 
@@ -462,6 +467,27 @@ class Checker {
     if (!rules_.halts_visible)
       r.notes.push_back("halts are not visible with --backend kvm: a halted head looks running (state-unknown)");
     if (t_.windowed) r.notes.push_back("a windowed trace: only the waits inside the window are checked");
+    // Lock events carry guest timestamps, host events host ones: the oracle
+    // orders the two only as well as the conversion between them is known.
+    const auto tsc = m.find("guest_tsc");
+    if (tsc != m.end() && tsc->is_object()) {
+      const auto error = tsc->find("error_ns");
+      if (error != tsc->end() && error->is_null())
+        r.notes.push_back("guest timestamps have no known error (KVM told neither the TSC offset nor IA32_TSC): a "
+                          "lock event is placed against host events on an assumed offset of 0");
+      if (error != tsc->end() && error->is_number() && error->get<double>() > kClockNoteNs) {
+        std::string clamped;
+        const nlohmann::json::json_pointer at("/locks/clamped");
+        if (m.contains(at) && m[at].is_number_unsigned() && m[at].get<std::uint64_t>() != 0)
+          clamped = fmt::format(" ({} lock records fell outside the run and were clamped into it)",
+                                m[at].get<std::uint64_t>());
+        r.notes.push_back(fmt::format(
+            "guest timestamps are good to +-{:.1f} us here (metadata.guest_tsc: a vCPU's TSC offset moved during "
+            "the run, or KVM's offset was read, not told){}: a lock event and a host event closer than that may be "
+            "in the wrong order",
+            error->get<double>() / 1000, clamped));
+      }
+    }
   }
 
   const TraceTimeline& t_;
