@@ -154,12 +154,6 @@ class LostWakeup : public ::testing::TestWithParam<const char*> {};
 
 constexpr unsigned kWindowAttempts = 6;
 
-std::uint64_t sum_pv(const machine::RunResult& run, std::uint64_t pvlock::PvCounts::*counter) {
-  std::uint64_t sum = 0;
-  for (unsigned i = 0; i < run.vcpus.size(); ++i) sum += run.pv(i).*counter;
-  return sum;
-}
-
 TEST_P(LostWakeup, LossyKicksDeadlockAndTheDetectorEndsTheRun) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   unsigned attempts = 0;
@@ -167,8 +161,7 @@ TEST_P(LostWakeup, LossyKicksDeadlockAndTheDetectorEndsTheRun) {
   while (!deadlocked && attempts < kWindowAttempts) {
     ++attempts;
     const auto run = boot(*kvm, lost_wakeup_config(GetParam(), pvlock::KickMode::kLossy));
-    const std::uint64_t dropped = sum_pv(run, &pvlock::PvCounts::kicks_dropped);
-    if (dropped == 0) {
+    if (lockstat::vmm_counters(run).kicks_dropped == 0) {
       ASSERT_EQ(run.outcome, Outcome::kCompleted) << "no kick was dropped, so nobody can be stranded: "
                                                   << test::run_failure(run);
       continue;
@@ -196,8 +189,9 @@ TEST_P(LostWakeup, StickyKicksCompleteWithTheSameSettings) {
     std::uint64_t violations = 0;
     for (const auto& s : lockstat::workload_stats_from(run)) violations += s.violations;
     EXPECT_EQ(violations, 0u);
-    EXPECT_EQ(sum_pv(run, &pvlock::PvCounts::kicks_dropped), 0u) << "sticky kicks are never dropped";
-    immediate = sum_pv(run, &pvlock::PvCounts::halts_immediate);
+    const auto vmm = lockstat::vmm_counters(run);
+    EXPECT_EQ(vmm.kicks_dropped, 0u) << "sticky kicks are never dropped";
+    immediate = vmm.halts_immediate;
   }
   std::printf("[ measured ] %s, sticky kicks: %llu halts returned at once (a latched kick) after %u run(s)\n",
               GetParam(), static_cast<unsigned long long>(immediate), attempts);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "lockvisor/abi/boot_info.h"
 #include "lockvisor/abi/guest_layout.h"
@@ -127,28 +128,29 @@ void TraceService::finish() {
       read["differs_from_offset_ns"] =
           std::abs(static_cast<double>(offset_end->offset - *attr_end.front())) * ns_per_cycle;
   }
+  std::optional<double> error_ns;  // a guest timestamp's error on the trace clock; none when unknown
   if (attr) {
     tsc["source"] = "KVM_VCPU_TSC_OFFSET of each vCPU after the run (exact), checked by IA32_TSC reads";
     tsc["offset_moved_ns"] = static_cast<double>(moved) * ns_per_cycle;
     // A guest timestamp's error on the trace clock: the host clock pairs'
     // half-width, plus how far any vCPU's offset moved during the run (a
     // timestamp taken before the move is off by that much).
-    tsc["error_ns"] = pair_ns + static_cast<double>(moved) * ns_per_cycle;
+    error_ns = pair_ns + static_cast<double>(moved) * ns_per_cycle;
   } else if (offset_start_ && offset_end) {
     const double bracket = static_cast<double>(std::max(offset_start_->bracket_cycles, offset_end->bracket_cycles));
     const double drift = std::abs(static_cast<double>(offset_end->offset - read_offset));
     tsc["source"] = "vCPU 0's IA32_TSC reads (KVM_GET_MSRS between two host rdtsc, before and after the run)";
     tsc["offset_moved_ns"] = drift * ns_per_cycle;
-    tsc["error_ns"] = pair_ns + std::max(bracket / 2, drift) * ns_per_cycle;
+    error_ns = pair_ns + std::max(bracket / 2, drift) * ns_per_cycle;
   } else {
     tsc["source"] = "none: KVM told neither the offset nor IA32_TSC; offset assumed 0";
-    tsc["error_ns"] = nullptr;
   }
+  tsc["error_ns"] = error_ns ? nlohmann::json(*error_ns) : nlohmann::json(nullptr);
   if (boot.config.workload && lock_log_.stride != 0) {
     const std::uint32_t locks = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(boot.config.workload->nlocks, 1, 16));
     // A record the conversion misplaced by no more than its stated error is
     // kept (clamped into the run), not lost.
-    const auto slack_ns = tsc["error_ns"].is_number() ? static_cast<std::uint64_t>(tsc["error_ns"].get<double>()) : 0;
+    const auto slack_ns = static_cast<std::uint64_t>(error_ns.value_or(0));
     const auto stats = read_lock_log(boot.memory.all(), lock_log_, clocks, trace.origin_ns(), end.ns, slack_ns, locks,
                                             trace);
     meta["locks"]["source"] = "guest lock-trace log (no exits), guest TSC converted";
