@@ -209,6 +209,12 @@ void run_case(const UsageCommand& c) {
     EXPECT_GT(read_json(dir / "q.json")["ops_per_sec"].get<double>(), 0.0);
   } else if (name == "lab_merge") {
     EXPECT_TRUE(fs::exists(dir / "m" / "summary.csv"));
+  } else if (name == "bench") {
+    const auto startup = read_json(dir / "b.json")["startup_ms"];
+    EXPECT_GT(startup["first_entry"].get<double>(), 0.0);
+    EXPECT_GT(startup["floor"].get<double>(), 0.0);
+    EXPECT_TRUE(startup["page_faults"]["build"].is_number()) << startup.dump();
+    EXPECT_TRUE(startup["page_faults"]["floor"].is_number()) << startup.dump();
   } else if (name == "locks") {
     EXPECT_NE(o.output.find("pvqspinlock"), std::string::npos);
   }

@@ -57,6 +57,12 @@ class ElfBuilder {
     segments_.push_back(std::move(s));
     return *this;
   }
+  // Pads the file so that each segment's data starts at a file offset equal
+  // to its address modulo 4 KiB, as a linker lays out a mappable image.
+  ElfBuilder& page_congruent() {
+    page_congruent_ = true;
+    return *this;
+  }
 
   Bytes build() const {
     Elf64_Ehdr eh{};
@@ -81,6 +87,7 @@ class ElfBuilder {
       Elf64_Phdr ph{};
       ph.p_type = s.type;
       ph.p_flags = s.flags;
+      if (page_congruent_) out.resize(out.size() + (s.addr - out.size()) % 0x1000);
       ph.p_offset = out.size();
       ph.p_vaddr = ph.p_paddr = s.addr;
       ph.p_filesz = s.data.size();
@@ -95,6 +102,7 @@ class ElfBuilder {
  private:
   uint64_t entry_ = 0;
   std::vector<SegmentSpec> segments_;
+  bool page_congruent_ = false;
 };
 
 void patch_ehdr(Bytes& image, const std::function<void(Elf64_Ehdr&)>& edit) {
@@ -226,6 +234,131 @@ TEST(ElfLoader, AdjacentSegmentsDoNotOverlap) {
                           .build();
   Bytes memory = guest_memory();
   EXPECT_EQ(load_elf_image(image, memory).end_gpa, kText + 0x1010);
+}
+
+// --- Mapping whole pages instead of copying them ----------------------------------
+
+// One offer the loader made to its MapImagePages.
+struct Offer {
+  uint64_t gpa, length, file_offset;
+  bool operator==(const Offer&) const = default;
+};
+
+// A text segment starting mid-page and ending mid-page, alone on its pages,
+// and a data segment smaller than a page followed by bss, laid out as a
+// linker would so that the pages are mappable.
+Bytes mappable_image() {
+  return ElfBuilder()
+      .page_congruent()
+      .entry(kText + 0x800)
+      .segment({.flags = PF_R | PF_X, .addr = kText + 0x800, .data = pattern(0x2900, 5)})
+      .segment({.flags = PF_R | PF_W, .addr = kData, .data = pattern(0x18, 60), .memsz = 0x3000})
+      .build();
+}
+
+uint64_t segment_offset(const Bytes& image, std::size_t index) {
+  Elf64_Phdr ph;
+  std::memcpy(&ph, image.data() + sizeof(Elf64_Ehdr) + index * sizeof ph, sizeof ph);
+  return ph.p_offset;
+}
+
+// The "mapping" marks its pages, so that a copy over them would show.
+constexpr auto kMapped = std::byte{0x55};
+
+struct MappedLoad {
+  Bytes memory = guest_memory();
+  std::vector<Offer> offers;
+  LoadedImage loaded{};
+};
+
+MappedLoad load_marking_offers(const Bytes& image) {
+  MappedLoad out;
+  out.loaded = load_elf_image(image, out.memory, abi::kImageBase, abi::kImageLimit, Bss::kZeroFill,
+                              [&out](uint64_t gpa, uint64_t length, uint64_t file_offset) {
+                                out.offers.push_back({gpa, length, file_offset});
+                                std::fill_n(out.memory.begin() + static_cast<std::ptrdiff_t>(gpa), length, kMapped);
+                                return true;
+                              });
+  return out;
+}
+
+TEST(ElfLoaderMapping, OffersEveryPageASegmentsFileBytesLieInWhenNoOtherSegmentSharesIt) {
+  const Bytes image = mappable_image();
+  Bytes copied = guest_memory();
+  load_elf_image(image, copied);
+  const MappedLoad mapped = load_marking_offers(image);
+  EXPECT_EQ(mapped.loaded.entry, kText + 0x800);
+  // Text [kText+0x800, kText+0x3100) lies in the pages [kText, kText+0x4000),
+  // from 0x800 before its file offset. The data segment's only page holds
+  // bss too, so it is copied.
+  ASSERT_EQ(mapped.offers.size(), 1u);
+  EXPECT_EQ(mapped.offers[0], (Offer{kText, 0x4000, segment_offset(image, 0) - 0x800}));
+  EXPECT_TRUE(std::all_of(mapped.memory.begin() + kText, mapped.memory.begin() + kText + 0x4000,
+                          [](std::byte b) { return b == kMapped; }));
+  EXPECT_TRUE(std::equal(mapped.memory.begin() + kData, mapped.memory.begin() + kData + 0x4000, copied.begin() + kData));
+}
+
+TEST(ElfLoaderMapping, APageTwoSegmentsShareIsCopied) {
+  // Text ends in the page where rodata begins: that page is copied, and each
+  // segment's own pages are offered.
+  const Bytes image = ElfBuilder()
+                          .page_congruent()
+                          .entry(kText)
+                          .segment({.flags = PF_R | PF_X, .addr = kText, .data = pattern(0x3100, 7)})
+                          .segment({.flags = PF_R, .addr = kText + 0x3200, .data = pattern(0x1e00, 90)})
+                          .build();
+  Bytes copied = guest_memory();
+  load_elf_image(image, copied);
+  const MappedLoad mapped = load_marking_offers(image);
+  ASSERT_EQ(mapped.offers.size(), 2u);
+  EXPECT_EQ(mapped.offers[0], (Offer{kText, 0x3000, segment_offset(image, 0)}));
+  EXPECT_EQ(mapped.offers[1], (Offer{kText + 0x4000, 0x1000, segment_offset(image, 1) + 0xe00}));
+  for (uint64_t a = kText + 0x3000; a < kText + 0x4000; ++a) ASSERT_EQ(mapped.memory[a], copied[a]) << std::hex << a;
+}
+
+// Loads `image` with a MapImagePages that counts its offers and answers
+// each with `answer` without mapping anything; what guest memory then holds
+// must be what a plain copy gives.
+::testing::AssertionResult loads_as_copied(const Bytes& image, bool answer, int expected_offers) {
+  Bytes copied = guest_memory();
+  load_elf_image(image, copied);
+  int offers = 0;
+  Bytes memory = guest_memory();
+  load_elf_image(image, memory, abi::kImageBase, abi::kImageLimit, Bss::kZeroFill, [&](uint64_t, uint64_t, uint64_t) {
+    ++offers;
+    return answer;
+  });
+  if (offers != expected_offers)
+    return ::testing::AssertionFailure() << offers << " offers, expected " << expected_offers;
+  if (memory != copied) return ::testing::AssertionFailure() << "guest memory differs from a plain copy";
+  return ::testing::AssertionSuccess();
+}
+
+TEST(ElfLoaderMapping, ARefusedOfferIsCopied) { EXPECT_TRUE(loads_as_copied(mappable_image(), false, 1)); }
+
+TEST(ElfLoaderMapping, SegmentsWhoseOffsetAndAddressDisagreeAreCopiedWithoutAnOffer) {
+  // Without page_congruent() the data follows the headers: offset 0xb0 for
+  // an address at a page boundary, so no page of it can be mapped.
+  const Bytes image = ElfBuilder()
+                          .entry(kText)
+                          .segment({.flags = PF_R | PF_X, .addr = kText, .data = pattern(0x3000, 2)})
+                          .build();
+  EXPECT_TRUE(loads_as_copied(image, true, 0));
+}
+
+TEST(ElfLoaderMapping, ARejectedImageOffersNothing) {
+  Bytes image = mappable_image();
+  patch_ehdr(image, [](Elf64_Ehdr& eh) { eh.e_entry = kData; });  // not executable
+  int offers = 0;
+  Bytes memory = guest_memory();
+  EXPECT_THROW(load_elf_image(image, memory, abi::kImageBase, abi::kImageLimit, Bss::kZeroFill,
+                              [&](uint64_t, uint64_t, uint64_t) {
+                                ++offers;
+                                return true;
+                              }),
+               Error);
+  EXPECT_EQ(offers, 0);
+  EXPECT_EQ(memory, guest_memory());
 }
 
 // --- One test per rejection ------------------------------------------------------

@@ -183,7 +183,7 @@ void startup_bench(std::span<const std::byte> image, const BenchOptions& o, nloh
   if (o.cold) ::setenv(runstate::kPoolVariable, "off", 1);
   // Each step's own cost, ms: medians over the runs.
   std::map<std::string, std::vector<double>> steps, floor_steps, off_path;
-  std::vector<double> entry, exit, total, floor_entry, floor_exit, process;
+  std::vector<double> entry, exit, total, floor_entry, floor_exit, process, build_faults, floor_faults;
   std::string runstate;
   for (unsigned r = 0; r < o.repeat; ++r) {
     const auto f = kvm::measure_startup_floor(base.memory_mib << 20, base.vcpus);
@@ -194,6 +194,7 @@ void startup_bench(std::span<const std::byte> image, const BenchOptions& o, nloh
     floor_steps["memory"].push_back(f.memory - f.vm_created);
     floor_steps["vcpus"].push_back(f.vcpus - f.memory);
     floor_steps["first_kvm_run"].push_back(f.first_exit - f.first_entry);
+    floor_faults.push_back(static_cast<double>(f.page_faults));
 
     // From opening the device on: the floor opens /dev/kvm inside its window
     // too, and a fresh `lockvisor run` pays it.
@@ -213,6 +214,7 @@ void startup_bench(std::span<const std::byte> image, const BenchOptions& o, nloh
     steps["vcpus"].push_back((m.vcpus - m.image) * 1e3);
     steps["threads"].push_back((run.seconds_to_first_entry - m.vcpus) * 1e3);
     steps["first_kvm_run"].push_back((run.seconds_to_first_exit - run.seconds_to_first_entry) * 1e3);
+    build_faults.push_back(static_cast<double>(m.build_page_faults));
     // Off the path: when the live run-state page replaced the zeros.
     if (m.runstate_live > 0) off_path["runstate_live_at"].push_back(m.runstate_live * 1e3);
     runstate = run.runstate;
@@ -237,6 +239,8 @@ void startup_bench(std::span<const std::byte> image, const BenchOptions& o, nloh
              "threads to first KVM_RUN {:.2f}, first KVM_RUN {:.2f}\n",
              median(steps["vm"]), median(steps["runstate"]), median(steps["image"]), median(steps["vcpus"]),
              median(steps["threads"]), median(steps["first_kvm_run"]));
+  fmt::print("  page faults before KVM_RUN   : lockvisor's build {:.0f}, the floor {:.0f} (medians)\n", median(build_faults),
+             median(floor_faults));
   if (const auto live = off_path.find("runstate_live_at"); live != off_path.end())
     fmt::print("  off the path                 : run-state page live {:.2f} ms after the start ({} of {} runs)\n",
                median(live->second), live->second.size(), o.repeat);
@@ -256,6 +260,7 @@ void startup_bench(std::span<const std::byte> image, const BenchOptions& o, nloh
                        {"breakdown", breakdown},
                        {"floor_breakdown", floor_breakdown},
                        {"off_path", off_path_json},
+                       {"page_faults", {{"build", median(build_faults)}, {"floor", median(floor_faults)}}},
                        {"cold", o.cold},
                        {"empty_process", process.empty() ? nlohmann::json(nullptr) : nlohmann::json(median(process))},
                        {"runstate", runstate},

@@ -1,5 +1,5 @@
-// The guest's RAM: one anonymous mapping, guest-physical address 0 upward.
-// Every access on behalf of the guest goes through a bounds-checked view,
+// The guest's RAM: one private mapping, guest-physical address 0 upward,
+// anonymous except where map_file() put a file's pages. Every access on behalf of the guest goes through a bounds-checked view,
 // because any address a guest hands the VMM is untrusted.
 #pragma once
 #include <cstddef>
@@ -20,6 +20,14 @@ class GuestMemory {
   std::uint64_t size() const { return mapping_.size(); }
   std::byte* host_base() const { return static_cast<std::byte*>(mapping_.data()); }
   std::span<std::byte> all() const { return mapping_.bytes(); }
+
+  // Replaces the RAM at [gpa, gpa + length) with a private, copy-on-write
+  // mapping of `fd` at `offset` (page-aligned, all three), so the guest
+  // reads the file's pages where a copy would have faulted in fresh ones,
+  // and its writes stay its own. False, with the range still zero-filled
+  // RAM, when the kernel refuses (the caller then copies); throws only if
+  // the RAM cannot even be put back.
+  bool map_file(std::uint64_t gpa, std::uint64_t length, int fd, std::uint64_t offset);
 
   // The host view of [gpa, gpa + length), or nullopt if any byte lies outside
   // guest memory (overflow-safe).

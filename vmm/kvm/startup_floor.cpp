@@ -13,6 +13,7 @@
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/util/error.h"
 #include "vmm/util/mapping.h"
+#include "vmm/util/page_faults.h"
 #include "vmm/util/unique_fd.h"
 
 namespace lockvisor::kvm {
@@ -41,6 +42,7 @@ FloorTimes measure_startup_floor(std::uint64_t memory_bytes, unsigned vcpus) {
   const auto start = Clock::now();
   const auto since = [start] { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); };
   FloorTimes t;
+  const std::uint64_t page_faults_at_start = thread_minor_faults();
 
   const std::string path = kvm_device_path();
   UniqueFd kvm(::open(path.c_str(), O_RDWR | O_CLOEXEC));
@@ -88,6 +90,7 @@ FloorTimes measure_startup_floor(std::uint64_t memory_bytes, unsigned vcpus) {
   t.vcpus = since();
 
   auto* run = static_cast<kvm_run*>(runs.front().data());
+  t.page_faults = thread_minor_faults() - page_faults_at_start;
   t.first_entry = since();
   int rc = 0;
   do {

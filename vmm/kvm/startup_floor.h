@@ -17,6 +17,9 @@ struct FloorTimes {
   double vcpus = 0;        // every vCPU created, its kvm_run mapped, vCPU 0's registers set
   double first_entry = 0;  // just before vCPU 0's first KVM_RUN
   double first_exit = 0;   // that KVM_RUN returned with the guest's first exit
+  // Minor page faults the thread took from the start to just before that
+  // KVM_RUN (the code page, KVM's own on our behalf).
+  std::uint64_t page_faults = 0;
 };
 
 // Runs the sequence once: `memory_bytes` of guest RAM (a multiple of 4 KiB),

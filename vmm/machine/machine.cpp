@@ -48,6 +48,7 @@
 #include "vmm/runstate/runstate_page.h"
 #include "vmm/util/error.h"
 #include "vmm/util/mapping.h"
+#include "vmm/util/page_faults.h"
 
 namespace lockvisor::machine {
 namespace abi = lockvisor::abi;
@@ -127,6 +128,7 @@ void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
 // (build_freestanding / build_linux); last, the serial file.
 void Machine::build_common(const kvm::KvmSystem& kvm, MachineConfig config, std::chrono::steady_clock::time_point origin,
                            bool linux_guest) {
+  const std::uint64_t page_faults_at_start = thread_minor_faults();
   throw_if_stop_signalled();
   validate_config(config);
   if (linux_guest) validate_linux_host(kvm);
@@ -135,6 +137,7 @@ void Machine::build_common(const kvm::KvmSystem& kvm, MachineConfig config, std:
   kvm.require_extension(KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT");
   state_ = std::make_unique<State>(kvm, std::move(config), origin);
   State& s = *state_;
+  s.page_faults_at_build_start = page_faults_at_start;
   s.linux_guest = linux_guest;
   s.startup.vm = s.since_origin();
   // The backend's set-up, applied without knowing which backend it is.
@@ -176,6 +179,7 @@ void Machine::finish_build() {
   s.kvm_kind = kvm::backend_name(kvm::detect_backend());
   s.serial.open();  // last: a --serial file is created or truncated only once the VM is built
   s.startup.vcpus = s.since_origin();
+  s.startup.build_page_faults = thread_minor_faults() - s.page_faults_at_build_start;
 }
 
 std::uint64_t Machine::tsc_khz_of(const kvm::Vcpu& vcpu) {

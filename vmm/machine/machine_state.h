@@ -73,6 +73,7 @@ struct Machine::State {
   std::uint64_t tsc_khz = 0;
   std::string kvm_kind;
   RunResult::StartupMarks startup;  // seconds since origin at each step of the build (bench's breakdown)
+  std::uint64_t page_faults_at_build_start = 0;
 
   double since_origin() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin).count(); }
   std::vector<std::string> vcpu_state_lines() const;

@@ -146,6 +146,9 @@ struct RunResult {
     // Off the path to the first entry: when the live run-state page replaced
     // the zeros (0: never, e.g. --runstate off or a failed load).
     double runstate_live = 0;
+    // Minor page faults the building thread took from the build's start to
+    // its end (the image, boot tables, KVM's own pages on our behalf).
+    std::uint64_t build_page_faults = 0;
   } startup;
   std::string backend;                // PV backend name
   std::uint64_t unknown_kvm_hypercalls = 0;  // doorbell 0xE4 calls no handler answered (-KVM_ENOSYS)
