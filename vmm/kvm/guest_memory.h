@@ -1,6 +1,7 @@
 // The guest's RAM: one private mapping, guest-physical address 0 upward,
-// anonymous except where map_file() put a file's pages. Every access on behalf of the guest goes through a bounds-checked view,
-// because any address a guest hands the VMM is untrusted.
+// anonymous except where map_file() put a file's pages. Every access on
+// behalf of the guest goes through a bounds-checked view, because any
+// address a guest hands the VMM is untrusted.
 #pragma once
 #include <cstddef>
 #include <cstdint>

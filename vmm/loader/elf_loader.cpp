@@ -227,7 +227,7 @@ void copy_part(std::span<const std::byte> file, std::span<std::byte> guest_memor
 }
 
 // The pages to map for segment i of `segments` (sorted), as guest
-// addresses [begin, end); empty when there are none. Its file offset and
+// addresses [begin, end); none is the empty run at the segment's start. Its file offset and
 // address must agree modulo the page size. The whole pages of its
 // file-backed bytes, and the partial page at either end too, as Linux maps an
 // ELF segment, when the bytes that page adds lie in the image file and in the
@@ -240,7 +240,8 @@ struct PageRun {
 PageRun mappable_pages(const std::vector<Segment>& segments, std::size_t i, uint64_t page, uint64_t file_size,
                        uint64_t lo, uint64_t hi) {
   const Segment& s = segments[i];
-  if (s.filesz == 0 || (s.gpa - s.offset) % page != 0) return {};
+  const PageRun none{s.gpa, s.gpa};
+  if (s.filesz == 0 || (s.gpa - s.offset) % page != 0) return none;
   const uint64_t file_end = s.gpa + s.filesz;
   uint64_t begin = (s.gpa + page - 1) / page * page;
   uint64_t end = file_end / page * page;
@@ -250,7 +251,7 @@ PageRun mappable_pages(const std::vector<Segment>& segments, std::size_t i, uint
   if (end < file_end && s.end == file_end && tail <= hi && s.offset + (tail - s.gpa) <= file_size &&
       (i + 1 == segments.size() || segments[i + 1].gpa >= tail))
     end = tail;
-  return end > begin ? PageRun{begin, end} : PageRun{};
+  return end > begin ? PageRun{begin, end} : none;
 }
 
 }  // namespace
@@ -270,15 +271,14 @@ LoadedImage load_elf_image(std::span<const std::byte> file, std::span<std::byte>
   // Pass 2: map or copy. Every range below was checked against the file and memory.
   for (std::size_t i = 0; i < image.segments.size(); ++i) {
     const Segment& s = image.segments[i];
-    PageRun run = map_pages ? mappable_pages(image.segments, i, page, file.size(), min_gpa, hi) : PageRun{};
+    const PageRun none{s.gpa, s.gpa};
+    PageRun run = map_pages ? mappable_pages(image.segments, i, page, file.size(), min_gpa, hi) : none;
     // A page before the segment's first byte maps from before its offset.
-    if (run.end > run.begin && !map_pages(run.begin, run.end - run.begin, s.offset + run.begin - s.gpa)) run = {};
-    if (run.end > run.begin) {
-      if (run.begin > s.gpa) copy_part(file, guest_memory, s, 0, run.begin - s.gpa);
-      if (run.end < s.gpa + s.filesz) copy_part(file, guest_memory, s, run.end - s.gpa, s.filesz);
-    } else {
-      copy_part(file, guest_memory, s, 0, s.filesz);
-    }
+    if (run.end > run.begin && !map_pages(run.begin, run.end - run.begin, s.offset + run.begin - s.gpa)) run = none;
+    // What is not mapped is copied: the bytes before the run and after it
+    // (with nothing mapped, the whole segment).
+    if (run.begin > s.gpa) copy_part(file, guest_memory, s, 0, run.begin - s.gpa);
+    copy_part(file, guest_memory, s, run.end - s.gpa, s.filesz);
     // No mapped page reaches into a bss: the bss is RAM.
     if (bss == Bss::kZeroFill) {
       const auto tail = guest_memory.subspan(s.gpa + s.filesz, s.end - s.gpa - s.filesz);

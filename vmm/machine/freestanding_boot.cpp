@@ -55,8 +55,8 @@ void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std:
 
   const std::uint64_t stacks = stacks_bottom(bytes, cfg.vcpus);
   if (stacks <= abi::kImageBase) fail("--memory {} MiB is too small for {} vCPU stacks", cfg.memory_mib, cfg.vcpus);
-  // The built-in image's whole pages are mapped from the executable instead
-  // of copied (executable_bytes.h): the guest faults in only the pages it
+  // The built-in image's pages are mapped from the executable instead of
+  // copied (executable_bytes.h): the guest faults in only the pages it
   // touches, after its first instruction, rather than the VMM all of them
   // before it (2-3 us a page on a PVM host). An --image file is copied: it
   // may change while the guest runs.
