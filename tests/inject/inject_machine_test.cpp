@@ -9,6 +9,8 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <span>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -142,43 +144,64 @@ TEST(InjectMachine, WaiterPointsHitFirstWaitersAndCountsAgree) {
                         << events << " first-waiter events";
 }
 
+// Serves the `runstate` program's parkwatch requests (its preemption-point
+// ucalls on vCPU 0): 1 pauses vCPU 1 and returns once vCPU 1 is parked, 0
+// resumes it and returns once the park has ended (so the next pause is a park
+// of its own, not the same one continued). The waits run on vCPU 0's thread,
+// which is what keeps the guest's check in step with the park: vCPU 0 reads
+// the flag only after the park has begun, and waits in the guest for it to
+// come down.
+class PeerPauser : public machine::RunService {
+ public:
+  void before_boot(machine::BootContext& boot) override {
+    machine::VcpuRunner* peer = boot.vcpus[1].get();
+    boot.vcpus[0]->on_preempt_point = [peer](unsigned, std::span<const std::byte>,
+                                             const std::uint64_t (&args)[3]) -> machine::VcpuRunner::PreemptVerdict {
+      const bool pause = args[0] != 0;
+      if (pause ? !peer->pause() : (peer->resume(), false)) return {{}, "vCPU 1 could not be paused"};
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (peer->parked() != pause) {
+        if (std::chrono::steady_clock::now() > deadline)
+          return {{}, pause ? "vCPU 1 was not parked within 30 s" : "vCPU 1 stayed parked for 30 s"};
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      return {};
+    };
+  }
+  void start(machine::RunContext&) override {}
+  void stop() override {}
+};
+
 // While a park lasts, the parked vCPU's steal-time `preempted` flag is up,
 // as hardware KVM shows a descheduled vCPU, and it is down again once the
-// vCPU runs: vCPU 0 spins reading vCPU 1's flag and counts its rises (at
-// least two: the flag came down between parks). Hardware KVM also raises it
-// when the host preempts a vCPU, so more rises than parks are no error.
-// --no-steal-time: the guest enables no record and the flag never rises.
-std::uint64_t peer_flagged(const RunResult& r, unsigned vcpu) {
-  const machine::ResultValue* v = r.result(vcpu, "peer_flagged");
-  if (v == nullptr || v->values.size() != 1) {
-    ADD_FAILURE() << "vCPU " << vcpu << " reported no peer_flagged";
-    return 0;
-  }
-  return v->values[0];
-}
-
+// vCPU runs. A pause and an injected preemption are the same park to the
+// vCPU thread (VcpuRunner::serve_park); the pause is used here because its
+// end waits for the guest's check, so the test holds however the host
+// schedules the two vCPU threads. --no-steal-time: the guest enables no
+// record and the flag never rises.
 TEST(InjectMachine, AParkRaisesTheVcpusPreemptedFlagUntilItRunsAgain) {
   LOCKVISOR_REQUIRE_KVM(kvm);
+  constexpr std::uint64_t kParks = 5;
   for (const bool steal_time : {true, false}) {
     SCOPED_TRACE(steal_time ? "steal time advertised" : "--no-steal-time");
     MachineConfig config;
     config.vcpus = 2;
     config.program = "runstate";
-    config.args = "ms=400";
+    config.args = fmt::format("mode=parkwatch parks={}", kParks);
     config.steal_time = steal_time;
     config.echo_guest_prints = false;
     config.capture_serial = true;
-    config.timeout_s = 60;
-    const RunResult r = run(*kvm, config, "periodic:vcpu=1,every=30ms,for=3ms,phase=50ms,count=6");
+    config.timeout_s = 120;
+    machine::Machine vm(*kvm, config, embedded_guest_image());
+    vm.add_service(std::make_unique<PeerPauser>());
+    const RunResult r = vm.run();
     ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
-    const std::uint64_t parks = r.vcpus[1].park.parks;
-    ASSERT_GE(parks, 2u) << "the host skipped the parks";
-    if (steal_time) {
-      EXPECT_GE(peer_flagged(r, 0), 2u) << parks << " parks";
-    } else {
-      EXPECT_EQ(peer_flagged(r, 0), 0u);
-      EXPECT_EQ(peer_flagged(r, 1), 0u);
-    }
+    EXPECT_EQ(r.vcpus[1].park.pauses, kParks);
+    const machine::ResultValue* up = r.result(0, "up_while_parked");
+    const machine::ResultValue* down = r.result(0, "down_after_resume");
+    ASSERT_TRUE(up != nullptr && down != nullptr) << "vCPU 0 reported no parkwatch results";
+    EXPECT_EQ(up->values.at(0), steal_time ? kParks : 0u);
+    EXPECT_EQ(down->values.at(0), kParks);
   }
 }
 
