@@ -83,14 +83,14 @@ std::vector<UsageCommand> usage_commands() {
       {"lockvisor conformance [--backend B] [--json F]", "conformance", true,
        "$LV conformance --pingpong-rounds 2000 --json c.json"},
       {"lockvisor run [options]", "run", true,
-       "$LV run --workload lockbench --lock pvqspinlock --vcpus 2 --duration 0.05 --json r.json"},
+       "$LV run --workload lockbench --lock pvqspinlock --vcpus 2 --iterations 2000 --json r.json"},
       {"lockvisor run --native [options]", "run_native", false,
-       "$LV run --native --workload lockbench --lock ticket --vcpus 2 --duration 0.05 --json r.json"},
+       "$LV run --native --workload lockbench --lock ticket --vcpus 2 --iterations 2000 --json r.json"},
       {"lockvisor run --vm SPEC --vm SPEC ...", "run_vm", true,
        "$LV run --workload lockbench --vcpus 2 --pcpus 0 --duration 0.05 --vm label=fair,lock=ticket "
        "--vm label=unfair,lock=unfair --hogs 1 --json r.json"},
       {"lockvisor run ... --inject SPEC", "run_inject", true,
-       "$LV run --workload lockbench --vcpus 2 --duration 0.1 --inject periodic:vcpu=0,every=20ms,for=2ms --json r.json"},
+       "$LV run --workload lockbench --vcpus 2 --iterations 20000 --inject periodic:vcpu=0,every=20ms,for=2ms --json r.json"},
       {"lockvisor run ... --trace FILE", "run_trace", true,
        "$LV run --workload lockbench --vcpus 2 --duration 0.05 --trace t.json --trace-window worst-wait"},
       // Booting a kernel needs hardware KVM or the nested machine with one
@@ -131,9 +131,9 @@ std::vector<UsageCommand> usage_commands() {
        scenario + " && $LV lab --scenario s.toml --native --shard 1/2 --out s1 && "
                   "$LV lab --scenario s.toml --native --shard 2/2 --out s2 && $LV lab merge m s1 s2"},
       {"lockvisor ctl SOCK COMMAND [ARGS]", "ctl", true,
-       "$LV run --workload lockbench --vcpus 2 --duration 3 --api api.sock > run.log 2>&1 & pid=$!; "
-       "i=0; while [ ! -S api.sock ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; "
-       "$LV ctl api.sock stats; rc=$?; wait $pid; run=$?; cat run.log; [ $rc -eq 0 ] && [ $run -eq 0 ]"},
+       "$LV run --workload lockbench --vcpus 2 --duration 600 --api api.sock > run.log 2>&1 & pid=$!; "
+       "while [ ! -S api.sock ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
+       "$LV ctl api.sock stats; rc=$?; kill -INT $pid; wait $pid; run=$?; cat run.log; [ $rc -eq 0 ] && [ $run -eq 130 ]"},
   };
 }
 

@@ -32,6 +32,8 @@
 // wake-up), and a sticky run always completes without a violation.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "locks/lock_events.h"
 #include "tests/guest_locks/workload_config.h"
 #include "tests/support/kvm_required.h"
@@ -123,16 +125,24 @@ TEST(PvConfer, ConfersAtFourToOne) {
   auto& p = test::set_workload(config, abi::WorkloadKind::kLockbench, "pvconfer");
   p.duration_ns = 1'000'000'000;
   p.cs_ns = 1000;
-  const auto run = boot(*kvm, config);
-  ASSERT_EQ(run.outcome, Outcome::kCompleted) << test::run_failure(run);
-  const auto stats = lockstat::workload_stats_from(run);
-  std::uint64_t violations = 0;
-  for (const auto& s : stats) violations += s.violations;
-  EXPECT_EQ(violations, 0u);
-  EXPECT_GT(lock_event(stats, locks::LockEvent::pv_confer), 0u) << "no waiter ever saw its holder preempted at 4:1";
-  std::uint64_t yields = 0;
-  for (const auto& v : run.vcpus) yields += v.pv.yield_to_calls;
-  EXPECT_EQ(lock_event(stats, locks::LockEvent::pv_confer), yields) << "guest confers vs the VMM's YIELD_TO calls";
+  // Whether a waiter finds its holder preempted within one run is the host
+  // scheduler's doing (as for PvPath's halts): up to three runs, until one
+  // has conferred; each run's own counts must hold.
+  std::uint64_t confers = 0;
+  for (int attempt = 0; attempt < 3 && confers == 0; ++attempt) {
+    SCOPED_TRACE(fmt::format("run {}", attempt + 1));
+    const auto run = boot(*kvm, config);
+    ASSERT_EQ(run.outcome, Outcome::kCompleted) << test::run_failure(run);
+    const auto stats = lockstat::workload_stats_from(run);
+    std::uint64_t violations = 0;
+    for (const auto& s : stats) violations += s.violations;
+    EXPECT_EQ(violations, 0u);
+    confers = lock_event(stats, locks::LockEvent::pv_confer);
+    std::uint64_t yields = 0;
+    for (const auto& v : run.vcpus) yields += v.pv.yield_to_calls;
+    EXPECT_EQ(confers, yields) << "guest confers vs the VMM's YIELD_TO calls";
+  }
+  EXPECT_GT(confers, 0u) << "no waiter ever saw its holder preempted at 4:1, in three runs";
 }
 
 // The negative control and its positive twin (see the file comment).

@@ -21,6 +21,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/inject/injector.h"
 #include "vmm/machine/machine.h"
+#include "vmm/machine/run_control.h"
 #include "vmm/machine/run_service.h"
 #include "vmm/machine/vcpu_runner.h"
 #include "vmm/report/run_report.h"
@@ -85,11 +86,11 @@ TEST(InjectMachine, PeriodicDeliversItsCountAndLength) {
   EXPECT_EQ(c.ns, 6u * 2'000'000);
   EXPECT_EQ(v0.park.requested, 6u);
   // What the vCPU thread actually slept depends on the host: a park ends at
-  // request + D (VcpuPark), so a thread the host kept off its CPU for longer
-  // than D (load average ~10 on this 2-CPU host while helpers build) skips
-  // it, and a loaded host oversleeps. Bounds, not equalities.
+  // request + D (VcpuPark; its unit tests check that deadline), so a thread
+  // the host kept off its CPU for longer than D skips it, two requests can
+  // share one park, and a thread the host wakes late oversleeps by as long as
+  // the host likes. Only the count has a bound that holds on every host.
   EXPECT_LE(v0.park.parks, c.count);
-  EXPECT_LE(v0.park.parked_ns, v0.park.parks * (2'000'000 + 20'000'000)) << "a park overslept by far";
   EXPECT_EQ(r.vcpus[1].injected.at("periodic").count, 0u);
   EXPECT_EQ(r.vcpus[1].park.parks, 0u);
   const auto json = report::run_to_json(r, config);
@@ -237,12 +238,16 @@ TEST(InjectMachine, PreemptionPointWithoutAScheduleIsAGuestError) {
 // Interrupts vCPU 0 every millisecond, `count` times, with nothing asked of
 // it: the state a park or the run-state page's late join leaves when the
 // vCPU thread served the request before its requester wrote immediate_exit.
+// After the last one it ends the run, so every interrupt is sent however late
+// the host runs the timer.
 class BareInterrupts : public machine::RunService {
  public:
+  static constexpr const char* kDone = "every interrupt sent";
   explicit BareInterrupts(unsigned count) : left_(count) {}
   void start(machine::RunContext& context) override {
     timer_.emplace(context.io);
     vcpu_ = context.vcpus[0].get();
+    control_ = &context.control;
     arm();
   }
   // The timer goes with the run: the io_context it belongs to is destroyed
@@ -260,36 +265,41 @@ class BareInterrupts : public machine::RunService {
       if (ec || left_ == 0) return;
       vcpu_->interrupt();
       ++sent_;
-      if (--left_ > 0) arm();
+      if (--left_ > 0)
+        arm();
+      else
+        control_->end(Outcome::kInterrupted, kDone);
     });
   }
   std::optional<boost::asio::steady_timer> timer_;
   machine::VcpuRunner* vcpu_ = nullptr;
+  machine::RunControl* control_ = nullptr;
   unsigned left_;
   unsigned sent_ = 0;
 };
 
 TEST(InjectMachine, AnInterruptWithNothingToServeCostsOneExit) {
   LOCKVISOR_REQUIRE_KVM(kvm);
-  // One vCPU that runs for 0.4 s without a halt, so every interrupt finds
-  // it in the guest or between two exits.
-  auto config = lockbench(1, "ticket", 0, 0.4);
-  config.timeout_s = 30;
+  // One vCPU that would run for a minute without a halt, so every interrupt
+  // finds it in the guest or between two exits; the service ends the run.
+  auto config = lockbench(1, "ticket", 0, 60);
+  config.timeout_s = 120;
   constexpr unsigned kInterrupts = 100;
   machine::Machine vm(*kvm, config, embedded_guest_image());
   auto service = std::make_unique<BareInterrupts>(kInterrupts);
   const BareInterrupts& interrupts = *service;
   vm.add_service(std::move(service));
   const RunResult r = vm.run();
-  // Left set, immediate_exit would make every later KVM_RUN return EINTR at
-  // once: the guest would never run again and the watchdog would end the run.
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
-  EXPECT_GT(interrupts.sent(), kInterrupts / 2) << "the run ended before most interrupts were sent";
+  ASSERT_EQ(r.outcome, Outcome::kInterrupted) << test::run_failure(r);
+  ASSERT_EQ(r.reason, BareInterrupts::kDone);
+  EXPECT_EQ(interrupts.sent(), kInterrupts);
   const std::uint64_t signal_exits = r.vcpus[0].exits.count("signal") ? r.vcpus[0].exits.at("signal") : 0;
   EXPECT_GE(signal_exits, 1u);
   // Each interrupt is at most one exit (two close together may share one);
-  // one more for the run-state page when it arrives after the first entry.
-  EXPECT_LE(signal_exits, interrupts.sent() + 1u);
+  // one more for the run-state page when it arrives after the first entry,
+  // and one for the end of the run. Left set, immediate_exit would make every
+  // later KVM_RUN return EINTR at once: a flood of signal exits, far above this.
+  EXPECT_LE(signal_exits, kInterrupts + 2u);
 }
 
 }  // namespace
