@@ -1,7 +1,8 @@
 // Proof that the PV path of the PV locks ran, not just that nothing broke:
 //   * pvqspinlock and pvticket at 4:1 and 8:1 (vCPUs on one host CPU, where
-//     lock holders and queue heads are preempted every time slice) halt and
-//     kick: both counts are > 0, and the guest's own counts (pv_kick lock
+//     lock holders and queue heads are preempted every time slice, and the
+//     VMM holds one holder out of the guest until a waiter has halted) halt
+//     and kick: both counts are > 0, and the guest's own counts (pv_kick lock
 //     events; halts its Env executed) equal the VMM's, so the halts and kicks
 //     the VMM served are exactly the ones the locks made;
 //   * under --kick lossy the same locks lose a wake-up and the deadlock
@@ -32,6 +33,13 @@
 // wake-up), and a sticky run always completes without a violation.
 #include <gtest/gtest.h>
 
+#include <boost/asio/steady_timer.hpp>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <span>
+
 #include <fmt/format.h>
 
 #include "locks/lock_events.h"
@@ -40,8 +48,12 @@
 #include "tests/support/run_failure.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/inject/inject_spec.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/machine.h"
+#include "vmm/machine/run_service.h"
+#include "vmm/machine/vcpu_runner.h"
+#include "vmm/pvlock/pv_backend.h"
 
 namespace lockvisor {
 namespace {
@@ -52,6 +64,72 @@ machine::RunResult boot(const kvm::KvmSystem& kvm, machine::MachineConfig config
   config.echo_guest_prints = false;
   config.timeout_s = 60;
   machine::Machine vm(kvm, config, embedded_guest_image());
+  return vm.run();
+}
+
+// Parks one lock holder until a waiter has halted. The guest's lock probe
+// stops each vCPU, with the lock held, at every 10th acquisition (a holder
+// preemption point: --inject holder:...). The first stop pauses that vCPU,
+// and the monitor thread resumes it once the backend has served a halt (or
+// after 30 s); later stops return at once. The waiters on the same host CPU
+// run meanwhile, spin out their threshold and halt, and the release kicks
+// them: the PV path runs however the host schedules the threads.
+class ParkHolderUntilAHalt : public machine::RunService {
+ public:
+  void before_boot(machine::BootContext& boot) override {
+    for (const auto& v : boot.vcpus) {
+      machine::VcpuRunner* self = v.get();
+      v->on_preempt_point = [this, self](unsigned, std::span<const std::byte>, const std::uint64_t (&)[3]) {
+        // Paused before it is published: the monitor never resumes a
+        // pause that has not begun.
+        if (armed_.exchange(false) && self->pause()) paused_.store(self);
+        return machine::VcpuRunner::PreemptVerdict{};
+      };
+    }
+  }
+  void start(machine::RunContext& context) override {
+    timer_.emplace(context.io);
+    backend_ = &context.backend;
+    vcpus_ = context.vcpus.size();
+    poll();
+  }
+  void stop() override {
+    if (timer_) timer_->cancel();
+    timer_.reset();
+  }
+
+ private:
+  std::uint64_t halts() const {
+    std::uint64_t n = 0;
+    for (unsigned i = 0; i < vcpus_; ++i) n += backend_->counters(i).halts.load(std::memory_order_relaxed);
+    return n;
+  }
+  void poll() {
+    timer_->expires_after(std::chrono::milliseconds(1));
+    timer_->async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      machine::VcpuRunner* holder = paused_.load();
+      if (holder == nullptr || (halts() == 0 && ++waited_ms_ < 30'000)) return poll();
+      holder->resume();  // and polling ends: there is one pause per run
+    });
+  }
+  std::atomic<bool> armed_{true};
+  std::atomic<machine::VcpuRunner*> paused_{nullptr};
+  std::optional<boost::asio::steady_timer> timer_;
+  pvlock::PvBackend* backend_ = nullptr;
+  std::size_t vcpus_ = 0;
+  unsigned waited_ms_ = 0;
+};
+
+machine::RunResult boot_with_a_parked_holder(const kvm::KvmSystem& kvm, machine::MachineConfig config) {
+  auto specs = inject::parse_inject_specs("holder:lock=any,every=10,for=1us");
+  inject::validate_inject_specs(specs, config.vcpus);
+  config.lock_probe = inject::lock_probe_config(specs, config.seed);
+  for (const auto& s : specs) config.inject.push_back(inject::format_inject_spec(s));
+  config.echo_guest_prints = false;
+  config.timeout_s = 60;
+  machine::Machine vm(kvm, config, embedded_guest_image());
+  vm.add_service(std::make_unique<ParkHolderUntilAHalt>());
   return vm.run();
 }
 
@@ -78,16 +156,12 @@ TEST_P(PvPath, HaltsAndKicksAndGuestAgreesWithVmm) {
   auto& p = test::set_workload(config, abi::WorkloadKind::kLockbench, c.lock);
   p.duration_ns = 1'000'000'000;
   p.cs_ns = 1000;  // long enough that a preempted holder leaves waiters spinning out
-  // Whether a waiter spins out its threshold within one run is the host
-  // scheduler's doing, not the lock's: in the emulated nested machine, on a
-  // loaded host, a whole second once passed without one. So up to three
-  // runs, until one has halted; each run's counts must agree on their own.
-  machine::RunResult run;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    run = boot(*kvm, config);
-    ASSERT_EQ(run.outcome, Outcome::kCompleted) << test::run_failure(run);
-    if (lockstat::vmm_counters(run).halts > 0) break;
-  }
+  // Whether the host scheduler preempts a holder for longer than a waiter's
+  // spin threshold is its own doing: in the nested machine beside a busy
+  // loop, whole runs passed without one. So the VMM also holds one holder
+  // out of the guest until a waiter has halted (ParkHolderUntilAHalt).
+  const machine::RunResult run = boot_with_a_parked_holder(*kvm, config);
+  ASSERT_EQ(run.outcome, Outcome::kCompleted) << test::run_failure(run);
   const auto stats = lockstat::workload_stats_from(run);
   const auto vmm = lockstat::vmm_counters(run);
   std::uint64_t violations = 0, guest_halts = 0, ops = 0;
@@ -98,7 +172,15 @@ TEST_P(PvPath, HaltsAndKicksAndGuestAgreesWithVmm) {
   }
   EXPECT_EQ(violations, 0u);
   EXPECT_GT(ops, 0u);
-  EXPECT_GT(vmm.halts, 0u) << "a PV lock at " << c.vcpus << ":1 never halted";
+  std::uint64_t holder_points = 0, parks = 0, parked_ns = 0;
+  for (const auto& v : run.vcpus) {
+    holder_points += v.injected.count("holder") ? v.injected.at("holder").count : 0;
+    parks += v.park.parks;
+    parked_ns += v.park.parked_ns;
+  }
+  EXPECT_GT(vmm.halts, 0u) << "a PV lock at " << c.vcpus << ":1 never halted (" << ops << " acquisitions, "
+                           << holder_points << " holders parked, " << parks << " parks, " << parked_ns / 1000000
+                           << " ms parked)";
   EXPECT_GT(vmm.kicks, 0u) << "a PV lock at " << c.vcpus << ":1 never kicked";
   EXPECT_EQ(lock_event(stats, locks::LockEvent::pv_kick), vmm.kicks) << "guest pv_kick events vs VMM KICK_CPUs";
   EXPECT_EQ(guest_halts, vmm.halts) << "halts the guest's Env executed vs halts the VMM served";
