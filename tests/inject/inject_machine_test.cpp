@@ -159,7 +159,10 @@ class PeerPauser : public machine::RunService {
     boot.vcpus[0]->on_preempt_point = [peer](unsigned, std::span<const std::byte>,
                                              const std::uint64_t (&args)[3]) -> machine::VcpuRunner::PreemptVerdict {
       const bool pause = args[0] != 0;
-      if (pause ? !peer->pause() : (peer->resume(), false)) return {{}, "vCPU 1 could not be paused"};
+      if (!pause)
+        peer->resume();
+      else if (!peer->pause())
+        return {{}, "vCPU 1 could not be paused"};
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
       while (peer->parked() != pause) {
         if (std::chrono::steady_clock::now() > deadline)

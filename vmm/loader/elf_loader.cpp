@@ -227,10 +227,10 @@ void copy_part(std::span<const std::byte> file, std::span<std::byte> guest_memor
 }
 
 // The pages to map for segment i of `segments` (sorted), as guest
-// addresses [begin, end); none is the empty run at the segment's start. Its file offset and
-// address must agree modulo the page size. The whole pages of its
-// file-backed bytes, and the partial page at either end too, as Linux maps an
-// ELF segment, when the bytes that page adds lie in the image file and in the
+// addresses [begin, end); none is the empty run at the segment's start. Its
+// file offset and address must agree modulo the page size. The whole pages
+// of its file-backed bytes, and the partial page at either end too, as Linux
+// maps an ELF segment, when the bytes that page adds lie in the image file and in the
 // loader's window [lo, hi) and in no other segment, and, at the end, when no
 // bss follows (the bss must read as zero; those bytes are copied).
 struct PageRun {
