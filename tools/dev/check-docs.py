@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Checks that the documentation points at what exists.
+
+Usage: check-docs.py [SOURCE_DIR]
+Reads README.md, docs/*.md and tools/README.md under SOURCE_DIR and checks
+  - every relative markdown link, [text](path) or ![alt](path), outside code:
+    the file or folder must exist, and a #anchor must name a heading of the
+    target page (GitHub's rule: lower case, punctuation dropped, spaces to -);
+  - README.md's test-folder list (the bullets between <!-- test-folders -->
+    and <!-- /test-folders -->, one `tests/NAME/` each) names every folder
+    under tests/ and nothing else, so the list cannot drift from the tree.
+Exit 0 when all hold; 1 with one line per problem ("README.md:12: no file
+docs/x.md") otherwise; 2 when README.md or its test-folder list is missing.
+"""
+import pathlib
+import re
+import sys
+
+LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+CODE_SPAN = re.compile(r"`+[^`]*`+")
+SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+def prose_lines(path):
+    """(number, line) of every line outside fenced code blocks, code spans blanked."""
+    fenced = False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            yield number, CODE_SPAN.sub("", line)
+
+
+def anchors(path):
+    """The heading anchors GitHub gives a page, duplicates numbered -1, -2, ..."""
+    seen = {}
+    result = set()
+    fenced = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not m:
+            continue
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", m.group(1))  # a link in a heading reads as its text
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        result.add(slug if count == 0 else f"{slug}-{count}")
+    return result
+
+
+def check_links(root, page):
+    problems = []
+    name = page.relative_to(root)
+    for number, line in prose_lines(page):
+        for target in LINK.findall(line):
+            if SCHEME.match(target):
+                continue
+            path_part, _, anchor = target.partition("#")
+            dest = (page.parent / path_part).resolve() if path_part else page
+            if not dest.exists():
+                problems.append(f"{name}:{number}: no file {path_part}")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                problems.append(f"{name}:{number}: no heading #{anchor} in {dest.relative_to(root.resolve())}")
+    return problems
+
+
+def check_test_folders(root):
+    text = (root / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- test-folders -->\n(.*?)<!-- /test-folders -->", text, re.S)
+    if not block:
+        return None
+    listed = set(re.findall(r"^- `tests/([^/`]+)/`", block.group(1), re.M))
+    present = {p.name for p in (root / "tests").iterdir() if p.is_dir()}
+    return [f"README.md: test folder tests/{f}/ is not in the test-folder list" for f in sorted(present - listed)] + [
+        f"README.md: the test-folder list names tests/{f}/, which does not exist" for f in sorted(listed - present)
+    ]
+
+
+def main():
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2])
+    readme = root / "README.md"
+    if not readme.is_file():
+        print(f"check-docs: no README.md in {root}")
+        return 2
+    folder_problems = check_test_folders(root)
+    if folder_problems is None:
+        print("check-docs: README.md has no <!-- test-folders --> ... <!-- /test-folders --> list")
+        return 2
+    pages = [p for p in (readme, *sorted((root / "docs").glob("*.md")), root / "tools" / "README.md") if p.is_file()]
+    problems = [p for page in pages for p in check_links(root, page)] + folder_problems
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"check-docs: {len(problems)} problem(s)")
+        return 1
+    print(f"check-docs: {len(pages)} pages, every relative link resolves, the test-folder list matches tests/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
