@@ -2,7 +2,8 @@
 """Checks that the documentation points at what exists.
 
 Usage: check-docs.py [SOURCE_DIR]
-Reads README.md, docs/*.md and tools/README.md under SOURCE_DIR and checks
+Reads README.md, docs/*.md and the README.md files of tools/ and hypercalls/ under
+SOURCE_DIR and checks
   - every relative markdown link, [text](path) or ![alt](path), outside code:
     the file or folder must exist, and a #anchor must name a heading of the
     target page (GitHub's rule: lower case, punctuation dropped, spaces to -);
@@ -89,7 +90,8 @@ def main():
     if folder_problems is None:
         print("check-docs: README.md has no <!-- test-folders --> ... <!-- /test-folders --> list")
         return 2
-    pages = [p for p in (readme, *sorted((root / "docs").glob("*.md")), root / "tools" / "README.md") if p.is_file()]
+    pages = [readme, *sorted((root / "docs").glob("*.md"))]
+    pages += [p for folder in ("tools", "hypercalls") for p in sorted((root / folder).rglob("README.md"))]
     problems = [p for page in pages for p in check_links(root, page)] + folder_problems
     for p in problems:
         print(p)
