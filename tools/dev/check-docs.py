@@ -7,11 +7,14 @@ SOURCE_DIR and checks
   - every relative markdown link, [text](path) or ![alt](path), outside code:
     the file or folder must exist, and a #anchor must name a heading of the
     target page (GitHub's rule: lower case, punctuation dropped, spaces to -);
+  - every path into the tree named in code (`vmm/x/y.h`, `tools/z.sh`, a
+    folder, or a glob such as `vmm/x/y.*` or `y.{h,cpp}`) names something that
+    exists, so a moved or renamed file cannot leave its old name behind;
   - README.md's test-folder list (the bullets between <!-- test-folders -->
     and <!-- /test-folders -->, one `tests/NAME/` each) names every folder
     under tests/ and nothing else, so the list cannot drift from the tree.
 Exit 0 when all hold; 1 with one line per problem ("README.md:12: no file
-docs/x.md") otherwise; 2 when README.md or its test-folder list is missing.
+docs/x.md", "docs/y.md:3: no vmm/z.h in the tree") otherwise; 2 when README.md or its test-folder list is missing.
 """
 import pathlib
 import re
@@ -20,17 +23,20 @@ import sys
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`+[^`]*`+")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+TREE_PATH = re.compile(r"(?<![\w/.$-])((?:vmm|guest|hypercalls|tests|tools|docs)/[\w./*+{},-]*)")
 
 
-def prose_lines(path):
-    """(number, line) of every line outside fenced code blocks, code spans blanked."""
+def split_lines(path):
+    """(number, prose, code) per line: prose with code spans blanked, and the code (spans, or the
+    whole line inside a fenced block)."""
     fenced = False
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.lstrip().startswith("```"):
             fenced = not fenced
-            continue
-        if not fenced:
-            yield number, CODE_SPAN.sub("", line)
+        elif fenced:
+            yield number, "", line
+        else:
+            yield number, CODE_SPAN.sub("", line), " ".join(CODE_SPAN.findall(line))
 
 
 def anchors(path):
@@ -52,11 +58,16 @@ def anchors(path):
     return result
 
 
-def check_links(root, page):
+def check_page(root, page):
+    """The links and the tree paths of one page that point at nothing."""
     problems = []
     name = page.relative_to(root)
-    for number, line in prose_lines(page):
-        for target in LINK.findall(line):
+    for number, prose, code in split_lines(page):
+        for named in TREE_PATH.findall(code):
+            pattern = re.sub(r"\{[^}]*\}", "*", named.rstrip(".,:;)"))
+            if not (any(root.glob(pattern)) if "*" in pattern else (root / pattern).exists()):
+                problems.append(f"{name}:{number}: no {named.rstrip('.,:;)')} in the tree")
+        for target in LINK.findall(prose):
             if SCHEME.match(target):
                 continue
             path_part, _, anchor = target.partition("#")
@@ -92,13 +103,13 @@ def main():
         return 2
     pages = [readme, *sorted((root / "docs").glob("*.md"))]
     pages += [p for folder in ("tools", "hypercalls") for p in sorted((root / folder).rglob("README.md"))]
-    problems = [p for page in pages for p in check_links(root, page)] + folder_problems
+    problems = [p for page in pages for p in check_page(root, page)] + folder_problems
     for p in problems:
         print(p)
     if problems:
         print(f"check-docs: {len(problems)} problem(s)")
         return 1
-    print(f"check-docs: {len(pages)} pages, every relative link resolves, the test-folder list matches tests/")
+    print(f"check-docs: {len(pages)} pages, every relative link and tree path resolves, the test-folder list matches tests/")
     return 0
 
 
