@@ -12,7 +12,7 @@ mkdir -p "$tmp/docs" "$tmp/tests/alpha" "$tmp/tools"
 cat >"$tmp/README.md" <<'MD'
 # Top
 
-See [the guide](docs/guide.md#how-it-works) and `[not a link](nowhere.md)`; run `tools/run.sh`.
+See [the guide](docs/guide.md#how-it-works) and `[not a link](nowhere.md)`; run `tools/run.sh` (or `tools/NAME`).
 
 <!-- test-folders -->
 - `tests/alpha/`: the alpha tests

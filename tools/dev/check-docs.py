@@ -8,13 +8,15 @@ SOURCE_DIR and checks
     the file or folder must exist, and a #anchor must name a heading of the
     target page (GitHub's rule: lower case, punctuation dropped, spaces to -);
   - every path into the tree named in code (`vmm/x/y.h`, `tools/z.sh`, a
-    folder, or a glob such as `vmm/x/y.*` or `y.{h,cpp}`) names something that
-    exists, so a moved or renamed file cannot leave its old name behind;
+    folder, or a glob such as `vmm/x/y.*` or `y.{h,cpp}`; `tools/NAME` is a
+    placeholder and skipped) names something that exists, so a moved or
+    renamed file cannot leave its old name behind;
   - README.md's test-folder list (the bullets between <!-- test-folders -->
     and <!-- /test-folders -->, one `tests/NAME/` each) names every folder
     under tests/ and nothing else, so the list cannot drift from the tree.
 Exit 0 when all hold; 1 with one line per problem ("README.md:12: no file
-docs/x.md", "docs/y.md:3: no vmm/z.h in the tree") otherwise; 2 when README.md or its test-folder list is missing.
+docs/x.md", "docs/y.md:3: no vmm/z.h in the tree") otherwise; 2 when
+README.md or its test-folder list is missing.
 """
 import pathlib
 import re
@@ -24,6 +26,7 @@ LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)
 CODE_SPAN = re.compile(r"`+[^`]*`+")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 TREE_PATH = re.compile(r"(?<![\w/.$-])((?:vmm|guest|hypercalls|tests|tools|docs)/[\w./*+{},-]*)")
+PLACEHOLDER = re.compile(r"/[A-Z][A-Z_]*(?=/|$)")  # tools/NAME, vmm/FOLDER/: a pattern, not a path
 
 
 def split_lines(path):
@@ -64,6 +67,8 @@ def check_page(root, page):
     name = page.relative_to(root)
     for number, prose, code in split_lines(page):
         for named in TREE_PATH.findall(code):
+            if PLACEHOLDER.search(named):
+                continue
             pattern = re.sub(r"\{[^}]*\}", "*", named.rstrip(".,:;)"))
             if not (any(root.glob(pattern)) if "*" in pattern else (root / pattern).exists()):
                 problems.append(f"{name}:{number}: no {named.rstrip('.,:;)')} in the tree")
