@@ -72,4 +72,6 @@ complete_words() {  # prints the completions of the last word of "$@"
 complete_words "$lv" run --back | grep -qx -- --backend || fail "run --back does not complete to --backend"
 [ "$(complete_words "$lv" run --backend "" | sort | tr '\n' ' ')" = "kvm userspace " ] ||
   fail "run --backend does not complete to its values"
+complete_words "$lv" run -w lo | grep -qx lockbench || fail "run -w lo does not complete to lockbench"
+[ -z "$(complete_words "$lv" run --vcpus "")" ] || fail "run --vcpus (a number) completes to something"
 echo "install prefix: ok"
