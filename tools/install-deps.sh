@@ -20,6 +20,10 @@ packages=(
   # tests/linux: ACPICA's iasl and acpiexec decode and load the ACPI tables
   # built for Linux guests (those tests skip without them)
   acpica-tools
+  # Installing and packaging (docs/install.md, tests/install): `cpack -G DEB`
+  # names the package's Depends with dpkg-shlibdeps (dpkg-dev), which finds
+  # the binaries with `file`; the tests render the man page with man-db
+  man-db dpkg-dev file
 )
 
 missing=()
