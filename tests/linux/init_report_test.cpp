@@ -1,7 +1,7 @@
 // The VMM's parser of the /init's console report, against well-formed
 // reports and against hostile consoles: cut, over-long, repeated and
 // out-of-range lines, bad escapes, wrong checksums and binary garbage.
-#include "vmm/linux/init_report.h"
+#include "vmm/linuxinit/init_report.h"
 
 #include <fstream>
 #include <iterator>

@@ -9,8 +9,8 @@
 #include "vmm/devices/io_bus.h"
 #include "vmm/devices/power_ports.h"
 #include "vmm/devices/uart_8250.h"
-#include "vmm/linux/acpi_tables.h"
-#include "vmm/linux/linux_layout.h"
+#include "vmm/linuxboot/acpi_tables.h"
+#include "vmm/linuxboot/linux_layout.h"
 #include "vmm/kvm/vcpu_exit.h"
 #include "vmm/util/error.h"
 

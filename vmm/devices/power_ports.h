@@ -1,5 +1,5 @@
 // The ports through which a Linux guest turns the machine off or resets it,
-// as its ACPI tables describe them (vmm/linux/acpi_tables.h, PowerControl):
+// as its ACPI tables describe them (vmm/linuxboot/acpi_tables.h, PowerControl):
 // the PM1a control register (fixed-hardware ACPI) or the sleep control
 // register (HW-reduced ACPI) for power-off, the FADT's RESET_REG, and the
 // 8042 keyboard controller's pulse-reset command (0xFE to port 0x64), which
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "vmm/devices/io_bus.h"
-#include "vmm/linux/acpi_tables.h"
+#include "vmm/linuxboot/acpi_tables.h"
 
 namespace lockvisor::devices {
 

@@ -1,8 +1,8 @@
-#include "vmm/linux/acpi_tables.h"
+#include "vmm/linuxboot/acpi_tables.h"
 
 #include <string_view>
 
-#include "vmm/linux/le_bytes.h"
+#include "vmm/linuxboot/le_bytes.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linuxboot {

@@ -1,4 +1,4 @@
-#include "vmm/linux/init_report.h"
+#include "vmm/linuxinit/init_report.h"
 
 #include <charconv>
 #include <limits>
