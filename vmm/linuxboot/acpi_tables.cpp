@@ -179,15 +179,6 @@ std::vector<std::uint8_t> dsdt_aml() {
   };
 }
 
-bool PowerControl::is_poweroff(std::uint16_t port, std::uint64_t value, unsigned width) const {
-  return port == sleep_port && width == sleep_width && (value & sleep_enable) &&
-         (value & sleep_type_mask) == sleep_type_s5;
-}
-
-bool PowerControl::is_reset(std::uint16_t port, std::uint64_t value, unsigned width) const {
-  return port == reset_port && width == 1 && (value & 0x04);
-}
-
 AcpiTables build_acpi_tables(unsigned vcpu_count, std::uint64_t base, const AcpiOptions& options) {
   if (vcpu_count < 1 || vcpu_count > kMaxAcpiVcpus)
     fail("a Linux guest has 1 to {} vCPUs (xAPIC IDs in the MADT), {} asked", kMaxAcpiVcpus, vcpu_count);
