@@ -176,6 +176,19 @@ TEST(InitReport, WrongChecksumIsRefused) {
   }
 }
 
+// The checksum marker " crc32=" begins with a blank, and the prefix ends
+// with one: a line that is the prefix and a checksum has no record at all.
+TEST(InitReport, APrefixAndAChecksumAloneAreRefused) {
+  char crc[9];
+  std::snprintf(crc, sizeof crc, "%08x", static_cast<unsigned>(proto::crc32("lockvisor-init:")));
+  for (const std::string& bad : {std::string("lockvisor-init: crc32=") + crc, std::string("lockvisor-init: crc32=00000000")}) {
+    InitReportParser p;
+    p.feed_line(start_line());
+    EXPECT_NO_THROW(p.feed_line(bad)) << bad;
+    EXPECT_EQ(p.report().lines_rejected, 1u) << bad;
+  }
+}
+
 TEST(InitReport, OverLongLinesAreRefused) {
   InitReportParser p;
   p.feed_line(start_line());

@@ -181,6 +181,8 @@ Refusal unframe(std::string_view line, std::string_view& body) {
   const std::string crc_marker = fmt::format(" {}=", proto::kCrcKey);
   const std::size_t crc_at = line.rfind(crc_marker);
   if (crc_at == std::string_view::npos) return "a line without checksum";
+  // The marker's blank can be the prefix's own: then the line has no body.
+  if (crc_at < proto::kLinePrefix.size()) return "a line with a checksum and nothing else";
   const std::string_view checked = line.substr(0, crc_at);
   const auto crc = parse_crc(line.substr(crc_at + crc_marker.size()));
   body = checked.substr(proto::kLinePrefix.size());
