@@ -1,5 +1,5 @@
 // The console protocol between lockvisor's Linux /init (guest/linux/) and the
-// VMM that parses its output (vmm/linux/init_report.h). Both sides include
+// VMM that parses its output (vmm/linuxinit/init_report.h). Both sides include
 // this header; it holds only constants and the line checksum, so the two can
 // never disagree about them.
 //

@@ -1,7 +1,7 @@
 // ACPI tables: checksums, lengths, the links between tables, the MADT's
 // entries, the FADT's power-management registers in both models, and (when
 // Debian's acpica-tools is installed) a decode by ACPICA's own disassembler.
-#include "vmm/linux/acpi_tables.h"
+#include "vmm/linuxboot/acpi_tables.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <map>
 #include <sstream>
 
-#include "vmm/linux/le_bytes.h"
+#include "vmm/linuxboot/le_bytes.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linuxboot {

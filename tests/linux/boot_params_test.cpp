@@ -1,6 +1,6 @@
 // The zero page's fields, read back at their zero-page.rst offsets, and the
 // command-line limit.
-#include "vmm/linux/boot_params.h"
+#include "vmm/linuxboot/boot_params.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

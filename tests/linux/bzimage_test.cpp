@@ -1,6 +1,6 @@
 // parse_bzimage: the fields of a good header, and one refusal per kind of
 // bad file, each naming the problem.
-#include "vmm/linux/bzimage.h"
+#include "vmm/linuxboot/bzimage.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

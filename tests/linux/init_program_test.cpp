@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/linux/run_program.h"
-#include "vmm/linux/init_report.h"
+#include "vmm/linuxinit/init_report.h"
 
 namespace lockvisor::linux_guest {
 namespace {

@@ -1,7 +1,7 @@
 // The VMM's parser of the /init's console report, against well-formed
 // reports and against hostile consoles: cut, over-long, repeated and
 // out-of-range lines, bad escapes, wrong checksums and binary garbage.
-#include "vmm/linux/init_report.h"
+#include "vmm/linuxinit/init_report.h"
 
 #include <fstream>
 #include <iterator>
@@ -173,6 +173,19 @@ TEST(InitReport, WrongChecksumIsRefused) {
     p.feed_line(start_line());
     p.feed_line(upper);
     EXPECT_FALSE(p.report().exit_status);
+  }
+}
+
+// The checksum marker " crc32=" begins with a blank, and the prefix ends
+// with one: a line that is the prefix and a checksum has no record at all.
+TEST(InitReport, APrefixAndAChecksumAloneAreRefused) {
+  char crc[9];
+  std::snprintf(crc, sizeof crc, "%08x", static_cast<unsigned>(proto::crc32("lockvisor-init:")));
+  for (const std::string& bad : {std::string("lockvisor-init: crc32=") + crc, std::string("lockvisor-init: crc32=00000000")}) {
+    InitReportParser p;
+    p.feed_line(start_line());
+    EXPECT_NO_THROW(p.feed_line(bad)) << bad;
+    EXPECT_EQ(p.report().lines_rejected, 1u) << bad;
   }
 }
 

@@ -1,6 +1,6 @@
 // The initramfs writer: its archives as GNU cpio lists and extracts them,
 // and byte by byte as the kernel's buffer-format.rst describes them.
-#include "vmm/linux/initramfs.h"
+#include "vmm/linuxboot/initramfs.h"
 
 #include <elf.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 
 #include "tests/linux/run_program.h"
 #include "tests/linux/test_files.h"
-#include "vmm/linux/init_image.h"
+#include "vmm/linuxinit/init_image.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linux_guest {

@@ -1,7 +1,7 @@
 // plan_linux_boot: the writes never overlap and stay inside RAM, carry what
 // they say, and the entry state matches the 64-bit boot protocol; every bad
 // input is refused before anything runs.
-#include "vmm/linux/linux_boot_plan.h"
+#include "vmm/linuxboot/linux_boot_plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include <map>
 
 #include "tests/linux/synthetic_bzimage.h"
-#include "vmm/linux/boot_params.h"
-#include "vmm/linux/kvm_entry.h"
-#include "vmm/linux/le_bytes.h"
+#include "vmm/linuxboot/boot_params.h"
+#include "vmm/linuxboot/kvm_entry.h"
+#include "vmm/linuxboot/le_bytes.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linuxboot {

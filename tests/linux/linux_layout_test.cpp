@@ -1,5 +1,5 @@
 // e820 map, kernel and initrd placement.
-#include "vmm/linux/linux_layout.h"
+#include "vmm/linuxboot/linux_layout.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

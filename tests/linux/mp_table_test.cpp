@@ -1,10 +1,10 @@
 // The Intel MP table: checksums, lengths, entry counts and order, the
 // entries' contents.
-#include "vmm/linux/mp_table.h"
+#include "vmm/linuxboot/mp_table.h"
 
 #include <gtest/gtest.h>
 
-#include "vmm/linux/le_bytes.h"
+#include "vmm/linuxboot/le_bytes.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linuxboot {

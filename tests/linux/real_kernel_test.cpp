@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "tests/linux/real_kernels.h"
-#include "vmm/linux/bzimage.h"
-#include "vmm/linux/linux_boot_plan.h"
+#include "vmm/linuxboot/bzimage.h"
+#include "vmm/linuxboot/linux_boot_plan.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linuxboot {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "vmm/linux/le_bytes.h"
+#include "vmm/linuxboot/le_bytes.h"
 
 namespace lockvisor::linuxboot::testing {
 

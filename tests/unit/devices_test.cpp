@@ -9,8 +9,8 @@
 #include "vmm/devices/io_bus.h"
 #include "vmm/devices/power_ports.h"
 #include "vmm/devices/uart_8250.h"
-#include "vmm/linux/acpi_tables.h"
-#include "vmm/linux/linux_layout.h"
+#include "vmm/linuxboot/acpi_tables.h"
+#include "vmm/linuxboot/linux_layout.h"
 #include "vmm/kvm/vcpu_exit.h"
 #include "vmm/util/error.h"
 
@@ -224,12 +224,12 @@ TEST(Uart8250, ASinkThatRefusesEndsTheAccess) {
 TEST(PowerPorts, S5PowersOffOtherSleepStatesAreRefusedResetResets) {
   const auto tables = linuxboot::build_acpi_tables(2, linuxboot::kAcpiAddr, {});
   PowerPorts power(tables.power);
-  const std::uint16_t cnt = linuxboot::kPm1aControlPort;
-  const std::uint64_t s5 = (std::uint64_t{linuxboot::kS5SleepType} << 10) | (1u << 13);
+  const std::uint16_t cnt = kPm1aControlPort;
+  const std::uint64_t s5 = (std::uint64_t{kS5SleepType} << 10) | (1u << 13);
   EXPECT_EQ(power.decode(cnt, s5, 2), PowerPorts::Request::kPowerOff);
   EXPECT_EQ(power.decode(cnt, s5 & ~(1u << 13), 2), PowerPorts::Request::kNone);  // SLP_TYP alone comes first
   EXPECT_EQ(power.decode(cnt, (3u << 10) | (1u << 13), 2), PowerPorts::Request::kOtherSleep);
-  EXPECT_EQ(power.decode(linuxboot::kResetPort, linuxboot::kResetValue, 1), PowerPorts::Request::kReset);
+  EXPECT_EQ(power.decode(kResetPort, kResetValue, 1), PowerPorts::Request::kReset);
   EXPECT_EQ(power.decode(PowerPorts::kI8042Command, 0xFE, 1), PowerPorts::Request::kReset);
   EXPECT_EQ(power.decode(PowerPorts::kI8042Command, 0xAD, 1), PowerPorts::Request::kNone);
 
@@ -250,7 +250,7 @@ TEST(PowerPorts, Pm1EnableReadsBackWhatWasWritten) {
   PowerPorts power(tables.power);
   FakeVcpu vcpu;
   RunPage page;
-  const std::uint16_t enable = linuxboot::kPm1aEventPort + 2;
+  const std::uint16_t enable = kPm1aEventPort + 2;
   auto write = page.io(enable, 2, 1, true);
   write.io.data[0] = 0x20;  // GBL_EN
   write.io.data[1] = 0x01;
@@ -259,23 +259,23 @@ TEST(PowerPorts, Pm1EnableReadsBackWhatWasWritten) {
   EXPECT_TRUE(power.on_io(vcpu, read.io));
   EXPECT_EQ(read.io.data[0], 0x20);
   EXPECT_EQ(read.io.data[1], 0x01);
-  auto status = page.io(linuxboot::kPm1aEventPort, 2, 1, false);
+  auto status = page.io(kPm1aEventPort, 2, 1, false);
   EXPECT_TRUE(power.on_io(vcpu, status.io));
   EXPECT_EQ(status.io.data[0], 0);
 }
 
 TEST(PowerPorts, ClaimsTheRegistersOfItsPowerModel) {
   linuxboot::AcpiOptions reduced;
-  reduced.power_model = linuxboot::AcpiPowerModel::kHardwareReduced;
+  reduced.power_model = AcpiPowerModel::kHardwareReduced;
   const auto tables = linuxboot::build_acpi_tables(1, linuxboot::kAcpiAddr, reduced);
   IoBus bus;
   PowerPorts power(tables.power);
   for (const auto& r : PowerPorts::claimed_ports(tables.power)) bus.add_ports(r.first, r.count, power, ExitKind::kDevice);
-  EXPECT_EQ(bus.port(linuxboot::kSleepControlPort).device, &power);
-  EXPECT_EQ(bus.port(linuxboot::kPm1aControlPort).device, nullptr);
+  EXPECT_EQ(bus.port(kSleepControlPort).device, &power);
+  EXPECT_EQ(bus.port(kPm1aControlPort).device, nullptr);
   EXPECT_EQ(bus.port(PowerPorts::kI8042Command).device, &power);
-  const std::uint64_t s5 = (std::uint64_t{linuxboot::kS5SleepType} << 2) | (1u << 5);
-  EXPECT_EQ(power.decode(linuxboot::kSleepControlPort, s5, 1), PowerPorts::Request::kPowerOff);
+  const std::uint64_t s5 = (std::uint64_t{kS5SleepType} << 2) | (1u << 5);
+  EXPECT_EQ(power.decode(kSleepControlPort, s5, 1), PowerPorts::Request::kPowerOff);
 }
 
 }  // namespace

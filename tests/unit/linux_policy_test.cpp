@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vmm/linux/kernel_spinlock.h"
+#include "vmm/linuxinit/kernel_spinlock.h"
 #include "vmm/machine/linux_cpuid.h"
 
 namespace lockvisor::machine {

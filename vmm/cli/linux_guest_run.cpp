@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include "guest/linux/console_protocol.h"
-#include "vmm/linux/init_image.h"
-#include "vmm/linux/initramfs.h"
-#include "vmm/linux/linux_boot_plan.h"
+#include "vmm/linuxinit/init_image.h"
+#include "vmm/linuxboot/initramfs.h"
+#include "vmm/linuxboot/linux_boot_plan.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/report/kvm_totals.h"
 #include "vmm/util/error.h"

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "vmm/linux/init_report.h"
-#include "vmm/linux/kernel_spinlock.h"
+#include "vmm/linuxinit/init_report.h"
+#include "vmm/linuxinit/kernel_spinlock.h"
 #include "vmm/machine/linux_guest.h"
 #include "vmm/machine/machine_config.h"
 #include "vmm/machine/run_result.h"

@@ -6,16 +6,15 @@
 #include <fmt/format.h>
 
 namespace lockvisor::devices {
-namespace lb = linuxboot;
 
-std::vector<PowerPorts::Range> PowerPorts::claimed_ports(const lb::PowerControl& control) {
+std::vector<PowerPorts::Range> PowerPorts::claimed_ports(const PowerControl& control) {
   std::vector<Range> ranges;
-  if (control.model == lb::AcpiPowerModel::kFixedHardware) {
-    ranges.push_back({lb::kPm1aEventPort, 4});
-    ranges.push_back({lb::kPm1aControlPort, 2});
+  if (control.model == AcpiPowerModel::kFixedHardware) {
+    ranges.push_back({kPm1aEventPort, 4});
+    ranges.push_back({kPm1aControlPort, 2});
   } else {
-    ranges.push_back({lb::kSleepControlPort, 1});
-    ranges.push_back({lb::kSleepStatusPort, 1});
+    ranges.push_back({kSleepControlPort, 1});
+    ranges.push_back({kSleepStatusPort, 1});
   }
   ranges.push_back({control.reset_port, 1});
   ranges.push_back({kI8042Command, 1});
@@ -32,14 +31,14 @@ PowerPorts::Request PowerPorts::decode(std::uint16_t port, std::uint64_t value, 
 }
 
 bool PowerPorts::on_io(VcpuContext& vcpu, const kvm::VcpuExit::PortIo& io) {
-  const bool fixed = control_.model == lb::AcpiPowerModel::kFixedHardware;
+  const bool fixed = control_.model == AcpiPowerModel::kFixedHardware;
   // PM1a enable: the upper half of the 4-byte event block.
-  const std::uint16_t enable_port = lb::kPm1aEventPort + 2;
+  const std::uint16_t enable_port = kPm1aEventPort + 2;
   if (!io.write) {
     std::memset(io.data.data(), 0, io.data.size());
     for (std::uint32_t i = 0; i < io.count; ++i) {
       std::uint8_t* at = io.data.data() + std::size_t{i} * io.size;
-      if (fixed && io.port == lb::kPm1aControlPort) at[0] = 1;  // SCI_EN: always in ACPI mode
+      if (fixed && io.port == kPm1aControlPort) at[0] = 1;  // SCI_EN: always in ACPI mode
       if (fixed && io.port == enable_port) {
         const std::uint16_t enable = pm1_enable_.load(std::memory_order_relaxed);
         std::memcpy(at, &enable, std::min<std::size_t>(io.size, sizeof enable));

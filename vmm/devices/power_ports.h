@@ -1,5 +1,5 @@
 // The ports through which a Linux guest turns the machine off or resets it,
-// as its ACPI tables describe them (vmm/linux/acpi_tables.h, PowerControl):
+// as its ACPI tables describe them (power_control.h):
 // the PM1a control register (fixed-hardware ACPI) or the sleep control
 // register (HW-reduced ACPI) for power-off, the FADT's RESET_REG, and the
 // 8042 keyboard controller's pulse-reset command (0xFE to port 0x64), which
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "vmm/devices/io_bus.h"
-#include "vmm/linux/acpi_tables.h"
+#include "vmm/devices/power_control.h"
 
 namespace lockvisor::devices {
 
@@ -28,14 +28,14 @@ class PowerPorts final : public PortDevice {
   static constexpr std::uint16_t kI8042Command = 0x64;
   static constexpr std::uint8_t kI8042PulseReset = 0xFE;
 
-  explicit PowerPorts(linuxboot::PowerControl control) : control_(control) {}
+  explicit PowerPorts(PowerControl control) : control_(control) {}
 
   struct Range {
     std::uint16_t first;
     std::uint32_t count;
   };
   // The ports this device answers for `control`'s power model.
-  static std::vector<Range> claimed_ports(const linuxboot::PowerControl& control);
+  static std::vector<Range> claimed_ports(const PowerControl& control);
 
   enum class Request { kNone, kPowerOff, kReset, kOtherSleep };
   // What a write of `value` (`width` bytes) to `port` asks for.
@@ -44,7 +44,7 @@ class PowerPorts final : public PortDevice {
   bool on_io(VcpuContext& vcpu, const kvm::VcpuExit::PortIo& io) override;
 
  private:
-  linuxboot::PowerControl control_;
+  PowerControl control_;
   std::atomic<std::uint16_t> pm1_enable_{0};
 };
 

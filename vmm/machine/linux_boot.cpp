@@ -7,7 +7,7 @@
 
 #include "vmm/devices/power_ports.h"
 #include "vmm/devices/uart_8250.h"
-#include "vmm/linux/kvm_entry.h"
+#include "vmm/linuxboot/kvm_entry.h"
 #include "vmm/machine/linux_cpuid.h"
 #include "vmm/machine/machine_state.h"
 #include "vmm/util/error.h"

@@ -1,5 +1,5 @@
 // What the Machine needs to boot an unmodified Linux kernel instead of the
-// freestanding guest: the validated boot plan (vmm/linux/linux_boot_plan.h,
+// freestanding guest: the validated boot plan (vmm/linuxboot/linux_boot_plan.h,
 // whose kernel and initrd bytes the caller keeps alive until the Machine is
 // destroyed), the CPUID policy that selects the kernel's spinlock, and who
 // reads the console lines.
@@ -10,7 +10,7 @@
 // kicks never leave the kernel, KVM's statistics count them. None of the
 // freestanding guest's ports exist for it.
 #pragma once
-#include "vmm/linux/linux_boot_plan.h"
+#include "vmm/linuxboot/linux_boot_plan.h"
 #include "vmm/machine/linux_console.h"
 #include "vmm/machine/linux_cpuid.h"
 

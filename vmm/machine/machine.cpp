@@ -33,7 +33,7 @@
 #include "vmm/machine/steal_time.h"
 #include "vmm/devices/power_ports.h"
 #include "vmm/devices/uart_8250.h"
-#include "vmm/linux/kvm_entry.h"
+#include "vmm/linuxboot/kvm_entry.h"
 #include "vmm/machine/freestanding_ports.h"
 #include "vmm/machine/linux_console.h"
 #include "vmm/machine/linux_cpuid.h"

@@ -1,8 +1,8 @@
-#include "vmm/linux/acpi_tables.h"
+#include "vmm/linuxboot/acpi_tables.h"
 
 #include <string_view>
 
-#include "vmm/linux/le_bytes.h"
+#include "vmm/linuxboot/le_bytes.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linuxboot {
@@ -177,15 +177,6 @@ std::vector<std::uint8_t> dsdt_aml() {
       0x00,                    // ZeroOp: reserved
       0x00,                    // ZeroOp: reserved
   };
-}
-
-bool PowerControl::is_poweroff(std::uint16_t port, std::uint64_t value, unsigned width) const {
-  return port == sleep_port && width == sleep_width && (value & sleep_enable) &&
-         (value & sleep_type_mask) == sleep_type_s5;
-}
-
-bool PowerControl::is_reset(std::uint16_t port, std::uint64_t value, unsigned width) const {
-  return port == reset_port && width == 1 && (value & 0x04);
 }
 
 AcpiTables build_acpi_tables(unsigned vcpu_count, std::uint64_t base, const AcpiOptions& options) {

@@ -1,4 +1,4 @@
-#include "vmm/linux/kvm_entry.h"
+#include "vmm/linuxboot/kvm_entry.h"
 
 namespace lockvisor::linuxboot {
 namespace {

@@ -58,9 +58,21 @@
 #include <string>
 #include <vector>
 
+#include "vmm/devices/power_control.h"
+
 namespace lockvisor::linuxboot {
 
-enum class AcpiPowerModel { kFixedHardware, kHardwareReduced };
+// The power and reset registers these tables describe are the power ports'
+// (vmm/devices/power_control.h); the tables use their names as their own.
+using devices::AcpiPowerModel;
+using devices::PowerControl;
+using devices::kPm1aControlPort;
+using devices::kPm1aEventPort;
+using devices::kResetPort;
+using devices::kResetValue;
+using devices::kS5SleepType;
+using devices::kSleepControlPort;
+using devices::kSleepStatusPort;
 
 struct AcpiOptions {
   AcpiPowerModel power_model = AcpiPowerModel::kFixedHardware;
@@ -77,39 +89,9 @@ struct AcpiOptions {
   bool i8042 = false;     // an 8042 keyboard controller at 0x60/0x64 is emulated
 };
 
-// I/O ports and values of the guest's power-off and reset requests.
-inline constexpr std::uint16_t kPm1aEventPort = 0x600;   // 4 bytes: status (2), enable (2)
-inline constexpr std::uint16_t kPm1aControlPort = 0x604; // 2 bytes
-inline constexpr std::uint16_t kSleepControlPort = 0x608;  // HW-reduced, 1 byte
-inline constexpr std::uint16_t kSleepStatusPort = 0x609;   // HW-reduced, 1 byte
-inline constexpr std::uint16_t kResetPort = 0xCF9;
-inline constexpr std::uint8_t kResetValue = 0x06;
 inline constexpr std::uint8_t kSciIrq = 9;
-// The SLP_TYP value the DSDT's \_S5_ package gives (both PM1a and PM1b);
-// any value would do, the VMM only compares.
-inline constexpr std::uint8_t kS5SleepType = 5;
 inline constexpr std::uint32_t kIoApicAddr = 0xFEC00000;
 inline constexpr std::uint32_t kLocalApicAddr = 0xFEE00000;
-
-struct PowerControl {
-  AcpiPowerModel model = AcpiPowerModel::kFixedHardware;
-  std::uint16_t sleep_port = 0;       // PM1a_CNT or SLEEP_CONTROL_REG
-  unsigned sleep_width = 0;           // bytes per guest access there (2 or 1)
-  std::uint16_t sleep_enable = 0;     // SLP_EN bit
-  std::uint16_t sleep_type_mask = 0;  // SLP_TYP field
-  std::uint16_t sleep_type_s5 = 0;    // SLP_TYP field holding kS5SleepType
-  std::uint16_t reset_port = kResetPort;
-  std::uint8_t reset_value = kResetValue;
-
-  // A guest write of `value` (`width` bytes) to `port` asks to power off:
-  // SLP_EN set with SLP_TYP = S5 in the sleep register. (Linux writes
-  // SLP_TYP alone first, then with SLP_EN.)
-  bool is_poweroff(std::uint16_t port, std::uint64_t value, unsigned width) const;
-  // A guest write asks for a reset: a byte to the reset port with bit 2
-  // ("reset CPU") set. The FADT value 0x06 has it, and so does the final
-  // write of Linux's reboot=pci fallback (0x02, then 0x06).
-  bool is_reset(std::uint16_t port, std::uint64_t value, unsigned width) const;
-};
 
 struct AcpiTableInfo {
   std::string signature;  // "RSD PTR " for the RSDP, else the 4-character table signature

@@ -1,4 +1,4 @@
-#include "vmm/linux/linux_layout.h"
+#include "vmm/linuxboot/linux_layout.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// Copies a Linux boot EntryState (vmm/linux/x86_entry.h) into KVM's register
+// Copies a Linux boot EntryState (vmm/linuxboot/x86_entry.h) into KVM's register
 // structures (struct kvm_sregs / kvm_regs, <linux/kvm.h>; the KVM API,
 // Documentation/virt/kvm/api.rst, KVM_SET_SREGS / KVM_SET_REGS).
 //
@@ -14,7 +14,7 @@
 #pragma once
 #include <linux/kvm.h>
 
-#include "vmm/linux/x86_entry.h"
+#include "vmm/linuxboot/x86_entry.h"
 
 namespace lockvisor::linuxboot {
 

@@ -3,12 +3,12 @@
 // from bytes before any KVM object exists.
 //
 // The plan follows the 64-bit boot protocol (Documentation/arch/x86/boot.rst)
-// with the layout of vmm/linux/linux_layout.h: boot_params, command line, GDT,
-// identity page tables, ACPI tables (vmm/linux/acpi_tables.h) and an MP table
-// (vmm/linux/mp_table.h) below 1 MiB, the kernel payload at its load address
+// with the layout of vmm/linuxboot/linux_layout.h: boot_params, command line, GDT,
+// identity page tables, ACPI tables (vmm/linuxboot/acpi_tables.h) and an MP table
+// (vmm/linuxboot/mp_table.h) below 1 MiB, the kernel payload at its load address
 // and the initrd as high as the kernel allows. The VMM copies each write to
 // guest memory (RAM from address 0, `memory_bytes` long, otherwise zero),
-// applies `bsp` to vCPU 0 (vmm/linux/kvm_entry.h), leaves the other vCPUs in
+// applies `bsp` to vCPU 0 (vmm/linuxboot/kvm_entry.h), leaves the other vCPUs in
 // KVM's reset state for the kernel to start with INIT/SIPI, and watches the
 // `power` ports for power-off and reset.
 #pragma once
@@ -19,10 +19,10 @@
 #include <string_view>
 #include <vector>
 
-#include "vmm/linux/acpi_tables.h"
-#include "vmm/linux/bzimage.h"
-#include "vmm/linux/linux_layout.h"
-#include "vmm/linux/x86_entry.h"
+#include "vmm/linuxboot/acpi_tables.h"
+#include "vmm/linuxboot/bzimage.h"
+#include "vmm/linuxboot/linux_layout.h"
+#include "vmm/linuxboot/x86_entry.h"
 
 namespace lockvisor::linuxboot {
 

@@ -1,4 +1,4 @@
-#include "vmm/linux/kernel_spinlock.h"
+#include "vmm/linuxinit/kernel_spinlock.h"
 
 namespace lockvisor::linuxboot {
 

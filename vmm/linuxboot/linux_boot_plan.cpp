@@ -1,10 +1,10 @@
-#include "vmm/linux/linux_boot_plan.h"
+#include "vmm/linuxboot/linux_boot_plan.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "vmm/linux/boot_params.h"
-#include "vmm/linux/mp_table.h"
+#include "vmm/linuxboot/boot_params.h"
+#include "vmm/linuxboot/mp_table.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linuxboot {

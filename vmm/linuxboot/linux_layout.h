@@ -28,7 +28,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "vmm/linux/bzimage.h"
+#include "vmm/linuxboot/bzimage.h"
 
 namespace lockvisor::linuxboot {
 

@@ -1,6 +1,6 @@
-#include "vmm/linux/x86_entry.h"
+#include "vmm/linuxboot/x86_entry.h"
 
-#include "vmm/linux/le_bytes.h"
+#include "vmm/linuxboot/le_bytes.h"
 
 namespace lockvisor::linuxboot {
 namespace {

@@ -1,8 +1,8 @@
-#include "vmm/linux/bzimage.h"
+#include "vmm/linuxboot/bzimage.h"
 
 #include <algorithm>
 
-#include "vmm/linux/le_bytes.h"
+#include "vmm/linuxboot/le_bytes.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linuxboot {

@@ -1,4 +1,4 @@
-#include "vmm/linux/initramfs.h"
+#include "vmm/linuxboot/initramfs.h"
 
 #include <algorithm>
 #include <cstdio>

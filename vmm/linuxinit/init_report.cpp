@@ -1,4 +1,4 @@
-#include "vmm/linux/init_report.h"
+#include "vmm/linuxinit/init_report.h"
 
 #include <charconv>
 #include <limits>
@@ -168,6 +168,176 @@ class Fields {
   std::optional<std::string> failure_;
 };
 
+// Why a line is refused; nothing when it is taken.
+using Refusal = std::optional<std::string>;
+
+// A line that carries the protocol prefix (`line` starts with it): within
+// the length bound and with a checksum that matches, its `body` is the text
+// between the prefix and the checksum.
+Refusal unframe(std::string_view line, std::string_view& body) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (line.size() > proto::kMaxLineBytes)
+    return fmt::format("a line of {} bytes (at most {})", line.size(), proto::kMaxLineBytes);
+  const std::string crc_marker = fmt::format(" {}=", proto::kCrcKey);
+  const std::size_t crc_at = line.rfind(crc_marker);
+  if (crc_at == std::string_view::npos) return "a line without checksum";
+  // The marker's blank can be the prefix's own: then the line has no body.
+  if (crc_at < proto::kLinePrefix.size()) return "a line with a checksum and nothing else";
+  const std::string_view checked = line.substr(0, crc_at);
+  const auto crc = parse_crc(line.substr(crc_at + crc_marker.size()));
+  body = checked.substr(proto::kLinePrefix.size());
+  if (!crc || *crc != proto::crc32(checked)) return fmt::format("a line with a wrong checksum: '{}'", excerpt(body));
+  return std::nullopt;
+}
+
+// The record name at the front of `body`; `body` keeps the fields after it.
+Refusal split_record(std::string_view& body, std::string_view& record) {
+  const std::size_t space = body.find(' ');
+  record = body.substr(0, space);
+  body.remove_prefix(space == std::string_view::npos ? body.size() : space + 1);
+  if (!is_name(record)) return fmt::format("'{}' is not a record name", excerpt(record));
+  return std::nullopt;
+}
+
+// One reader per record: each checks its fields and what the report holds
+// so far, and only then adds the record to it. A start line of another
+// protocol version is the exception: it is kept (and refused), so that the
+// parser can refuse every line after it.
+Refusal read_start(Fields& f, InitReport& r, bool& unsupported_version) {
+  if (r.started) return "a second start line";
+  const auto version = f.number("version");
+  if (version && *version != proto::kProtocolVersion) {
+    r.started = true;
+    r.protocol_version = *version;
+    unsupported_version = true;
+    return fmt::format("protocol version {} (this lockvisor reads version {})", *version, proto::kProtocolVersion);
+  }
+  const auto workload = f.text("workload", kMaxWorkloadNameBytes);
+  const auto duration = f.number("duration_ms", 0, proto::kMaxDurationMs);
+  const auto threads = f.number("threads", 0, proto::kMaxThreads);
+  const auto seed = f.number("seed");
+  const auto every = f.number("sample_every", 1, kMaxSampleEvery);
+  const auto pid1 = f.number("pid1", 0, 1);
+  if (f.failure()) return *f.failure();
+  r.started = true;
+  r.protocol_version = *version;
+  r.workload = *workload;
+  r.duration_ms = *duration;
+  r.threads_requested = *threads;
+  r.seed = *seed;
+  r.sample_every = *every;
+  r.pid1 = *pid1 == 1;
+  return std::nullopt;
+}
+
+Refusal read_mount(Fields& f, InitReport& r) {
+  const auto target = f.text("target");
+  const auto error = f.number("errno", 0, kMaxErrno);
+  if (f.failure()) return *f.failure();
+  if (r.mounts.size() >= proto::kMaxMountLines) return "too many mount lines";
+  r.mounts.push_back({*target, *error});
+  return std::nullopt;
+}
+
+Refusal read_spinlock_log(Fields& f, InitReport& r) {
+  if (r.spinlock_log_source) return "a second spinlock_log line";
+  const auto source = f.text("source", kMaxSourceBytes);
+  const auto error = f.number("errno", 0, kMaxErrno);
+  const auto lines = f.number("lines", 0, proto::kMaxSpinlockLines);
+  if (f.failure()) return *f.failure();
+  r.spinlock_log_source = *source;
+  r.spinlock_log_error = *error;
+  r.spinlock_log_lines_announced = *lines;
+  return std::nullopt;
+}
+
+Refusal read_spinlock(Fields& f, InitReport& r) {
+  const auto text = f.text("text");
+  if (f.failure()) return *f.failure();
+  if (r.spinlock_log.size() >= proto::kMaxSpinlockLines) return "too many spinlock lines";
+  r.spinlock_log.push_back(*text);
+  return std::nullopt;
+}
+
+Refusal read_cpus(Fields& f, InitReport& r) {
+  if (r.cpus) return "a second cpus line";
+  const auto sysconf = f.number("sysconf", 0, kMaxCpus);
+  const auto sysfs = f.optional_number("sysfs", kMaxCpus);
+  const auto list = f.text("list");
+  if (f.failure()) return *f.failure();
+  r.cpus = InitCpus{*sysconf, sysfs, *list};
+  return std::nullopt;
+}
+
+Refusal read_thread(Fields& f, InitReport& r) {
+  const auto index = f.number("index", 0, proto::kMaxThreads - 1);
+  const auto ops = f.number("ops");
+  if (f.failure()) return *f.failure();
+  if (r.result) return "after the result line";
+  if (!r.thread_ops.emplace(*index, *ops).second) return fmt::format("worker {} given twice", *index);
+  return std::nullopt;
+}
+
+Refusal read_result(Fields& f, InitReport& r) {
+  if (r.result) return "a second result line";
+  const auto threads = f.number("threads", 1, proto::kMaxThreads);
+  const auto ops = f.number("ops");
+  const auto elapsed = f.number("elapsed_ns", 1, kMaxElapsedNs);
+  if (f.failure()) return *f.failure();
+  r.result = InitResult{*threads, *ops, *elapsed};
+  return std::nullopt;
+}
+
+Refusal read_latency(Fields& f, InitReport& r) {
+  if (r.latency) return "a second latency line";
+  const auto every = f.number("every", 1, kMaxSampleEvery);
+  const auto samples = f.number("samples", 1);
+  const auto p50 = f.number("p50_ns");
+  const auto p90 = f.number("p90_ns");
+  const auto p99 = f.number("p99_ns");
+  const auto p999 = f.number("p999_ns");
+  const auto max = f.number("max_ns");
+  const auto mean = f.number("mean_ns");
+  if (f.failure()) return *f.failure();
+  if (!(*p50 <= *p90 && *p90 <= *p99 && *p99 <= *p999 && *p999 <= *max && *mean <= *max))
+    return "percentiles out of order";
+  r.latency = InitLatency{*every, *samples, *p50, *p90, *p99, *p999, *max, *mean};
+  return std::nullopt;
+}
+
+// Error lines past the bound are counted, not refused: the init wrote them.
+Refusal read_error(Fields& f, InitReport& r) {
+  const auto text = f.text("text");
+  if (f.failure()) return *f.failure();
+  if (r.errors.size() >= proto::kMaxErrorLines) ++r.errors_dropped;
+  else r.errors.push_back(*text);
+  return std::nullopt;
+}
+
+Refusal read_exit(Fields& f, InitReport& r) {
+  const auto status = f.number("status", 0, kMaxExitStatus);
+  if (f.failure()) return *f.failure();
+  r.exit_status = *status;
+  return std::nullopt;
+}
+
+// A record in its place (after start, before exit) goes to its reader.
+Refusal read_record(std::string_view record, Fields& f, InitReport& r, bool& unsupported_version) {
+  if (r.exit_status) return "after the exit line";
+  if (record != proto::record::kStart && !r.started) return "before the start line";
+  if (record == proto::record::kStart) return read_start(f, r, unsupported_version);
+  if (record == proto::record::kMount) return read_mount(f, r);
+  if (record == proto::record::kSpinlockLog) return read_spinlock_log(f, r);
+  if (record == proto::record::kSpinlock) return read_spinlock(f, r);
+  if (record == proto::record::kCpus) return read_cpus(f, r);
+  if (record == proto::record::kThread) return read_thread(f, r);
+  if (record == proto::record::kResult) return read_result(f, r);
+  if (record == proto::record::kLatency) return read_latency(f, r);
+  if (record == proto::record::kError) return read_error(f, r);
+  if (record == proto::record::kExit) return read_exit(f, r);
+  return "an unknown record";
+}
+
 }  // namespace
 
 std::optional<std::vector<std::uint64_t>> InitReport::per_thread_ops() const {
@@ -191,154 +361,29 @@ void InitReportParser::reject(std::string reason) {
   problem(std::move(reason));
 }
 
+// A line goes through four steps: the protocol prefix (lines without it are
+// the kernel's, only counted), the frame (length and checksum), the record
+// name, the fields; then the record's reader. Every refusal is counted and
+// said once.
 void InitReportParser::feed_line(std::string_view line) {
-  InitReport& r = report_;
-  ++r.lines_seen;
+  ++report_.lines_seen;
   const std::size_t at = line.find(proto::kLinePrefix);
   if (at == std::string_view::npos) {
-    ++r.lines_ignored;
+    ++report_.lines_ignored;
     return;
   }
-  line.remove_prefix(at);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  if (line.size() > proto::kMaxLineBytes) {
-    reject(fmt::format("a line of {} bytes (at most {})", line.size(), proto::kMaxLineBytes));
-    return;
-  }
-  const std::string crc_marker = fmt::format(" {}=", proto::kCrcKey);
-  const std::size_t crc_at = line.rfind(crc_marker);
-  if (crc_at == std::string_view::npos) {
-    reject("a line without checksum");
-    return;
-  }
-  const std::string_view checked = line.substr(0, crc_at);
-  const auto crc = parse_crc(line.substr(crc_at + crc_marker.size()));
-  if (!crc || *crc != proto::crc32(checked)) {
-    reject(fmt::format("a line with a wrong checksum: '{}'", excerpt(checked.substr(proto::kLinePrefix.size()))));
-    return;
-  }
-  std::string_view body = checked.substr(proto::kLinePrefix.size());
-  const std::size_t space = body.find(' ');
-  const std::string_view record = body.substr(0, space);
-  body.remove_prefix(space == std::string_view::npos ? body.size() : space + 1);
-  if (!is_name(record)) {
-    reject(fmt::format("'{}' is not a record name", excerpt(record)));
-    return;
-  }
+  std::string_view body;
+  if (const Refusal refused = unframe(line.substr(at), body)) return reject(*refused);
+  std::string_view record;
+  if (const Refusal refused = split_record(body, record)) return reject(*refused);
   if (unsupported_version_) {
-    ++r.lines_rejected;  // the reason was given once, at the start line
+    ++report_.lines_rejected;  // the reason was given once, at the start line
     return;
   }
-  Fields f;
-  if (!f.parse(body)) {
-    reject(fmt::format("{} line: {}", record, *f.failure()));
-    return;
-  }
-  const auto bad = [&](std::string_view why) { reject(fmt::format("{} line: {}", record, why)); };
-  if (r.exit_status) {
-    bad("after the exit line");
-    return;
-  }
-  if (record != proto::record::kStart && !r.started) {
-    bad("before the start line");
-    return;
-  }
-
-  if (record == proto::record::kStart) {
-    if (r.started) return bad("a second start line");
-    const auto version = f.number("version");
-    if (version && *version != proto::kProtocolVersion) {
-      r.started = true;
-      r.protocol_version = *version;
-      unsupported_version_ = true;
-      return bad(fmt::format("protocol version {} (this lockvisor reads version {})", *version, proto::kProtocolVersion));
-    }
-    const auto workload = f.text("workload", kMaxWorkloadNameBytes);
-    const auto duration = f.number("duration_ms", 0, proto::kMaxDurationMs);
-    const auto threads = f.number("threads", 0, proto::kMaxThreads);
-    const auto seed = f.number("seed");
-    const auto every = f.number("sample_every", 1, kMaxSampleEvery);
-    const auto pid1 = f.number("pid1", 0, 1);
-    if (f.failure()) return bad(*f.failure());
-    r.started = true;
-    r.protocol_version = *version;
-    r.workload = *workload;
-    r.duration_ms = *duration;
-    r.threads_requested = *threads;
-    r.seed = *seed;
-    r.sample_every = *every;
-    r.pid1 = *pid1 == 1;
-  } else if (record == proto::record::kMount) {
-    const auto target = f.text("target");
-    const auto error = f.number("errno", 0, kMaxErrno);
-    if (f.failure()) return bad(*f.failure());
-    if (r.mounts.size() >= proto::kMaxMountLines) return bad("too many mount lines");
-    r.mounts.push_back({*target, *error});
-  } else if (record == proto::record::kSpinlockLog) {
-    if (r.spinlock_log_source) return bad("a second spinlock_log line");
-    const auto source = f.text("source", kMaxSourceBytes);
-    const auto error = f.number("errno", 0, kMaxErrno);
-    const auto lines = f.number("lines", 0, proto::kMaxSpinlockLines);
-    if (f.failure()) return bad(*f.failure());
-    r.spinlock_log_source = *source;
-    r.spinlock_log_error = *error;
-    r.spinlock_log_lines_announced = *lines;
-  } else if (record == proto::record::kSpinlock) {
-    const auto text = f.text("text");
-    if (f.failure()) return bad(*f.failure());
-    if (r.spinlock_log.size() >= proto::kMaxSpinlockLines) return bad("too many spinlock lines");
-    r.spinlock_log.push_back(*text);
-  } else if (record == proto::record::kCpus) {
-    if (r.cpus) return bad("a second cpus line");
-    const auto sysconf = f.number("sysconf", 0, kMaxCpus);
-    const auto sysfs = f.optional_number("sysfs", kMaxCpus);
-    const auto list = f.text("list");
-    if (f.failure()) return bad(*f.failure());
-    r.cpus = InitCpus{*sysconf, sysfs, *list};
-  } else if (record == proto::record::kThread) {
-    const auto index = f.number("index", 0, proto::kMaxThreads - 1);
-    const auto ops = f.number("ops");
-    if (f.failure()) return bad(*f.failure());
-    if (r.result) return bad("after the result line");
-    if (!r.thread_ops.emplace(*index, *ops).second) return bad(fmt::format("worker {} given twice", *index));
-  } else if (record == proto::record::kResult) {
-    if (r.result) return bad("a second result line");
-    const auto threads = f.number("threads", 1, proto::kMaxThreads);
-    const auto ops = f.number("ops");
-    const auto elapsed = f.number("elapsed_ns", 1, kMaxElapsedNs);
-    if (f.failure()) return bad(*f.failure());
-    r.result = InitResult{*threads, *ops, *elapsed};
-  } else if (record == proto::record::kLatency) {
-    if (r.latency) return bad("a second latency line");
-    InitLatency l;
-    const auto every = f.number("every", 1, kMaxSampleEvery);
-    const auto samples = f.number("samples", 1);
-    const auto p50 = f.number("p50_ns");
-    const auto p90 = f.number("p90_ns");
-    const auto p99 = f.number("p99_ns");
-    const auto p999 = f.number("p999_ns");
-    const auto max = f.number("max_ns");
-    const auto mean = f.number("mean_ns");
-    if (f.failure()) return bad(*f.failure());
-    if (!(*p50 <= *p90 && *p90 <= *p99 && *p99 <= *p999 && *p999 <= *max && *mean <= *max))
-      return bad("percentiles out of order");
-    l = {*every, *samples, *p50, *p90, *p99, *p999, *max, *mean};
-    r.latency = l;
-  } else if (record == proto::record::kError) {
-    const auto text = f.text("text");
-    if (f.failure()) return bad(*f.failure());
-    if (r.errors.size() >= proto::kMaxErrorLines) {
-      ++r.errors_dropped;
-      return;
-    }
-    r.errors.push_back(*text);
-  } else if (record == proto::record::kExit) {
-    const auto status = f.number("status", 0, kMaxExitStatus);
-    if (f.failure()) return bad(*f.failure());
-    r.exit_status = *status;
-  } else {
-    bad("an unknown record");
-  }
+  Fields fields;
+  if (!fields.parse(body)) return reject(fmt::format("{} line: {}", record, *fields.failure()));
+  if (const Refusal refused = read_record(record, fields, report_, unsupported_version_))
+    reject(fmt::format("{} line: {}", record, *refused));
 }
 
 InitReport InitReportParser::finish() {

@@ -1,9 +1,9 @@
-#include "vmm/linux/mp_table.h"
+#include "vmm/linuxboot/mp_table.h"
 
 #include <string_view>
 
-#include "vmm/linux/acpi_tables.h"
-#include "vmm/linux/le_bytes.h"
+#include "vmm/linuxboot/acpi_tables.h"
+#include "vmm/linuxboot/le_bytes.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::linuxboot {

@@ -1,4 +1,4 @@
-#include "vmm/linux/init_image.h"
+#include "vmm/linuxinit/init_image.h"
 
 extern "C" const char lockvisor_linux_init_start[];
 extern "C" const char lockvisor_linux_init_end[];

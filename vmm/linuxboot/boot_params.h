@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "vmm/linux/bzimage.h"
-#include "vmm/linux/linux_layout.h"
+#include "vmm/linuxboot/bzimage.h"
+#include "vmm/linuxboot/linux_layout.h"
 
 namespace lockvisor::linuxboot {
 

@@ -9,7 +9,7 @@
 // the load address + 0x200. Descriptor and page-table formats: Intel SDM
 // vol. 3A, 3.4.5 (segment descriptors) and 4.5 (4-level paging).
 //
-// The state is given as plain values; vmm/linux/kvm_entry.h copies it into
+// The state is given as plain values; vmm/linuxboot/kvm_entry.h copies it into
 // kvm_sregs/kvm_regs.
 #pragma once
 #include <cstdint>
