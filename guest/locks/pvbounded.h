@@ -1,6 +1,11 @@
 // pvbounded.h: a PV lock as fast as test-and-set whose waiters' wait is
 // bounded in time, also under vCPU overcommit.
 //
+// One file (over 500 lines): one lock. Half of it is this comment, the
+// algorithm and the argument for its bound, kept beside the code it
+// constrains; the rules act together on one lock word and one per-CPU
+// stamp, so none of them reads alone.
+//
 // ALGORITHM
 //   The qspinlock word and MCS queue (qspinlock_word.h, the shared slow path
 //   of qspinlock.h) with a different meaning for byte 1 and three rules:

@@ -1,6 +1,10 @@
 // The lab's pieces without running anything: matrix expansion and ids,
 // scenario parsing errors, bootstrap intervals on known data, the JSONL
 // log's torn-line recovery, shards, metric reading.
+// One file (over 500 lines): every piece works on a scenario, and the tests
+// build theirs from the same TOML text through parse_scenario, so a change
+// to the scenario format is checked from parsing through expansion to the
+// report in one place.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -6,6 +6,10 @@
 // pvb_handoff=running, a reserved lock is lent only while its head is
 // preempted and silent, exclusion holds with a lying hint, and a hint stuck
 // at "preempted" does not starve the head.
+// One file (over 500 lines): each test pins one of the lock's rules
+// (pvbounded.h's numbering) on host threads through the same harness, tuning
+// scopes and lock-word helpers; together they are the lock's specification,
+// read in one place.
 #include <gtest/gtest.h>
 
 #include <algorithm>

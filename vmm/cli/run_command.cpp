@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
@@ -218,6 +219,52 @@ machine::RunResult run_vm(machine::Machine& vm, const RunOptions& o, std::chrono
   return result;
 }
 
+// How each kind of guest's run ends differently; finish_vm_run() does the rest.
+struct RunEnding {
+  // The --json document, built only when --json was given; an Error it
+  // throws counts as a --json that could not be written.
+  std::function<nlohmann::json()> json_document;
+  // What only this kind of guest reports, printed after the run table.
+  std::function<void()> print_summary;
+  bool first_exit = true;  // the times line gives the first exit's too
+};
+
+// The end every VM run shares, once its exit code is decided: the --json
+// and --trace files written (a failure changes the exit code), then the
+// outcome line with its details, the times, the run table, the hogs, the
+// guest's summary and the trace's line. A --json that could not be written
+// is rethrown last, once everything is printed (main() prints it: one line,
+// the same exit code). Returns the exit code.
+int finish_vm_run(const RunOptions& o, const machine::RunResult& result, int code, const RunEnding& ending,
+                  const std::optional<OutputFile>& json, std::optional<trace::Trace>& timeline,
+                  std::optional<OutputFile>& trace_file, const trace::TraceWindowSpec& window,
+                  const nlohmann::json& extras) {
+  std::exception_ptr json_error;
+  if (json) {
+    try {
+      report::write_json_file(*json, ending.json_document());
+    } catch (const Error& e) {
+      json_error = std::current_exception();
+      code = exit_code_of(e.kind());
+    }
+  }
+  TraceOutcome traced;
+  if (timeline) traced = write_trace_file(o, *timeline, *trace_file, window, result.outcome, code);
+  fmt::print("outcome: {}{}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
+             json_error ? ", --json not written" : "", traced.error ? ", --trace not written" : "", code, result.reason);
+  for (const auto& line : result.details) fmt::print("  {}\n", line);
+  fmt::print("wall {:.3f} s, first guest entry after {:.1f} ms{}\n", result.wall_seconds,
+             result.seconds_to_first_entry * 1e3,
+             ending.first_exit ? fmt::format(", first exit after {:.1f} ms", result.seconds_to_first_exit * 1e3) : "");
+  report::print_run_table(result, stdout);
+  if (extras.contains("hogs")) fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
+  ending.print_summary();
+  if (!traced.line.empty()) fmt::print("{}\n", traced.line);
+  if (traced.error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *traced.error);
+  if (json_error) std::rethrow_exception(json_error);
+  return code;
+}
+
 int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<OutputFile>& json,
               std::optional<OutputFile>& trace_file) {
   auto& config = o.machine.config;
@@ -253,32 +300,16 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
   const auto spinlock = guest.kernel_spinlock(report);
   int code = machine::exit_code(result.outcome);
   if (code == 0) code = linux_exit_code(guest, report, result);
-  std::exception_ptr json_error;
-  if (json) {
-    try {
-      auto doc = linux_report_json(guest, report, spinlock, result, report::run_to_json(result, config), kvm_kind,
-                                   origin);
-      doc.update(extras);
-      report::write_json_file(*json, doc);
-    } catch (const Error& e) {
-      json_error = std::current_exception();
-      code = exit_code_of(e.kind());
-    }
-  }
-  TraceOutcome traced;
-  if (timeline) traced = write_trace_file(o, *timeline, *trace_file, window, result.outcome, code);
-  fmt::print("outcome: {}{}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
-             json_error ? ", --json not written" : "", traced.error ? ", --trace not written" : "", code, result.reason);
-  for (const auto& line : result.details) fmt::print("  {}\n", line);
-  fmt::print("wall {:.3f} s, first guest entry after {:.1f} ms\n", result.wall_seconds,
-             result.seconds_to_first_entry * 1e3);
-  report::print_run_table(result, stdout);
-  if (extras.contains("hogs")) fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
-  print_linux_summary(guest, report, spinlock, result, origin);
-  if (!traced.line.empty()) fmt::print("{}\n", traced.line);
-  if (traced.error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *traced.error);
-  if (json_error) std::rethrow_exception(json_error);
-  return code;
+  const RunEnding ending{
+      [&] {
+        auto doc = linux_report_json(guest, report, spinlock, result, report::run_to_json(result, config), kvm_kind,
+                                     origin);
+        doc.update(extras);
+        return doc;
+      },
+      [&] { print_linux_summary(guest, report, spinlock, result, origin); },
+      false};
+  return finish_vm_run(o, result, code, ending, json, timeline, trace_file, window, extras);
 }
 
 int run(RunOptions& o) {
@@ -339,44 +370,26 @@ int run(RunOptions& o) {
   // pingpong's rate comes from a guest-reported time: unusable is exit 3.
   std::optional<report::PingpongRate> pingpong;
   if (o.workload == "pingpong") pingpong = report::pingpong_rate(result, o.rounds);
-  int code = machine::exit_code(result.outcome);
-  std::exception_ptr json_error;
-  if (json) {
-    try {
-      auto run_json = report::run_to_json(result, config);
-      if (lock_report) {
+  const int code = machine::exit_code(result.outcome);
+  const RunEnding ending{
+      [&] {
+        auto run_json = report::run_to_json(result, config);
+        if (!lock_report) {
+          run_json.update(extras);
+          return run_json;
+        }
         lock_report->metrics["settings"] = run_json["settings"];  // report/settings_json.h
         lock_report->metrics["vm"] = std::move(run_json);
         lock_report->metrics.update(extras);
-        report::write_json_file(*json, lock_report->metrics);
-      } else {
-        run_json.update(extras);
-        report::write_json_file(*json, run_json);
-      }
-    } catch (const Error& e) {
-      json_error = std::current_exception();
-      code = exit_code_of(e.kind());
-    }
-  }
-  TraceOutcome traced;
-  if (timeline) traced = write_trace_file(o, *timeline, *trace_file, window, result.outcome, code);
-  const std::optional<std::string>& trace_error = traced.error;
-  const std::string& trace_line = traced.line;
-  fmt::print("outcome: {}{}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
-             json_error ? ", --json not written" : "", trace_error ? ", --trace not written" : "", code, result.reason);
-  for (const auto& line : result.details) fmt::print("  {}\n", line);
-  fmt::print("wall {:.3f} s, first guest entry after {:.1f} ms, first exit after {:.1f} ms\n", result.wall_seconds,
-             result.seconds_to_first_entry * 1e3, result.seconds_to_first_exit * 1e3);
-  report::print_run_table(result, stdout);
-  if (extras.contains("hogs")) fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
-  if (pingpong)
-    fmt::print("pingpong: {} hand-offs in {:.3f} s (guest clock): {:.1f} us per hand-off\n", pingpong->handoffs,
-               pingpong->seconds, pingpong->us_per_handoff);
-  if (lock_report) lockstat::print_summary(lock_report->run, lock_report->metrics, stdout);
-  if (!trace_line.empty()) fmt::print("{}\n", trace_line);
-  if (trace_error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *trace_error);
-  if (json_error) std::rethrow_exception(json_error);  // main() prints it: one line, the same exit code
-  return code;
+        return lock_report->metrics;
+      },
+      [&] {
+        if (pingpong)
+          fmt::print("pingpong: {} hand-offs in {:.3f} s (guest clock): {:.1f} us per hand-off\n", pingpong->handoffs,
+                     pingpong->seconds, pingpong->us_per_handoff);
+        if (lock_report) lockstat::print_summary(lock_report->run, lock_report->metrics, stdout);
+      }};
+  return finish_vm_run(o, result, code, ending, json, timeline, trace_file, window, extras);
 }
 
 }  // namespace

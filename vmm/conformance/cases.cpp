@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <string_view>
 
 #include "lockvisor/abi/ucall.h"
+#include "vmm/conformance/expect.h"
 #include "vmm/conformance/suite.h"
 #include "vmm/metrics/summary.h"
 #include "vmm/report/run_report.h"
@@ -14,84 +16,6 @@ namespace lockvisor::conformance {
 namespace {
 using machine::Outcome;
 using machine::RunResult;
-using Check = std::optional<std::string>;
-
-// Accumulates the first failed expectation.
-class Expect {
- public:
-  explicit Expect(const RunResult& run) : run_(run) {}
-  Expect& outcome(Outcome expected) {
-    if (!failure_ && run_.outcome != expected)
-      failure_ = fmt::format("expected outcome {}, got {} ({})", machine::outcome_name(expected),
-                             machine::outcome_name(run_.outcome), run_.reason);
-    return *this;
-  }
-  Expect& pv(unsigned vcpu, std::uint64_t pvlock::PvCounts::*counter, std::uint64_t expected) {
-    if (!failure_ && run_.pv(vcpu).*counter != expected)
-      failure_ = fmt::format("vCPU {} {}: expected {}, counted {}", vcpu, pvlock::pv_counter_name(counter), expected,
-                             run_.pv(vcpu).*counter);
-    return *this;
-  }
-  // One of KVM's own per-vCPU statistics (--backend kvm).
-  Expect& kvm(unsigned vcpu, const char* stat, std::uint64_t expected) {
-    const auto& stats = run_.vcpus.at(vcpu).kvm;
-    const auto it = stats.find(stat);
-    if (!failure_ && it == stats.end()) failure_ = fmt::format("vCPU {}: KVM has no statistic {}", vcpu, stat);
-    if (!failure_ && it->second != expected)
-      failure_ = fmt::format("vCPU {} KVM {}: expected {}, counted {}", vcpu, stat, expected, it->second);
-    return *this;
-  }
-  // KVM's halt_wakeup also counts wake-ups that leave the vCPU blocked (it
-  // re-checks and sleeps again) and the end-of-run signal: a lower bound. It
-  // can also miss a wake-up: a kick that lands after KVM marks the vCPU
-  // blocking but before its task sleeps is caught by the block's own re-check
-  // and counted in no statistic. So a lower bound of one holds only over many
-  // blocked halts; for a single one, the run completing is what proves that
-  // the kick released it (a halt nobody released ends the run in a deadlock).
-  Expect& kvm_at_least(unsigned vcpu, const char* stat, std::uint64_t minimum) {
-    const auto& stats = run_.vcpus.at(vcpu).kvm;
-    const auto it = stats.find(stat);
-    if (!failure_ && it == stats.end()) failure_ = fmt::format("vCPU {}: KVM has no statistic {}", vcpu, stat);
-    if (!failure_ && it->second < minimum)
-      failure_ = fmt::format("vCPU {} KVM {}: expected at least {}, counted {}", vcpu, stat, minimum, it->second);
-    return *this;
-  }
-  Expect& exits(unsigned vcpu, const char* kind, std::uint64_t expected) {
-    const auto& exits = run_.vcpus.at(vcpu).exits;
-    const std::uint64_t got = exits.count(kind) ? exits.at(kind) : 0;
-    if (!failure_ && got != expected)
-      failure_ = fmt::format("vCPU {} {} exits: expected {}, counted {}", vcpu, kind, expected, got);
-    return *this;
-  }
-  Expect& result(unsigned vcpu, const char* key, std::uint64_t expected) {
-    const auto* r = run_.result(vcpu, key);
-    if (!failure_ && (r == nullptr || r->values.size() != 1 || r->values[0] != expected))
-      failure_ = fmt::format("vCPU {} result {}: expected {}", vcpu, key, expected);
-    return *this;
-  }
-  Expect& guest_cases_passed(unsigned vcpu, std::size_t count) {
-    const auto& cases = run_.vcpus.at(vcpu).cases;
-    if (failure_) return *this;
-    if (cases.size() != count) failure_ = fmt::format("vCPU {}: {} guest cases ran, expected {}", vcpu, cases.size(), count);
-    for (const auto& c : cases)
-      if (!failure_ && !(c.ended && c.passed)) failure_ = fmt::format("guest case {} did not pass", c.name);
-    return *this;
-  }
-  Expect& reason_contains(const std::string& text) {
-    if (!failure_ && run_.reason.find(text) == std::string::npos)
-      failure_ = fmt::format("expected the report to mention '{}', got: {}", text, run_.reason);
-    return *this;
-  }
-  Expect& that(bool condition, std::string why) {
-    if (!failure_ && !condition) failure_ = std::move(why);
-    return *this;
-  }
-  Check done() const { return failure_; }
-
- private:
-  const RunResult& run_;
-  Check failure_;
-};
 
 machine::MachineConfig two_vcpus(const char* program, std::string args = "") {
   machine::MachineConfig config;
@@ -282,51 +206,61 @@ CaseSpec cpuid_at_cpl0(bool pv_unhalt, bool dedicated) {
           nullptr};
 }
 
-}  // namespace
-
-std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
+// KICK_CPU and the HALT hypercall (or `hlt`): a kick wakes a halted vCPU, and
+// one that comes first is remembered once.
+std::vector<CaseSpec> halt_and_kick_cases() {
   std::vector<CaseSpec> cases;
   cases.push_back(kick_wakes_halted(false));
   cases.push_back(kick_wakes_halted(true));
   cases.push_back(sticky(false, 1));
   cases.push_back(sticky(true, 1));
   cases.push_back(sticky(false, 5));
+  return cases;
+}
 
-  {
-    constexpr std::uint64_t kRounds = 20;
-    auto config = two_vcpus("kick-wake", fmt::format("rounds={}", kRounds));
-    config.backend.kick_delay_us = 2000;
-    // Timed on the halter's own TSC: the kick comes after its halt began, so
-    // the halt lasts at least the delay. (Kick->wake crosses two vCPUs' TSCs;
-    // in the nested machine, whose kernel marks its TSC unstable, one round
-    // under a CPU hog read 0, the halter's TSC behind the kicker's.)
-    cases.push_back({"kick-delay", "--kick-delay-us=2000 delays every wake-up by at least 2 ms", config,
-                     [](const RunResult& run) {
-                       const auto* cycles = run.result(0, "halt_cycles");
-                       std::uint64_t shortest = ~std::uint64_t{0};
-                       if (cycles)
-                         for (auto c : cycles->values) shortest = std::min(shortest, cycles_to_ns(c, run.tsc_khz));
-                       return Expect(run)
-                           .outcome(Outcome::kCompleted)
-                           .pv(0, &pvlock::PvCounts::halts_woken, kRounds)
-                           .that(cycles != nullptr && cycles->values.size() == kRounds && shortest >= 2'000'000,
-                                 fmt::format("shortest halt {} ns, expected >= 2 ms", shortest))
-                           .done();
-                     },
-                     latency_notes, "--kick-delay-us is the userspace backend's (KVM delivers kicks in the kernel)"});
-    config.backend.kick_delay_us = 0;
-    config.backend.halt_poll = pvlock::HaltPollSetting::fixed(500000);
-    cases.push_back({"halt-poll", "--halt-poll-us: a kick that arrives while the halter polls ends the poll, no sleep",
-                     config, [](const RunResult& run) {
-                       return Expect(run)
-                           .outcome(Outcome::kCompleted)
-                           .pv(0, &pvlock::PvCounts::halts_polled, kRounds)
-                           .pv(0, &pvlock::PvCounts::halts_woken, 0)
-                           .done();
-                     },
-                     latency_notes, "--halt-poll-us is the userspace backend's (KVM polls as halt_poll_ns says)"});
-  }
+// The userspace backend's knobs that change when a halted vCPU wakes:
+// --kick-delay-us and --halt-poll-us.
+std::vector<CaseSpec> userspace_backend_knob_cases() {
+  std::vector<CaseSpec> cases;
+  constexpr std::uint64_t kRounds = 20;
+  auto config = two_vcpus("kick-wake", fmt::format("rounds={}", kRounds));
+  config.backend.kick_delay_us = 2000;
+  // Timed on the halter's own TSC: the kick comes after its halt began, so
+  // the halt lasts at least the delay. (Kick->wake crosses two vCPUs' TSCs;
+  // in the nested machine, whose kernel marks its TSC unstable, one round
+  // under a CPU hog read 0, the halter's TSC behind the kicker's.)
+  cases.push_back({"kick-delay", "--kick-delay-us=2000 delays every wake-up by at least 2 ms", config,
+                   [](const RunResult& run) {
+                     const auto* cycles = run.result(0, "halt_cycles");
+                     std::uint64_t shortest = ~std::uint64_t{0};
+                     if (cycles)
+                       for (auto c : cycles->values) shortest = std::min(shortest, cycles_to_ns(c, run.tsc_khz));
+                     return Expect(run)
+                         .outcome(Outcome::kCompleted)
+                         .pv(0, &pvlock::PvCounts::halts_woken, kRounds)
+                         .that(cycles != nullptr && cycles->values.size() == kRounds && shortest >= 2'000'000,
+                               fmt::format("shortest halt {} ns, expected >= 2 ms", shortest))
+                         .done();
+                   },
+                   latency_notes, "--kick-delay-us is the userspace backend's (KVM delivers kicks in the kernel)"});
+  config.backend.kick_delay_us = 0;
+  config.backend.halt_poll = pvlock::HaltPollSetting::fixed(500000);
+  cases.push_back({"halt-poll", "--halt-poll-us: a kick that arrives while the halter polls ends the poll, no sleep",
+                   config, [](const RunResult& run) {
+                     return Expect(run)
+                         .outcome(Outcome::kCompleted)
+                         .pv(0, &pvlock::PvCounts::halts_polled, kRounds)
+                         .pv(0, &pvlock::PvCounts::halts_woken, 0)
+                         .done();
+                   },
+                   latency_notes, "--halt-poll-us is the userspace backend's (KVM polls as halt_poll_ns says)"});
+  return cases;
+}
 
+// Kicks the ABI refuses or answers specially: bad targets, flags and numbers,
+// and PV off (with and without --enforce-pv-cpuid).
+std::vector<CaseSpec> kick_refusal_cases() {
+  std::vector<CaseSpec> cases;
   cases.push_back({"kick-targets", "kick to self, to a missing APIC ID, flags != 0, unknown numbers",
                    two_vcpus("kick-targets"), [](const RunResult& run) {
                      return Expect(run)
@@ -347,54 +281,57 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                          .done();
                    }});
 
-  {
-    auto config = two_vcpus("pv-off");
-    config.pv_unhalt = false;
-    cases.push_back({"pv-off-kick-enosys", "PV off: KICK_CPU returns -1000 and wakes nobody", config,
-                     [](const RunResult& run) {
-                       return Expect(run)
-                           .outcome(Outcome::kDeadlock)  // vCPU 1 stays halted: nobody woke it
-                           .result(0, "kick_refused", 1)
-                           .pv(1, &pvlock::PvCounts::kicks_received, 0)
-                           .pv(1, &pvlock::PvCounts::halts_woken, 0)
-                           .done();
-                     }, nullptr, "",
-                     // KVM counts the stop at the end of the run as a
-                     // halt_wakeup: vCPU 1's one halt is what it shows; that
-                     // it was not woken earlier, its own check says.
-                     [](const RunResult& run) {
-                       return Expect(run)
-                           .outcome(Outcome::kDeadlock)
-                           .result(0, "kick_refused", 1)
-                           .kvm(1, "halt_exits", 1)
-                           .done();
-                     }});
-    config.backend.enforce_pv_feature_cpuid = false;
-    config.args = "enforce=0";
-    cases.push_back({"pv-off-kick-unenforced",
-                     "PV off, --enforce-pv-cpuid off: KICK_CPU still kicks and returns 0, as KVM does without "
-                     "KVM_CAP_ENFORCE_PV_FEATURE_CPUID",
-                     config, [](const RunResult& run) {
-                       return Expect(run)
-                           .outcome(Outcome::kCompleted)
-                           .result(0, "kick_refused", 0)
-                           .pv(1, &pvlock::PvCounts::halts, 1)
-                           .pv(1, &pvlock::PvCounts::halts_woken, 1)
-                           .done();
-                     }, nullptr, "",
-                     // KVM: halt_wakeup neither counts kicks nor every
-                     // wake-up (see kvm_at_least): the run completing is what
-                     // proves the kick woke vCPU 1's one halt.
-                     [](const RunResult& run) {
-                       return Expect(run)
-                           .outcome(Outcome::kCompleted)
-                           .result(0, "kick_refused", 0)
-                           .kvm(1, "halt_exits", 1)
-                           .kvm_at_least(0, "hypercalls", 1)
-                           .done();
-                     }});
-  }
+  auto config = two_vcpus("pv-off");
+  config.pv_unhalt = false;
+  cases.push_back({"pv-off-kick-enosys", "PV off: KICK_CPU returns -1000 and wakes nobody", config,
+                   [](const RunResult& run) {
+                     return Expect(run)
+                         .outcome(Outcome::kDeadlock)  // vCPU 1 stays halted: nobody woke it
+                         .result(0, "kick_refused", 1)
+                         .pv(1, &pvlock::PvCounts::kicks_received, 0)
+                         .pv(1, &pvlock::PvCounts::halts_woken, 0)
+                         .done();
+                   }, nullptr, "",
+                   // KVM counts the stop at the end of the run as a
+                   // halt_wakeup: vCPU 1's one halt is what it shows; that
+                   // it was not woken earlier, its own check says.
+                   [](const RunResult& run) {
+                     return Expect(run)
+                         .outcome(Outcome::kDeadlock)
+                         .result(0, "kick_refused", 1)
+                         .kvm(1, "halt_exits", 1)
+                         .done();
+                   }});
+  config.backend.enforce_pv_feature_cpuid = false;
+  config.args = "enforce=0";
+  cases.push_back({"pv-off-kick-unenforced",
+                   "PV off, --enforce-pv-cpuid off: KICK_CPU still kicks and returns 0, as KVM does without "
+                   "KVM_CAP_ENFORCE_PV_FEATURE_CPUID",
+                   config, [](const RunResult& run) {
+                     return Expect(run)
+                         .outcome(Outcome::kCompleted)
+                         .result(0, "kick_refused", 0)
+                         .pv(1, &pvlock::PvCounts::halts, 1)
+                         .pv(1, &pvlock::PvCounts::halts_woken, 1)
+                         .done();
+                   }, nullptr, "",
+                   // KVM: halt_wakeup neither counts kicks nor every
+                   // wake-up (see kvm_at_least): the run completing is what
+                   // proves the kick woke vCPU 1's one halt.
+                   [](const RunResult& run) {
+                     return Expect(run)
+                         .outcome(Outcome::kCompleted)
+                         .result(0, "kick_refused", 0)
+                         .kvm(1, "halt_exits", 1)
+                         .kvm_at_least(0, "hypercalls", 1)
+                         .done();
+                   }});
+  return cases;
+}
 
+// The SBI PVLOCK extension (--sbi-pvlock on and off).
+std::vector<CaseSpec> sbi_pvlock_cases() {
+  std::vector<CaseSpec> cases;
   for (bool on : {true, false}) {
     auto config = two_vcpus("sbi-pvlock", on ? "pvlock=1" : "pvlock=0");
     config.sbi_pvlock = on;
@@ -417,33 +354,43 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                      on ? "SBI kicks are doorbells the VMM answers, and the VMM cannot wake a vCPU halted inside KVM"
                         : ""});
   }
+  return cases;
+}
 
-  cases.push_back(pingpong("pingpong-2-vcpus", 2, {}, options.pingpong_rounds));
-  cases.push_back(pingpong("pingpong-2-vcpus-one-pcpu", 2, {0}, options.pingpong_rounds));
-  cases.push_back(pingpong("pingpong-8-vcpus-ring-one-pcpu", 8, {0}, options.pingpong_rounds / 5));
+// A turn passed around a ring of vCPUs by halts and kicks, on their own
+// CPUs and overcommitted onto one.
+std::vector<CaseSpec> pingpong_cases(std::uint64_t rounds) {
+  std::vector<CaseSpec> cases;
+  cases.push_back(pingpong("pingpong-2-vcpus", 2, {}, rounds));
+  cases.push_back(pingpong("pingpong-2-vcpus-one-pcpu", 2, {0}, rounds));
+  cases.push_back(pingpong("pingpong-8-vcpus-ring-one-pcpu", 8, {0}, rounds / 5));
+  return cases;
+}
 
-  {
-    auto config = two_vcpus("lost-wakeup");
-    cases.push_back({"lost-wakeup-sticky", "a kick that lands before the halt is not lost (sticky)", config,
-                     [](const RunResult& run) {
-                       return Expect(run).outcome(Outcome::kCompleted).pv(1, &pvlock::PvCounts::halts_immediate, 1).done();
-                     }, elapsed_notes, "",
-                     [](const RunResult& run) {  // one hlt that KVM did not block: pv_unhalted was set
-                       return Expect(run).outcome(Outcome::kCompleted).kvm(1, "halt_exits", 1).kvm(1, "halt_wakeup", 0).done();
-                     }});
-    config.backend.mode = pvlock::KickMode::kLossy;
-    cases.push_back({"lost-wakeup-lossy-detected",
-                     "lossy kicks: the early kick is dropped and the deadlock detector reports it within a second",
-                     config, [](const RunResult& run) {
-                       return Expect(run)
-                           .outcome(Outcome::kDeadlock)
-                           .pv(1, &pvlock::PvCounts::kicks_dropped, 1)
-                           .that(run.details.size() == 2, "the report must list every vCPU's state")
-                           .that(run.wall_seconds < 1.5, fmt::format("detected after {:.2f} s", run.wall_seconds))
-                           .done();
-                     }, [](const RunResult& run) { return fmt::format("detected in {:.2f} s", run.wall_seconds); },
-                     "KVM's pv_unhalted is always sticky (--kick lossy is refused with --backend kvm)"});
-  }
+// A kick that lands before its halt: remembered (sticky), or lost and then
+// found by the deadlock detector.
+std::vector<CaseSpec> early_kick_cases() {
+  std::vector<CaseSpec> cases;
+  auto config = two_vcpus("lost-wakeup");
+  cases.push_back({"lost-wakeup-sticky", "a kick that lands before the halt is not lost (sticky)", config,
+                   [](const RunResult& run) {
+                     return Expect(run).outcome(Outcome::kCompleted).pv(1, &pvlock::PvCounts::halts_immediate, 1).done();
+                   }, elapsed_notes, "",
+                   [](const RunResult& run) {  // one hlt that KVM did not block: pv_unhalted was set
+                     return Expect(run).outcome(Outcome::kCompleted).kvm(1, "halt_exits", 1).kvm(1, "halt_wakeup", 0).done();
+                   }});
+  config.backend.mode = pvlock::KickMode::kLossy;
+  cases.push_back({"lost-wakeup-lossy-detected",
+                   "lossy kicks: the early kick is dropped and the deadlock detector reports it within a second",
+                   config, [](const RunResult& run) {
+                     return Expect(run)
+                         .outcome(Outcome::kDeadlock)
+                         .pv(1, &pvlock::PvCounts::kicks_dropped, 1)
+                         .that(run.details.size() == 2, "the report must list every vCPU's state")
+                         .that(run.wall_seconds < 1.5, fmt::format("detected after {:.2f} s", run.wall_seconds))
+                         .done();
+                   }, [](const RunResult& run) { return fmt::format("detected in {:.2f} s", run.wall_seconds); },
+                   "KVM's pv_unhalted is always sticky (--kick lossy is refused with --backend kvm)"});
 
   // --sbi-kick: the SBI kick that lands before the halt.
   for (const bool proposed : {false, true}) {
@@ -468,7 +415,13 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                        }, [](const RunResult& run) { return fmt::format("detected in {:.2f} s", run.wall_seconds); },
                        why_not_kvm});
   }
+  return cases;
+}
 
+// What guest code sees of the platform: every ABI port from CPL3, and the
+// VMM's CPUID.
+std::vector<CaseSpec> platform_cases() {
+  std::vector<CaseSpec> cases;
   cases.push_back({"cpl3-ports",
                    "every ABI port at the ABI's width works from CPL3 (TSS I/O bitmap, IOPL 0), on every vCPU",
                    two_vcpus("platform"), [](const RunResult& run) {
@@ -487,7 +440,13 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                    }, nullptr});
   cases.push_back(cpuid_at_cpl0(true, false));
   cases.push_back(cpuid_at_cpl0(false, true));
+  return cases;
+}
 
+// A guest that fails (a fault, a failed check) ends the run, and the report
+// says where and why.
+std::vector<CaseSpec> guest_failure_cases() {
+  std::vector<CaseSpec> cases;
   cases.push_back(fault("gp", "#GP"));
   cases.push_back(fault("pf", "#PF"));
   cases.push_back(fault("ud", "#UD"));
@@ -501,6 +460,26 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
                          .reason_contains("unknown guest program 'no-such-program'")
                          .done();
                    }, nullptr});
+  return cases;
+}
+
+}  // namespace
+
+// The groups in the suite's order: the case names and their order are its
+// output (text and JSON), which tests and users compare.
+std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
+  std::vector<CaseSpec> cases;
+  const auto add = [&cases](std::vector<CaseSpec> group) {
+    std::move(group.begin(), group.end(), std::back_inserter(cases));
+  };
+  add(halt_and_kick_cases());
+  add(userspace_backend_knob_cases());
+  add(kick_refusal_cases());
+  add(sbi_pvlock_cases());
+  add(pingpong_cases(options.pingpong_rounds));
+  add(early_kick_cases());
+  add(platform_cases());
+  add(guest_failure_cases());
 
   for (auto& c : cases) {
     if (c.config.timeout_s == 0) c.config.timeout_s = options.case_timeout_s;

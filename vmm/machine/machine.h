@@ -1,8 +1,9 @@
 // One VM run from start to report: builds the VM from a MachineConfig, runs
 // one host thread per vCPU, and watches them from the calling thread with a
 // Boost.Asio event loop (the --timeout watchdog, the deadlock detector, and
-// SIGINT/SIGTERM/SIGHUP as StopSignals hands them over). The exit loop itself
-// lives in vcpu_runner.cpp.
+// SIGINT/SIGTERM/SIGHUP as StopSignals hands them over). machine.cpp builds
+// the VM, machine_run.cpp runs it; the exit loop itself lives in
+// vcpu_runner.cpp.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -42,7 +43,7 @@ class Machine {
 
   // Runs the VM to its end. Every way of ending (all vCPUs done, guest fault,
   // --timeout, deadlock, SIGINT/SIGTERM/SIGHUP via StopScope) returns here
-  // promptly: see "Every wait ends when the run stops" in machine.cpp.
+  // promptly: see "Every wait ends when the run stops" in machine_run.cpp.
   RunResult run();
 
   // Something that works alongside the running VM (run_service.h): the
@@ -52,6 +53,8 @@ class Machine {
 
  private:
   struct State;
+  // One call of run(): its event loop and its steps (machine_run.cpp).
+  class Run;
   void build_common(const kvm::KvmSystem& kvm, MachineConfig config, std::chrono::steady_clock::time_point origin,
                     bool linux_guest);
   void build_freestanding(const kvm::KvmSystem& kvm, std::span<const std::byte> image);

@@ -1,6 +1,6 @@
 // The Machine's state, shared by the files that build and run it
-// (machine.cpp: the common steps and the run; freestanding_boot.cpp and
-// linux_boot.cpp: each kind of guest). Internal to vmm/machine.
+// (machine.cpp: the common steps; freestanding_boot.cpp and linux_boot.cpp:
+// each kind of guest; machine_run.cpp: the run). Internal to vmm/machine.
 #pragma once
 #include <chrono>
 #include <memory>

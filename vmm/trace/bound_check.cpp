@@ -1,3 +1,9 @@
+// The bound oracle's judgement (bound_check.h has the rules): an index of
+// when each vCPU ran guest code, then the checker that walks every wait
+// longer than T and judges each acquisition that bypassed it. One file (over
+// 500 lines): the rules are one decision, taken in the order the header
+// gives, and each step asks the same per-vCPU index (running, halted,
+// resumed, kicked), so the index and its only reader stay together.
 #include "vmm/trace/bound_check.h"
 
 #include <fmt/format.h>
