@@ -62,7 +62,7 @@ fi
 # reaches init. On hardware KVM here; on PVM (which runs no ordinary kernel)
 # or without /dev/kvm inside tools/nested-kvm with one CPU: the nested
 # machine's emulated SVM loses interrupts with two (docs/linux-guests-nested.md).
-# Then the lab with Linux guests: two kernels side by side (lab-check.sh).
+# Then the lab with Linux guests: two kernels side by side (tools/dev/linux-lab-check.sh).
 # QEMU 7.2's SVM emulation can freeze the nested machine under a Linux guest
 # (docs/linux-guests-nested.md, section 4): run.sh tells that from a hang of
 # the command by the machine's heartbeat, and such a step runs again in a new
@@ -72,8 +72,8 @@ if [ ! -w "${LOCKVISOR_KVM_DEVICE:-/dev/kvm}" ] || [ -d /sys/module/kvm_pvm ]; t
   tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1800 --retry-frozen 1 -- \
     tools/linux-guest/conformance.sh "$PWD/build/default/vmm/lockvisor"
   tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1200 --retry-frozen 2 -- \
-    tools/linux-guest/lab-check.sh "$PWD/build/default/vmm/lockvisor"
+    tools/dev/linux-lab-check.sh "$PWD/build/default/vmm/lockvisor"
 else
   tools/linux-guest/conformance.sh "$PWD/build/default/vmm/lockvisor"
-  tools/linux-guest/lab-check.sh "$PWD/build/default/vmm/lockvisor"
+  tools/dev/linux-lab-check.sh "$PWD/build/default/vmm/lockvisor"
 fi

@@ -5,9 +5,9 @@
 # time.  Meant to run inside the nested AMD-V machine, side by side with
 # lockvisor booting the same kernel:
 #   tools/nested-kvm/run.sh --smp 2 --mem 3072 --timeout 900 -- \
-#     tools/linux-guest/qemu-peer.sh --kernel vmlinuz --initrd initrd.gz --smp 2
+#     tools/research/qemu-peer.sh --kernel vmlinuz --initrd initrd.gz --smp 2
 # The initramfs's /init must print INIT-REACHED first and INIT-DONE when it
-# is finished (tools/linux-guest/mkinitrd.sh builds one).
+# is finished (tools/research/mkinitrd.sh builds one).
 #
 # Options: --kernel F (required) --initrd F --smp N (1) --mem MiB (256)
 #   --append STR (extra kernel command line; default "quiet")

@@ -14,7 +14,7 @@
 # directory must be on a path the nested machine shares (the working
 # directory is; /tmp is not).
 #
-# Usage: lab-check.sh [LOCKVISOR] [OUT]   (default: build/default/vmm/lockvisor,
+# Usage: linux-lab-check.sh [LOCKVISOR] [OUT]   (default: build/default/vmm/lockvisor,
 #        build/linux-lab-check; OUT is replaced). The lab's progress lines are
 #        printed as they come; LOCKVISOR_LAB_CHECK_TIMEOUT (seconds, default
 #        900) bounds the whole lab, and a lab that fails or outlives it ends

@@ -2,7 +2,7 @@
 # Boot a Linux kernel + initramfs (mkinitrd.sh) with QEMU/KVM and time it.
 # Meant to run inside tools/nested-kvm/run.sh (hardware-style KVM), e.g.
 #   tools/nested-kvm/run.sh --smp 2 --mem 3072 --timeout 400 -- \
-#     tools/linux-guest/qemu-boot.sh --kernel K --smp 2 --append 'no-kvmclock'
+#     tools/research/qemu-boot.sh --kernel K --smp 2 --append 'no-kvmclock'
 # Console lines are printed with the wall time since QEMU started.  If the
 # guest has not printed INIT-DONE after --timeout seconds, the QEMU monitor's
 # view of the guest (LAPIC, registers, PIC) and the outer KVM's statistics

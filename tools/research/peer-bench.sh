@@ -7,7 +7,7 @@
 # read by `lockvisor linux report`, lockvisor's from its --json). Then the
 # medians and lockvisor/QEMU ratios.
 # Run where Linux guests run, e.g. inside tools/nested-kvm:
-#   tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 3000 -- tools/linux-guest/peer-bench.sh
+#   tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 3000 -- tools/research/peer-bench.sh
 # Options: --kernel F (default: the amd64 kernel of fetch-kernels.sh)
 #          --vcpus N (2) --rounds N (3) --workload W (futex-hash) --duration S (2)
 #          --lockvisor PATH --keep DIR (keep the consoles and reports there)
