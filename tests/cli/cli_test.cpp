@@ -126,6 +126,42 @@ TEST(CliBadInput, ImageFiles) {
   expect_one_line_error(lockvisor("run --image " + text + " --timeout -1"), 2, "--timeout");
 }
 
+// An empty value ("$OUT" with OUT unset) is refused for every option and
+// positional of every command, before anything runs: exit 2, one line
+// naming it. A native run would otherwise write no JSON and exit 0.
+TEST(CliBadInput, EmptyValuesAreRefusedForEveryCommand) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"run --json ''", "--json"},
+      {"run --native --workload lockbench --duration 0.01 --json ''", "--json"},
+      {"run --trace ''", "--trace"},
+      {"run --serial ''", "--serial"},
+      {"run --api ''", "--api"},
+      {"run --image ''", "--image"},
+      {"run --kernel ''", "--kernel"},
+      {"run --vm ''", "--vm"},
+      {"conformance --json ''", "--json"},
+      {"conformance --linux ''", "--linux"},
+      {"bench --json ''", "--json"},
+      {"bench --image ''", "--image"},
+      {"lab --preset quick --out ''", "--out"},
+      {"lab --scenario '' --dry-run", "--scenario"},
+      {"lab --preset linux-policies --kernel '' --dry-run", "--kernel"},
+      {"lab merge '' a b", "out"},
+      {"lab report ''", "dir"},
+      {"trace-check ''", "FILE"},
+      {"ctl '' stats", "socket"},
+      {"linux initramfs --out ''", "--out"},
+      {"linux report ''", "log"},
+      {"linux report /dev/null --json ''", "--json"},
+  };
+  for (const auto& [args, name] : cases) {
+    SCOPED_TRACE(args);
+    expect_one_line_error(lockvisor(args), 2, name + ": the value is empty");
+  }
+  // A lab point's value, checked as the point's run command line.
+  expect_one_line_error(lockvisor("lab --preset quick --set kernel= --dry-run"), 2, "--kernel: the value is empty");
+}
+
 // Exit codes by whose fault an error is (README.md, "Exit codes"), checked with
 // LOCKVISOR_KVM_DEVICE naming a device that is missing or no KVM device: no
 // test here needs /dev/kvm, so they run in every CI.
@@ -183,6 +219,8 @@ TEST(CliNoKvm, DoctorSaysNoUsableKvmAtThePathAndExits6) {
   EXPECT_NE(o.out.find("KVM device     : " + kMissingDevice + ": no usable KVM at this path"), std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("none can run here"), std::string::npos) << o.out;
+  // No device, no KVM kind: not the kernel's flavour (PVM on a host that is itself a PVM guest).
+  EXPECT_NE(o.out.find("KVM kind       : none (no usable KVM device"), std::string::npos) << o.out;
 }
 
 TEST(CliNoKvm, DeviceThatIsNoKvmExits6WithTheErrnoText) {

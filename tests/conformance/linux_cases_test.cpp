@@ -223,7 +223,7 @@ TEST_F(LinuxConformanceCommand, BadPathsAreOneLineBeforeAnythingRuns) {
   expect_one_line_error(lockvisor("conformance --linux " + dir_.string()), "is a directory");
   std::ofstream(dir_ / "empty");
   expect_one_line_error(lockvisor("conformance --linux " + (dir_ / "empty").string()), "empty");
-  expect_one_line_error(lockvisor("conformance --linux ''"), "--linux: no file given");
+  expect_one_line_error(lockvisor("conformance --linux ''"), "--linux: the value is empty");
   expect_one_line_error(lockvisor("conformance --linux " + not_a_kernel_ + " --linux-cloud /nonexistent/cloud"),
                         "--linux-cloud /nonexistent/cloud");
 }
