@@ -249,6 +249,7 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
   std::fflush(stdout);
   nlohmann::json extras;
   auto result = run_vm(vm, o, origin, extras);
+  const auto crash = take_kernel_end(result);
   const auto report = guest.init_report();
   const auto spinlock = guest.kernel_spinlock(report);
   int code = machine::exit_code(result.outcome);
@@ -256,8 +257,8 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
   std::exception_ptr json_error;
   if (json) {
     try {
-      auto doc = linux_report_json(guest, report, spinlock, result, report::run_to_json(result, config), kvm_kind,
-                                   origin);
+      auto doc = linux_report_json(guest, report, spinlock, result, crash, report::run_to_json(result, config),
+                                   kvm_kind, origin);
       doc.update(extras);
       report::write_json_file(*json, doc);
     } catch (const Error& e) {
@@ -267,7 +268,7 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
   }
   TraceOutcome traced;
   if (timeline) traced = write_trace_file(o, *timeline, *trace_file, window, result.outcome, code);
-  fmt::print("outcome: {}{}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
+  fmt::print("outcome: {}{}{} (exit code {}): {}\n", linux_outcome_name(result, crash),
              json_error ? ", --json not written" : "", traced.error ? ", --trace not written" : "", code, result.reason);
   for (const auto& line : result.details) fmt::print("  {}\n", line);
   fmt::print("wall {:.3f} s, first guest entry after {:.1f} ms\n", result.wall_seconds,
