@@ -379,6 +379,53 @@ TEST(CliNative, LockbenchJsonHasEveryKey) {
   EXPECT_TRUE(j["vmm"].is_null());
 }
 
+// The outer-host marker tools/nested-kvm/run.sh sets (vmm/host/emulation.h):
+// believed only on QEMU's CPU, where the JSON and the text say the run was
+// emulated and name the outer host; elsewhere recorded as ignored, with why.
+bool inside_qemu() {
+  std::ifstream cpuinfo("/proc/cpuinfo"), dmi("/sys/class/dmi/id/sys_vendor");
+  bool hypervisor = false;
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("flags", 0) == 0) {
+      hypervisor = (line + ' ').find(" hypervisor ") != std::string::npos;
+      break;
+    }
+  std::string vendor;
+  std::getline(dmi, vendor);
+  return hypervisor && vendor == "QEMU";
+}
+
+TEST(CliNative, TheOuterHostMarkerMarksTheRunEmulatedOnlyInsideQemu) {
+  const std::string json = scratch("emulated.json");
+  const std::string run = "run --native --workload lockbench --lock ticket --vcpus 1 --duration 0.05 --json " + json;
+  std::filesystem::remove(json);
+  const auto marked = lockvisor_env(
+      "LOCKVISOR_OUTER_HOST='vendor=GenuineIntel;family=6;model=207;stepping=2;kernel=6.18.44;cpus=16;kvm=PVM'", run);
+  ASSERT_EQ(marked.exit_code, 0) << marked.err << marked.out;
+  const auto host = read_json(json)["host"];
+  if (inside_qemu()) {
+    EXPECT_EQ(host.at("emulated"), true) << host;
+    EXPECT_EQ(host.at("outer").at("cpu_model"), "207") << host;
+    EXPECT_EQ(host.at("outer").at("kvm"), "PVM") << host;
+    EXPECT_NE(marked.out.find("EMULATED (nested): "), std::string::npos) << marked.out;
+    EXPECT_NE(marked.out.find("outer host GenuineIntel family 6 model 207 stepping 2, Linux 6.18.44, 16 CPUs, KVM PVM"),
+              std::string::npos)
+        << marked.out;
+  } else {
+    EXPECT_EQ(host.at("emulated"), false) << host;
+    EXPECT_TRUE(host.at("outer").is_null()) << host;
+    EXPECT_NE(host.value("outer_ignored", "").find("LOCKVISOR_OUTER_HOST is set, but"), std::string::npos) << host;
+    EXPECT_EQ(marked.out.find("EMULATED"), std::string::npos) << marked.out;
+  }
+  std::filesystem::remove(json);
+  const auto unmarked = lockvisor_env("-u LOCKVISOR_OUTER_HOST", run);
+  ASSERT_EQ(unmarked.exit_code, 0) << unmarked.err << unmarked.out;
+  const auto plain = read_json(json)["host"];
+  EXPECT_EQ(plain.at("emulated"), false) << plain;
+  EXPECT_FALSE(plain.contains("outer_ignored")) << plain;
+  EXPECT_EQ(unmarked.out.find("EMULATED"), std::string::npos) << unmarked.out;
+}
+
 TEST(CliKvm, GuestLockbenchJsonHasEveryKey) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   (void)kvm;

@@ -17,6 +17,7 @@
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/emulation.h"
 #include "vmm/inject/inject_spec.h"
 #include "vmm/inject/injector.h"
 #include "vmm/kvm/kvm_system.h"
@@ -77,6 +78,7 @@ int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
   fmt::print("lockvisor run --native: {} {} on {} host threads, CPUs {} ({})\n", o.lock.w.lock, o.workload, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin);
+  host::print_emulation_warning(stdout);
   std::fflush(stdout);
   std::vector<native::NativeThreadUsage> usage;
   std::optional<multivm::HostHogs> hogs;
@@ -246,6 +248,7 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
              lx.guest_lock, o.workload, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin, kvm_kind);
+  host::print_emulation_warning(stdout);
   std::fflush(stdout);
   nlohmann::json extras;
   auto result = run_vm(vm, o, origin, extras);
@@ -320,6 +323,7 @@ int run(RunOptions& o) {
              args.empty() ? "defaults" : args, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin, o.machine.kick, kvm_kind);
+  host::print_emulation_warning(stdout);
   if (config.vnuma)
     fmt::print("virtual NUMA: {} nodes, {} (vCPUs@host CPUs{}); remote handoff cost: {}\n", config.vnuma->nodes(),
                machine::format_vnuma(*config.vnuma),
