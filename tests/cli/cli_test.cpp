@@ -126,6 +126,42 @@ TEST(CliBadInput, ImageFiles) {
   expect_one_line_error(lockvisor("run --image " + text + " --timeout -1"), 2, "--timeout");
 }
 
+// An empty value ("$OUT" with OUT unset) is refused for every option and
+// positional of every command, before anything runs: exit 2, one line
+// naming it. A native run would otherwise write no JSON and exit 0.
+TEST(CliBadInput, EmptyValuesAreRefusedForEveryCommand) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"run --json ''", "--json"},
+      {"run --native --workload lockbench --duration 0.01 --json ''", "--json"},
+      {"run --trace ''", "--trace"},
+      {"run --serial ''", "--serial"},
+      {"run --api ''", "--api"},
+      {"run --image ''", "--image"},
+      {"run --kernel ''", "--kernel"},
+      {"run --vm ''", "--vm"},
+      {"conformance --json ''", "--json"},
+      {"conformance --linux ''", "--linux"},
+      {"bench --json ''", "--json"},
+      {"bench --image ''", "--image"},
+      {"lab --preset quick --out ''", "--out"},
+      {"lab --scenario '' --dry-run", "--scenario"},
+      {"lab --preset linux-policies --kernel '' --dry-run", "--kernel"},
+      {"lab merge '' a b", "out"},
+      {"lab report ''", "dir"},
+      {"trace-check ''", "FILE"},
+      {"ctl '' stats", "socket"},
+      {"linux initramfs --out ''", "--out"},
+      {"linux report ''", "log"},
+      {"linux report /dev/null --json ''", "--json"},
+  };
+  for (const auto& [args, name] : cases) {
+    SCOPED_TRACE(args);
+    expect_one_line_error(lockvisor(args), 2, name + ": the value is empty");
+  }
+  // A lab point's value, checked as the point's run command line.
+  expect_one_line_error(lockvisor("lab --preset quick --set kernel= --dry-run"), 2, "--kernel: the value is empty");
+}
+
 // Exit codes by whose fault an error is (README.md, "Exit codes"), checked with
 // LOCKVISOR_KVM_DEVICE naming a device that is missing or no KVM device: no
 // test here needs /dev/kvm, so they run in every CI.
@@ -183,6 +219,8 @@ TEST(CliNoKvm, DoctorSaysNoUsableKvmAtThePathAndExits6) {
   EXPECT_NE(o.out.find("KVM device     : " + kMissingDevice + ": no usable KVM at this path"), std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("none can run here"), std::string::npos) << o.out;
+  // No device, no KVM kind: not the kernel's flavour (PVM on a host that is itself a PVM guest).
+  EXPECT_NE(o.out.find("KVM kind       : none (no usable KVM device"), std::string::npos) << o.out;
 }
 
 TEST(CliNoKvm, DeviceThatIsNoKvmExits6WithTheErrnoText) {
@@ -339,6 +377,53 @@ TEST(CliNative, LockbenchJsonHasEveryKey) {
   expect_lock_report_keys(j);
   EXPECT_EQ(j["mode"], "native");
   EXPECT_TRUE(j["vmm"].is_null());
+}
+
+// The outer-host marker tools/nested-kvm/run.sh sets (vmm/host/emulation.h):
+// believed only on QEMU's CPU, where the JSON and the text say the run was
+// emulated and name the outer host; elsewhere recorded as ignored, with why.
+bool inside_qemu() {
+  std::ifstream cpuinfo("/proc/cpuinfo"), dmi("/sys/class/dmi/id/sys_vendor");
+  bool hypervisor = false;
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("flags", 0) == 0) {
+      hypervisor = (line + ' ').find(" hypervisor ") != std::string::npos;
+      break;
+    }
+  std::string vendor;
+  std::getline(dmi, vendor);
+  return hypervisor && vendor == "QEMU";
+}
+
+TEST(CliNative, TheOuterHostMarkerMarksTheRunEmulatedOnlyInsideQemu) {
+  const std::string json = scratch("emulated.json");
+  const std::string run = "run --native --workload lockbench --lock ticket --vcpus 1 --duration 0.05 --json " + json;
+  std::filesystem::remove(json);
+  const auto marked = lockvisor_env(
+      "LOCKVISOR_OUTER_HOST='vendor=GenuineIntel;family=6;model=207;stepping=2;kernel=6.18.44;cpus=16;kvm=PVM'", run);
+  ASSERT_EQ(marked.exit_code, 0) << marked.err << marked.out;
+  const auto host = read_json(json)["host"];
+  if (inside_qemu()) {
+    EXPECT_EQ(host.at("emulated"), true) << host;
+    EXPECT_EQ(host.at("outer").at("cpu_model"), "207") << host;
+    EXPECT_EQ(host.at("outer").at("kvm"), "PVM") << host;
+    EXPECT_NE(marked.out.find("EMULATED (nested): "), std::string::npos) << marked.out;
+    EXPECT_NE(marked.out.find("outer host GenuineIntel family 6 model 207 stepping 2, Linux 6.18.44, 16 CPUs, KVM PVM"),
+              std::string::npos)
+        << marked.out;
+  } else {
+    EXPECT_EQ(host.at("emulated"), false) << host;
+    EXPECT_TRUE(host.at("outer").is_null()) << host;
+    EXPECT_NE(host.value("outer_ignored", "").find("LOCKVISOR_OUTER_HOST is set, but"), std::string::npos) << host;
+    EXPECT_EQ(marked.out.find("EMULATED"), std::string::npos) << marked.out;
+  }
+  std::filesystem::remove(json);
+  const auto unmarked = lockvisor_env("-u LOCKVISOR_OUTER_HOST", run);
+  ASSERT_EQ(unmarked.exit_code, 0) << unmarked.err << unmarked.out;
+  const auto plain = read_json(json)["host"];
+  EXPECT_EQ(plain.at("emulated"), false) << plain;
+  EXPECT_FALSE(plain.contains("outer_ignored")) << plain;
+  EXPECT_EQ(unmarked.out.find("EMULATED"), std::string::npos) << unmarked.out;
 }
 
 TEST(CliKvm, GuestLockbenchJsonHasEveryKey) {

@@ -106,13 +106,13 @@ std::vector<UsageCommand> usage_commands() {
        "[ $rc -le 1 ] && grep -q \"^trace-check: pvbounded, T = 1000 us\" check.txt"},
       {"lockvisor run --kernel FILE [options]", "run_kernel", false,
        "head -c 4096 /dev/zero > notakernel; out=$($LV run --kernel notakernel --vcpus 2 --workload futex-hash 2>&1); "
-       "rc=$?; echo \"$out\"; [ $rc -eq 2 ] && if [ -d /sys/module/kvm_pvm ]; then "
+       "rc=$?; echo \"$out\"; [ $rc -eq 2 ] && if $LV doctor 2>/dev/null | grep -q \"^KVM kind *: PVM\"; then "
        "echo \"$out\" | grep -q \"cannot run on this PVM host\"; else echo \"$out\" | grep -q \"not a Linux bzImage\"; fi"},
       // The Linux case group, likewise without booting: on PVM refused as
       // such; elsewhere its one case that boots nothing runs.
       {"lockvisor conformance --linux KERNEL [--linux-cloud K]", "conformance_linux", false,
        "head -c 4096 /dev/zero > notakernel; out=$($LV conformance --linux notakernel --filter truncated 2>&1); "
-       "rc=$?; echo \"$out\"; if [ -d /sys/module/kvm_pvm ]; then [ $rc -eq 2 ] && "
+       "rc=$?; echo \"$out\"; if $LV doctor 2>/dev/null | grep -q \"^KVM kind *: PVM\"; then [ $rc -eq 2 ] && "
        "echo \"$out\" | grep -q \"cannot run on this PVM host\"; else [ $rc -eq 0 ] && "
        "echo \"$out\" | grep -q \"PASS truncated-kernel-refused\"; fi"},
       {"lockvisor locks", "locks", false, "$LV locks"},

@@ -53,7 +53,8 @@ TEST(LinuxConformanceCases, TheSixCasesInOrder) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"pv-4-on-1-kicks-and-halts", "tas-when-pv-unhalt-hidden",
                                              "native-with-realtime-hint", "cloud-kernel-every-cpu-online",
-                                             "truncated-kernel-refused", "never-reaches-init-times-out"}));
+                                             "truncated-kernel-refused", "never-reaches-init-times-out",
+                                             "unmountable-root-is-a-kernel-panic"}));
 }
 
 TEST(LinuxConformanceCases, WhatEachCaseRuns) {
@@ -76,6 +77,20 @@ TEST(LinuxConformanceCases, WhatEachCaseRuns) {
   EXPECT_TRUE(has_args(never, {"--append", "rdinit=/nonexistent panic=0", "--timeout", "20"}));
   EXPECT_EQ(never.expected_exit, 4);
   EXPECT_FALSE(never.check);
+  const auto& panic = find_case(cases, "unmountable-root-is-a-kernel-panic");
+  EXPECT_TRUE(has_args(panic, {"--append", "rdinit=/nonexistent", "--timeout", "60"}));
+  EXPECT_EQ(panic.expected_exit, 3);
+  ASSERT_TRUE(panic.check);
+  // Its check reads the outcome's name and the panic line of the report.
+  const json panicked = {{"outcome", "kernel-panic"},
+                         {"vm", {{"reason", "Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)"}}},
+                         {"linux", {{"kernel_end", {{"kind", "kernel-panic"},
+                                                    {"line", "Kernel panic - not syncing: VFS: Unable to mount root fs on "
+                                                             "unknown-block(0,0)"}}}}}};
+  EXPECT_FALSE(panic.check(panicked));
+  json reset = panicked;
+  reset["outcome"] = "completed";
+  EXPECT_TRUE(panic.check(reset));
 }
 
 // Without --linux-cloud the cloud case is not applicable: reported so,
@@ -223,7 +238,7 @@ TEST_F(LinuxConformanceCommand, BadPathsAreOneLineBeforeAnythingRuns) {
   expect_one_line_error(lockvisor("conformance --linux " + dir_.string()), "is a directory");
   std::ofstream(dir_ / "empty");
   expect_one_line_error(lockvisor("conformance --linux " + (dir_ / "empty").string()), "empty");
-  expect_one_line_error(lockvisor("conformance --linux ''"), "--linux: no file given");
+  expect_one_line_error(lockvisor("conformance --linux ''"), "--linux: the value is empty");
   expect_one_line_error(lockvisor("conformance --linux " + not_a_kernel_ + " --linux-cloud /nonexistent/cloud"),
                         "--linux-cloud /nonexistent/cloud");
 }
@@ -241,7 +256,8 @@ TEST_F(LinuxConformanceCommand, ListsTheLinuxCases) {
   const auto o = lockvisor("conformance --linux " + not_a_kernel_ + " --list");
   EXPECT_EQ(o.exit_code, 0) << o.output;
   for (const auto& c : linux_cases(kKernels)) EXPECT_NE(o.output.find(c.name + " "), std::string::npos) << o.output;
-  EXPECT_EQ(std::count(o.output.begin(), o.output.end(), '\n'), 6) << o.output;
+  EXPECT_EQ(std::count(o.output.begin(), o.output.end(), '\n'), static_cast<std::ptrdiff_t>(linux_cases(kKernels).size()))
+      << o.output;
   // And not the freestanding ones.
   EXPECT_EQ(o.output.find("pingpong"), std::string::npos) << o.output;
 }

@@ -437,6 +437,37 @@ expect = "a>b"
   // A lab directory from before the measurement says so instead of guessing.
   const nlohmann::json old_manifest = {{"machine", nlohmann::json::object()}, {"repeats", 2}};
   EXPECT_NE(report_markdown(s, summary, old_manifest, "").find("Exit costs were not measured"), std::string::npos);
+  EXPECT_EQ(md.find("EMULATED"), std::string::npos) << "not made in the nested machine\n" << md;
+}
+
+// A lab made inside tools/nested-kvm says so at the top of report.md and
+// summary.md, names the outer host beside the emulated CPU, and warns that
+// only ratios within the run mean anything.
+TEST(LabReport, AnEmulatedLabSaysSoAndNamesTheOuterHost) {
+  const auto s = parse_scenario(kTwoAxes, "t");
+  const auto summary = summarize(s, completed_records(s, [](const Point&) { return 1.0; }), 2);
+  const nlohmann::json machine = {
+      {"cpu_vendor", "AuthenticAMD"}, {"cpu_family", "23"}, {"cpu_model", "1"}, {"cpu_stepping", "2"},
+      {"kernel", "6.1.0-57-amd64"},   {"kvm", "SVM"},       {"emulated", true},
+      {"outer", {{"cpu_vendor", "AuthenticAMD"}, {"cpu_family", "26"}, {"cpu_model", "2"}, {"cpu_stepping", "1"},
+                 {"kernel", "6.18.44"}, {"cpus", "2"}, {"kvm", "none"}}}};
+  const nlohmann::json manifest = {{"machine", machine}, {"repeats", 2}};
+  const auto md = report_markdown(s, summary, manifest, "no plots");
+  const std::string outer = "AuthenticAMD family 26 model 2 stepping 1, Linux 6.18.44, 2 CPUs, KVM none";
+  const auto warning = md.find("**EMULATED (nested): made inside tools/nested-kvm");
+  ASSERT_NE(warning, std::string::npos) << md;
+  EXPECT_LT(warning, md.find("## ")) << "the warning comes before the first section\n" << md;
+  EXPECT_NE(md.find("only ratios within this run mean anything", warning), std::string::npos) << md;
+  EXPECT_NE(md.find("Host: AuthenticAMD family 23 model 1 stepping 2, Linux 6.1.0-57-amd64, KVM SVM. That is the "
+                    "nested machine's emulated CPU, not hardware; the outer host is " + outer),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- Emulated: yes, inside tools/nested-kvm (QEMU TCG); outer host: " + outer), std::string::npos)
+      << md;
+  const auto note = with_emulation_note("# Lab summary: t\n\ntext\n", machine);
+  EXPECT_EQ(note.rfind("# Lab summary: t\n\n**EMULATED (nested): ", 0), 0u) << note;
+  EXPECT_NE(note.find(".**\n\ntext\n"), std::string::npos) << note;
+  EXPECT_EQ(with_emulation_note("# t\n\ntext\n", {{"emulated", false}}), "# t\n\ntext\n");
 }
 
 TEST(LabScenario, BadGoalTablesAreOneLineErrors) {

@@ -98,5 +98,60 @@ TEST(LinuxConsole, TheSerialBudgetEndsAFloodingGuest) {
   EXPECT_NE(t.vcpu.errors[0].find("--max-serial-bytes"), std::string::npos);
 }
 
+// How a crashed kernel ended, from the console the run kept: the panic line
+// names the outcome, not the reset that follows it (panic=-1).
+constexpr std::string_view kPortReset = "the guest reset the machine (port 0xcf9)";
+
+TEST(KernelEnd, APanicIsNamedByItsLineWithoutTheTimestamp) {
+  Bench t;
+  ASSERT_TRUE(t.type("[    0.9] Run /init as init process\r\n"
+                     "[    1.2] VFS: Cannot open root device \"(null)\" or unknown-block(0,0): error -6\r\n"
+                     "[    1.3] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)\r\n"
+                     "[    1.4] Kernel Offset: disabled\r\n"));
+  const auto end = kernel_end(t.console.kept_lines(), kPortReset);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->kind, KernelEndKind::kPanic);
+  EXPECT_STREQ(kernel_end_name(end->kind), "kernel-panic");
+  EXPECT_EQ(end->line, "Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)");
+}
+
+TEST(KernelEnd, AnInitKilledByAnOopsIsItsOwnOutcome) {
+  const std::vector<std::string> lines = {
+      "[    2.0] BUG: kernel NULL pointer dereference, address: 0000000000000000",
+      "[    2.0] Oops: 0002 [#1] PREEMPT SMP NOPTI",
+      "[    2.1] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000009",
+  };
+  const auto end = kernel_end(lines, kPortReset);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->kind, KernelEndKind::kInitKilled);
+  EXPECT_STREQ(kernel_end_name(end->kind), "init-killed");
+  EXPECT_EQ(end->line, "Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000009");
+}
+
+TEST(KernelEnd, ATripleFaultWithoutAPanicNamesTheLastOops) {
+  const std::string reason(RunControl::kShutdownResetReason);
+  const auto bare = kernel_end({"[    0.1] smpboot: CPU0: AMD EPYC"}, reason);
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->kind, KernelEndKind::kTripleFault);
+  EXPECT_STREQ(kernel_end_name(bare->kind), "triple-fault");
+  EXPECT_NE(bare->line.find("KVM_EXIT_SHUTDOWN"), std::string::npos) << bare->line;
+  const auto oops = kernel_end({"[    0.2] BUG: unable to handle page fault for address: ffff", "[    0.2] Oops: 0000 [#1]"},
+                               reason);
+  ASSERT_TRUE(oops.has_value());
+  EXPECT_EQ(oops->kind, KernelEndKind::kTripleFault);
+  EXPECT_EQ(oops->line, "Oops: 0000 [#1]");
+  // A panic before the triple fault (a reset by reboot=t) is the panic.
+  const auto panic = kernel_end({"[    3.0] Kernel panic - not syncing: Fatal exception"}, reason);
+  ASSERT_TRUE(panic.has_value());
+  EXPECT_EQ(panic->kind, KernelEndKind::kPanic);
+}
+
+TEST(KernelEnd, ARunWithoutACrashHasNone) {
+  const std::vector<std::string> lines = {"[    0.1] kvm-guest: PV spinlocks enabled", "[    0.5] Run /init as init process"};
+  EXPECT_FALSE(kernel_end(lines, "the guest powered off (ACPI S5)").has_value());
+  EXPECT_FALSE(kernel_end(lines, kPortReset).has_value());
+  EXPECT_FALSE(kernel_end({}, kPortReset).has_value());
+}
+
 }  // namespace
 }  // namespace lockvisor::machine

@@ -94,6 +94,26 @@ trap cleanup EXIT
 # Single-quote for sh: 'it'\''s'.
 shq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 
+# The outer host, for lockvisor inside to mark its results as emulated and
+# name the real machine (vmm/host/emulation.h; it believes the variable only
+# on QEMU's emulated CPU). Passed on like every LOCKVISOR_* variable.
+cpuinfo_field() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo | head -n 1; }
+outer_kvm=none
+if [ -r "${LOCKVISOR_KVM_DEVICE:-/dev/kvm}" ] && [ -w "${LOCKVISOR_KVM_DEVICE:-/dev/kvm}" ]; then
+	if [ -d /sys/module/kvm_pvm ]; then
+		outer_kvm=PVM
+	elif grep -q -m 1 -w vmx /proc/cpuinfo; then
+		outer_kvm=VMX
+	elif grep -q -m 1 -w svm /proc/cpuinfo; then
+		outer_kvm=SVM
+	else
+		outer_kvm=unknown
+	fi
+fi
+LOCKVISOR_OUTER_HOST="vendor=$(cpuinfo_field vendor_id);family=$(cpuinfo_field 'cpu family');model=$(cpuinfo_field model)"
+LOCKVISOR_OUTER_HOST+=";stepping=$(cpuinfo_field stepping);kernel=$(uname -r);cpus=$(nproc --all);kvm=$outer_kvm"
+export LOCKVISOR_OUTER_HOST
+
 # The per-run part of the initramfs: /init, /run.conf and /cmd.sh.
 mkdir "$tmp/rd"
 cp "$here/init.sh" "$tmp/rd/init"

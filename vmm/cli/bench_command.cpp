@@ -22,6 +22,7 @@
 #include "vmm/native/native_runner.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/emulation.h"
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/kvm/startup_floor.h"
 #include "vmm/machine/machine.h"
@@ -278,7 +279,9 @@ int bench_all(const BenchOptions& o) {
   nlohmann::json out;
   out["kvm"] = kvm::backend_name(kvm::detect_backend());
   out["settings"] = report::settings_json(machine::MachineConfig{});  // bench runs with the defaults
+  out["host"] = host::emulation_json(host::emulation());
   fmt::print("lockvisor bench on KVM {}, {} host CPUs\n", out["kvm"].get<std::string>(), host::host_cpu_count());
+  host::print_emulation_warning(stdout);
   if (o.startup_only) {
     startup_bench(image, o, out);
     if (json) report::write_json_file(*json, out);

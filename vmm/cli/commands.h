@@ -26,6 +26,8 @@ Action add_linux_command(CLI::App& app);
 // Parses a `lockvisor run` argument list (without "run") and checks it as
 // run would, without running anything: throws a usage lockvisor::Error
 // with the one-line reason. The lab checks every point with it up front.
+// Without host_checks it leaves out what depends on the host's KVM (a Linux
+// guest refused on PVM): a lab's --dry-run lists its points on any host.
 // Returns what it found out about the run.
 struct CheckedRun {
   std::string workload, lock;  // lock: empty for a workload without one
@@ -33,7 +35,7 @@ struct CheckedRun {
   double timeout_s = 0;        // the watchdog it will have (0: none)
   bool native = false;
 };
-CheckedRun check_run_arguments(std::vector<std::string> args);
+CheckedRun check_run_arguments(std::vector<std::string> args, bool host_checks = true);
 
 // Several VMs side by side (multi_vm_command.cpp). `run` is the parsed `run`
 // subcommand: its options outside any --vm apply to every VM.

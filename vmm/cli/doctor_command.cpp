@@ -61,8 +61,14 @@ int doctor() {
              host::format_cpu_list(host::allowed_cpus()));
   fmt::print("CPU model      : {}\n", cpu_model());
   print_numa_line();
-  fmt::print("KVM kind       : {}{}\n", kvm::backend_name(backend),
-             backend == kvm::Backend::kPvm ? " (software PVM: guest CPL0 emulated, vmcall never completes)" : "");
+  std::string kind_note;
+  if (backend == kvm::Backend::kPvm)
+    kind_note = " (software PVM: guest CPL0 emulated, vmcall never completes)";
+  else if (backend == kvm::Backend::kNone)
+    kind_note = kvm::kernel_is_pvm_guest()
+                    ? " (no usable KVM device; this kernel has kvm_pvm loaded without one: it is itself a PVM guest)"
+                    : " (no usable KVM device)";
+  fmt::print("KVM kind       : {}{}\n", kvm::backend_name(backend), kind_note);
   const std::string device = kvm::kvm_device_path();
   std::optional<kvm::KvmSystem> system;
   try {

@@ -118,8 +118,8 @@ std::optional<double> seconds_to_init(const PreparedLinuxGuest& guest, std::chro
 
 nlohmann::json linux_report_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
                                  const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
-                                 nlohmann::json run_json, const std::string& kvm_kind,
-                                 std::chrono::steady_clock::time_point origin) {
+                                 const std::optional<machine::KernelEnd>& crash, nlohmann::json run_json,
+                                 const std::string& kvm_kind, std::chrono::steady_clock::time_point origin) {
   nlohmann::json j = linux_guest::init_report_json(report);
   nlohmann::json lx = nlohmann::json::object();
   for (const char* key : {"guest_spinlock_log", "guest_init"}) {
@@ -137,8 +137,11 @@ nlohmann::json linux_report_json(const PreparedLinuxGuest& guest, const linux_gu
   lx["guest_spinlock_line"] = spinlock.line;
   lx["guest_spinlock_why"] = spinlock.why;
   lx["kernel_lines"] = result.kernel_lines;
+  lx["kernel_end"] = crash ? nlohmann::json{{"kind", machine::kernel_end_name(crash->kind)}, {"line", crash->line}}
+                           : nlohmann::json(nullptr);
   j["linux"] = std::move(lx);
 
+  j["outcome"] = linux_outcome_name(result, crash);
   j["mode"] = "linux";
   j["lock"] = spinlock.policy;
   j["vcpus"] = result.vcpus.size();
@@ -198,11 +201,24 @@ void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::Ini
              report::kvm_stat_sum(result, "hypercalls"), report::kvm_stat_sum(result, "directed_yield_attempted"));
 }
 
+std::optional<machine::KernelEnd> take_kernel_end(machine::RunResult& result) {
+  // A watchdog, a signal or a fault decided the end before any crash did.
+  if (result.outcome != machine::Outcome::kCompleted) return std::nullopt;
+  auto crash = machine::kernel_end(result.kernel_lines, result.reason);
+  if (crash) {
+    result.outcome = machine::Outcome::kGuestFault;
+    result.reason = crash->line;
+  }
+  return crash;
+}
+
+std::string linux_outcome_name(const machine::RunResult& result, const std::optional<machine::KernelEnd>& crash) {
+  return crash ? machine::kernel_end_name(crash->kind) : machine::outcome_name(result.outcome);
+}
+
 int linux_exit_code(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
                     const machine::RunResult& result) {
   if (result.outcome != machine::Outcome::kCompleted) return 0;
-  for (const auto& line : result.kernel_lines)
-    if (line.find("Kernel panic") != std::string::npos) return machine::exit_code(machine::Outcome::kGuestFault);
   if (!guest.own_init()) return 0;
   if (!report.exit_status) return machine::exit_code(machine::Outcome::kGuestFault);
   if (*report.exit_status != 0) return machine::exit_code(machine::Outcome::kGuestFailed);

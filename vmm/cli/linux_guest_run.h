@@ -14,6 +14,7 @@
 
 #include "vmm/linuxinit/init_report.h"
 #include "vmm/linuxinit/kernel_spinlock.h"
+#include "vmm/machine/linux_console.h"
 #include "vmm/machine/linux_guest.h"
 #include "vmm/machine/machine_config.h"
 #include "vmm/machine/run_result.h"
@@ -99,10 +100,12 @@ class PreparedLinuxGuest {
 // it came from, what was asked for, the command line, time to init, the
 // init's own record; `vm` is the run report (report::run_to_json) and
 // `settings` its settings.
+// `outcome` is the run's outcome name, or the crash's (take_kernel_end) with
+// `linux.kernel_end` {kind, line} (null when the kernel did not crash).
 nlohmann::json linux_report_json(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
                                  const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
-                                 nlohmann::json run_json, const std::string& kvm_kind,
-                                 std::chrono::steady_clock::time_point origin);
+                                 const std::optional<machine::KernelEnd>& crash, nlohmann::json run_json,
+                                 const std::string& kvm_kind, std::chrono::steady_clock::time_point origin);
 // What the init reported, for people: the kernel's choice (and what was
 // asked for, when it differs), the CPUs online, the workload's rate, the
 // init's errors.
@@ -112,6 +115,12 @@ void print_init_lines(const linux_guest::InitReport& report, const linuxboot::Ke
 void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
                          const linuxboot::KernelSpinlock& spinlock, const machine::RunResult& result,
                          std::chrono::steady_clock::time_point origin);
+// A run that ended because the kernel crashed (machine::kernel_end: a panic,
+// init killed, a triple fault) becomes a guest fault whose reason is the
+// panic line; returns the crash, for the outcome line and the JSON.
+std::optional<machine::KernelEnd> take_kernel_end(machine::RunResult& result);
+// The outcome's name on the outcome line and in the JSON: the crash's, else the run's.
+std::string linux_outcome_name(const machine::RunResult& result, const std::optional<machine::KernelEnd>& crash);
 // The exit code the Linux half adds (0 when it adds nothing): the init
 // reported a failure (1), or lockvisor's init never finished (3: nothing
 // usable was measured).

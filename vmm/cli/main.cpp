@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "vmm/cli/commands.h"
+#include "vmm/cli/option_checks.h"
 #include "vmm/machine/machine.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/native/native_runner.h"
@@ -134,6 +135,7 @@ int run_command_line(int argc, char** argv) {
 
   try {
     machine::throw_if_stop_signalled();
+    cli::refuse_empty_values(app);
     for (auto& [command, action] : actions)
       if (command->parsed()) return action();
   } catch (const machine::Interrupted& e) {

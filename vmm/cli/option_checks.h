@@ -2,7 +2,8 @@
 // CLI11 converts it. CLI11's own conversion is not enough: it reads unsigned
 // options with strtoull, which turns "-5" into 2^64 - 5 and "010" into 8, and
 // it accepts "nan", "inf" and 1e300 for floating-point ones. Each range is
-// shown in --help after the option's type.
+// shown in --help after the option's type. Also the one check every
+// command's options get after parsing: no value may be empty.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <charconv>
@@ -13,6 +14,8 @@
 #include <string>
 
 #include <fmt/format.h>
+
+#include "vmm/util/error.h"
 
 namespace lockvisor::cli {
 
@@ -53,6 +56,21 @@ inline CLI::Validator seconds_in(double min, double max, bool zero_allowed = fal
         return {};
       },
       fmt::format("{}{}..{} s", zero_allowed ? "0 or " : "", min, max));
+}
+
+// Refuses an option or positional given an empty value, in `app` and the
+// subcommands parsed under it (a usage lockvisor::Error naming it). No
+// option has a meaning for "": it is what `--json "$OUT"` passes when OUT is
+// unset, and taken as given it would mean "write nothing" or "the default"
+// without a word. Flags take no value and are not looked at.
+inline void refuse_empty_values(const CLI::App& app) {
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_type_size_max() == 0 || option->count() == 0) continue;
+    for (const auto& value : option->results())
+      if (value.empty())
+        fail("{}: the value is empty (an unset shell variable?); give one", option->get_name());
+  }
+  for (const CLI::App* command : app.get_subcommands()) refuse_empty_values(*command);
 }
 
 }  // namespace lockvisor::cli

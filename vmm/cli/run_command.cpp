@@ -18,6 +18,7 @@
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/emulation.h"
 #include "vmm/inject/inject_spec.h"
 #include "vmm/inject/injector.h"
 #include "vmm/kvm/kvm_system.h"
@@ -78,6 +79,7 @@ int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
   fmt::print("lockvisor run --native: {} {} on {} host threads, CPUs {} ({})\n", o.lock.w.lock, o.workload, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin);
+  host::print_emulation_warning(stdout);
   std::fflush(stdout);
   std::vector<native::NativeThreadUsage> usage;
   std::optional<multivm::HostHogs> hogs;
@@ -226,6 +228,9 @@ struct RunEnding {
   std::function<nlohmann::json()> json_document;
   // What only this kind of guest reports, printed after the run table.
   std::function<void()> print_summary;
+  // The outcome line's name: the machine's outcome, or what the guest's own
+  // console says ended it (a Linux kernel's panic).
+  std::string outcome_name;
   bool first_exit = true;  // the times line gives the first exit's too
 };
 
@@ -250,7 +255,7 @@ int finish_vm_run(const RunOptions& o, const machine::RunResult& result, int cod
   }
   TraceOutcome traced;
   if (timeline) traced = write_trace_file(o, *timeline, *trace_file, window, result.outcome, code);
-  fmt::print("outcome: {}{}{} (exit code {}): {}\n", machine::outcome_name(result.outcome),
+  fmt::print("outcome: {}{}{} (exit code {}): {}\n", ending.outcome_name,
              json_error ? ", --json not written" : "", traced.error ? ", --trace not written" : "", code, result.reason);
   for (const auto& line : result.details) fmt::print("  {}\n", line);
   fmt::print("wall {:.3f} s, first guest entry after {:.1f} ms{}\n", result.wall_seconds,
@@ -293,21 +298,24 @@ int run_linux(RunOptions& o, CheckedOptions& checked, const std::optional<Output
              lx.guest_lock, o.workload, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin, kvm_kind);
+  host::print_emulation_warning(stdout);
   std::fflush(stdout);
   nlohmann::json extras;
   auto result = run_vm(vm, o, origin, extras);
+  const auto crash = take_kernel_end(result);
   const auto report = guest.init_report();
   const auto spinlock = guest.kernel_spinlock(report);
   int code = machine::exit_code(result.outcome);
   if (code == 0) code = linux_exit_code(guest, report, result);
   const RunEnding ending{
       [&] {
-        auto doc = linux_report_json(guest, report, spinlock, result, report::run_to_json(result, config), kvm_kind,
-                                     origin);
+        auto doc = linux_report_json(guest, report, spinlock, result, crash, report::run_to_json(result, config),
+                                     kvm_kind, origin);
         doc.update(extras);
         return doc;
       },
       [&] { print_linux_summary(guest, report, spinlock, result, origin); },
+      linux_outcome_name(result, crash),
       false};
   return finish_vm_run(o, result, code, ending, json, timeline, trace_file, window, extras);
 }
@@ -350,6 +358,7 @@ int run(RunOptions& o) {
              args.empty() ? "defaults" : args, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
              config.pcpus.empty() ? "unpinned" : o.machine.pin, o.machine.kick, kvm_kind);
+  host::print_emulation_warning(stdout);
   if (config.vnuma)
     fmt::print("virtual NUMA: {} nodes, {} (vCPUs@host CPUs{}); remote handoff cost: {}\n", config.vnuma->nodes(),
                machine::format_vnuma(*config.vnuma),
@@ -388,7 +397,8 @@ int run(RunOptions& o) {
           fmt::print("pingpong: {} hand-offs in {:.3f} s (guest clock): {:.1f} us per hand-off\n", pingpong->handoffs,
                      pingpong->seconds, pingpong->us_per_handoff);
         if (lock_report) lockstat::print_summary(lock_report->run, lock_report->metrics, stdout);
-      }};
+      },
+      std::string(machine::outcome_name(result.outcome))};
   return finish_vm_run(o, result, code, ending, json, timeline, trace_file, window, extras);
 }
 

@@ -8,6 +8,7 @@
 #include "locks/pvbounded_tuning.h"
 #include "locks/registry.h"
 #include "vmm/cli/commands.h"
+#include "vmm/cli/option_checks.h"
 #include "vmm/cli/setting_options.h"
 #include "vmm/experiment/run_settings.h"
 #include "vmm/host/cpu_set.h"
@@ -103,7 +104,7 @@ bool is_freestanding_workload(const std::string& w) {
 CheckedOptions validate_linux_run(RunOptions& o) {
   auto& config = o.machine.config;
   // First, before any file is read: PVM runs no ordinary kernel.
-  machine::refuse_linux_on_pvm();
+  if (o.host_checks) machine::refuse_linux_on_pvm();
   const CLI::App& cmd = *o.command;
   if (o.lock.native) fail("--kernel: not with --native (a kernel needs a VM)");
   if (config.vnuma) fail("--vnuma: a Linux guest is not told the topology (lockvisor writes no SRAT); not with --kernel");
@@ -256,9 +257,10 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& optio
 }
 
 
-CheckedRun check_run_arguments(std::vector<std::string> args) {
+CheckedRun check_run_arguments(std::vector<std::string> args, bool host_checks) {
   CLI::App app;
   auto options = std::make_shared<RunOptions>();
+  options->host_checks = host_checks;
   add_run_options(app.add_subcommand("run"), options);
   args.insert(args.begin(), "run");
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector last argument first
@@ -267,6 +269,7 @@ CheckedRun check_run_arguments(std::vector<std::string> args) {
   } catch (const CLI::ParseError& e) {
     fail("{}", e.what());
   }
+  refuse_empty_values(app);
   auto& o = *options;
   if (!o.vms.empty()) {
     plan_vms(*o.command, o.vms);  // each VM's arguments, checked by validate_run

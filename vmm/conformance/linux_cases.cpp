@@ -31,6 +31,8 @@ constexpr ReportKey kHypercalls{"hypercalls", "/kvm_totals/hypercalls"};
 constexpr ReportKey kOpsPerSec{"ops_per_sec", "/ops_per_sec"};
 constexpr ReportKey kSettings{"settings", "/settings"};
 constexpr ReportKey kReason{"reason", "/vm/reason"};
+constexpr ReportKey kOutcome{"outcome", "/outcome"};
+constexpr ReportKey kKernelEndLine{"kernel_end", "/linux/kernel_end/line"};
 // What a failure reason and a PASS line show, in this order.
 constexpr const ReportKey* kFigures[] = {&kGuestSpinlock, &kCpusOnline, &kHaltExits, &kHypercalls, &kOpsPerSec};
 
@@ -63,6 +65,12 @@ class ReportExpect {
     const json v = read(report_, key);
     if (!v.is_number_integer() || v.get<std::int64_t>() != expected)
       fail_with(fmt::format("{}: expected {}, reported {}", key.name, expected, figure_text(v)));
+    return *this;
+  }
+  ReportExpect& has(const ReportKey& key, std::string_view part) {
+    const json v = read(report_, key);
+    if (!v.is_string() || v.get<std::string>().find(part) == std::string::npos)
+      fail_with(fmt::format("{}: expected to contain '{}', reported {}", key.name, part, figure_text(v)));
     return *this;
   }
   ReportExpect& positive(const ReportKey& key) {
@@ -163,6 +171,19 @@ std::vector<LinuxCase> linux_cases(const LinuxKernels& k) {
                    .args = {"--kernel", kernel, "--vcpus", "1", "--append", "rdinit=/nonexistent panic=0", "--timeout",
                             "20"},
                    .expected_exit = machine::exit_code(machine::Outcome::kTimeout)});
+  // No initramfs init and no root= to mount: the kernel panics and (panic=-1)
+  // resets; the outcome is the panic, named by its line.
+  cases.push_back({.name = "unmountable-root-is-a-kernel-panic",
+                   .summary = "a kernel that cannot mount its root panics: outcome kernel-panic (exit 3), its line",
+                   .args = {"--kernel", kernel, "--vcpus", "1", "--append", "rdinit=/nonexistent", "--timeout", "60"},
+                   .expected_exit = machine::exit_code(machine::Outcome::kGuestFault),
+                   .check = [](const json& r) {
+                     return ReportExpect(r)
+                         .is(kOutcome, "kernel-panic")
+                         .has(kKernelEndLine, "Kernel panic - not syncing: VFS: Unable to mount root fs")
+                         .has(kReason, "Kernel panic - not syncing")
+                         .done();
+                   }});
   return cases;
 }
 

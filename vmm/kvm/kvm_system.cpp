@@ -21,12 +21,16 @@ const char* backend_name(Backend backend) {
     case Backend::kPvm: return "PVM";
     case Backend::kVmx: return "VMX";
     case Backend::kSvm: return "SVM";
+    case Backend::kNone: return "none";
     case Backend::kUnknown: break;
   }
   return "unknown";
 }
 
-Backend detect_backend() {
+namespace {
+
+// The KVM this kernel is built for, from its modules and CPU flags alone.
+Backend kernel_flavour() {
   if (std::filesystem::exists("/sys/module/kvm_pvm")) return Backend::kPvm;
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
@@ -43,6 +47,21 @@ Backend detect_backend() {
   return Backend::kUnknown;
 }
 
+}  // namespace
+
+Backend detect_backend() {
+  try {
+    KvmSystem::open();
+  } catch (const Error&) {
+    return Backend::kNone;
+  }
+  return kernel_flavour();
+}
+
+bool kernel_is_pvm_guest() {
+  return std::filesystem::exists("/sys/module/kvm_pvm") && !std::filesystem::exists(kDefaultKvmDevice);
+}
+
 std::string kvm_device_path() {
   const char* path = std::getenv(kKvmDeviceVariable);
   return path != nullptr && *path != '\0' ? path : kDefaultKvmDevice;
@@ -55,9 +74,14 @@ KvmSystem KvmSystem::open(const std::string& path) {
   UniqueFd fd(raw);
   if (!fd.valid()) {
     const int err = errno;
+    // A kernel that is itself a PVM guest has kvm_pvm loaded and no device:
+    // loading a module does not help there, the nested machine does.
     if (err == ENOENT)
-      fail_host("no usable KVM at {}: {} (load kvm_intel, kvm_amd or kvm_pvm, or name the KVM device in {})", path,
-                std::strerror(err), kKvmDeviceVariable);
+      fail_host("no usable KVM at {}: {} ({}, or name the KVM device in {})", path, std::strerror(err),
+                kernel_is_pvm_guest()
+                    ? "this kernel is a PVM guest without a KVM of its own: run lockvisor in tools/nested-kvm/run.sh"
+                    : "load kvm_intel, kvm_amd or kvm_pvm",
+                kKvmDeviceVariable);
     if (err == EACCES || err == EPERM)
       fail_host("no usable KVM at {}: {} (run as root or join the group that owns it)", path, std::strerror(err));
     fail_host("no usable KVM at {}: {}", path, std::strerror(err));

@@ -13,9 +13,18 @@ namespace lockvisor::kvm {
 // How the host implements KVM. It decides what runs fast (see
 // docs/design.md): on PVM, guest CPL0 code is emulated instruction by
 // instruction and `vmcall` never completes; on VMX/SVM both run natively.
-enum class Backend { kPvm, kVmx, kSvm, kUnknown };
+// kNone: there is no usable KVM device (kvm_device_path() does not open as
+// one), whatever modules the kernel has.
+enum class Backend { kPvm, kVmx, kSvm, kUnknown, kNone };
 const char* backend_name(Backend backend);
+// The host's KVM kind, as every report names it: kNone unless the KVM device
+// opens (KvmSystem::open); then from the kernel's modules and CPU flags
+// (/sys/module/kvm_pvm: PVM; the vmx/svm flag: hardware).
 Backend detect_backend();
+// Whether this kernel is itself a PVM guest: kvm_pvm is loaded but made no
+// /dev/kvm ("this kernel is itself a kvm-pvm guest; not binding"). No module
+// gives it a KVM; tools/nested-kvm does.
+bool kernel_is_pvm_guest();
 
 // The KVM device to open: $LOCKVISOR_KVM_DEVICE when set and not empty,
 // otherwise /dev/kvm.

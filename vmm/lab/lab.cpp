@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/emulation.h"
 #include "vmm/lab/platform_part.h"
 #include "vmm/lab/point_runner.h"
 #include "vmm/lab/python_script.h"
@@ -145,7 +146,7 @@ void write_outputs(const std::string& dir_text) {
   std::error_code ec;
   fs::create_directories(dir / "logs", ec);  // the scripts' logs (a copied lab may lack it)
   write_text(dir / "summary.csv", summary_csv(summary));
-  write_text(dir / "summary.md", summary_markdown(scenario, summary));
+  write_text(dir / "summary.md", with_emulation_note(summary_markdown(scenario, summary), manifest.value("machine", nlohmann::json::object())));
   // The plots: tools/lab-plot.py with Debian's python3 (matplotlib).
   std::fflush(stdout);
   const auto plotted = run_python_script(tool_script("lab-plot.py", "LOCKVISOR_LAB_PLOT"), {dir_text},
@@ -236,6 +237,7 @@ int run_lab(const LabOptions& o) {
     return 0;
   }
   prepare_out(dir, o.resume);
+  host::print_emulation_warning(stdout);
   if (!fs::exists(dir / kManifest)) {
     // What exits cost on this host, for the report's "platform's part": a
     // lab of native points only boots no VM and measures none.

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/emulation.h"
 #include "vmm/lab/host_slice.h"
 #include "vmm/lab/metrics.h"
 #include "vmm/lab/platform_part.h"
@@ -210,17 +211,27 @@ nlohmann::json machine_description() {
   } catch (const std::exception& e) {
     kvm_kind = std::string("unavailable: ") + e.what();
   }
-  return {{"cpu_vendor", cpuinfo_field("vendor_id")},
-          {"cpu_family", cpuinfo_field("cpu family")},
-          {"cpu_model", cpuinfo_field("model")},
-          {"cpu_stepping", cpuinfo_field("stepping")},
-          {"cpu_model_name", cpuinfo_field("model name")},
-          {"host_cpus", host::host_cpu_count()},
-          {"allowed_cpus", host::format_cpu_list(host::allowed_cpus())},
-          {"kernel", uts.release},
-          {"kvm", kvm_kind},
-          {"host_slice", host_slice_description()},
-          {"loadavg_at_start", loadavg()}};
+  nlohmann::json description = {{"cpu_vendor", cpuinfo_field("vendor_id")},
+                                 {"cpu_family", cpuinfo_field("cpu family")},
+                                 {"cpu_model", cpuinfo_field("model")},
+                                 {"cpu_stepping", cpuinfo_field("stepping")},
+                                 {"cpu_model_name", cpuinfo_field("model name")},
+                                 {"host_cpus", host::host_cpu_count()},
+                                 {"allowed_cpus", host::format_cpu_list(host::allowed_cpus())},
+                                 {"kernel", uts.release},
+                                 {"kvm", kvm_kind},
+                                 {"host_slice", host_slice_description()},
+                                 {"loadavg_at_start", loadavg()}};
+  description.update(host::emulation_json(host::emulation()));
+  return description;
+}
+
+std::string with_emulation_note(std::string markdown, const nlohmann::json& machine) {
+  const auto warning = host::emulation_warning(machine);
+  if (warning.empty()) return markdown;
+  const auto after_title = markdown.find("\n\n");
+  const auto at = after_title == std::string::npos ? markdown.size() : after_title + 2;
+  return markdown.insert(at, fmt::format("**{}.**\n\n", warning));
 }
 
 std::optional<double> host_slice_ns(const nlohmann::json& manifest) {
@@ -232,7 +243,7 @@ std::optional<double> host_slice_ns(const nlohmann::json& manifest) {
 std::string report_markdown(const Scenario& s, const Summary& summary, const nlohmann::json& manifest,
                             const std::string& plots_note, const std::string& timelines) {
   const auto& m = manifest.at("machine");
-  std::string out = fmt::format("# {}\n\n{}\n\n", s.title, s.description);
+  std::string out = with_emulation_note(fmt::format("# {}\n\n{}\n\n", s.title, s.description), m);
   // A modelled remote cost is no measurement: say so whatever the scenario's
   // own text says (docs/vnuma.md).
   std::string modelled;
@@ -269,6 +280,9 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
   out += fmt::format("\n## The platform's part\n\nHost: {} family {} model {} stepping {}, Linux {}, KVM {}. ",
                      m.value("cpu_vendor", "?"), m.value("cpu_family", "?"), m.value("cpu_model", "?"),
                      m.value("cpu_stepping", "?"), m.value("kernel", "?"), m.value("kvm", "?"));
+  if (m.value("emulated", false))
+    out += fmt::format("That is the nested machine's emulated CPU, not hardware; the outer host is {}. ",
+                       host::outer_host_words(m));
   if (m.contains("platform") && m.at("platform").is_object())
     out += platform_part_markdown(m.at("platform"));
   else
@@ -282,6 +296,8 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
                      m.value("cpu_stepping", "?"), m.value("cpu_model_name", "?"), m.value("host_cpus", 0),
                      m.value("allowed_cpus", "?"));
   out += fmt::format("- Host kernel: {}\n- KVM: {}\n", m.value("kernel", "?"), m.value("kvm", "?"));
+  if (m.value("emulated", false))
+    out += fmt::format("- Emulated: yes, inside tools/nested-kvm (QEMU TCG); outer host: {}\n", host::outer_host_words(m));
   out += fmt::format("- Host load average (1, 5, 15 min) when the lab started: {}\n", m.value("loadavg_at_start", "not recorded"));
   if (const auto slice = host_slice_ns(manifest)) {
     const auto& h = m.at("host_slice");

@@ -17,8 +17,14 @@
 namespace lockvisor::lab {
 
 // The machine, as the report shows it: vendor, family/model/stepping
-// (model names are masked on these hosts), kernel, KVM kind, CPUs.
+// (model names are masked on these hosts), kernel, KVM kind, CPUs, and
+// whether it is the emulated machine of tools/nested-kvm (host/emulation.h:
+// emulated, outer).
 nlohmann::json machine_description();
+// `markdown` (a document under a "# title" line) with the emulation warning
+// of `machine` (a manifest's) as a paragraph after its title, when the
+// lab ran emulated; unchanged otherwise.
+std::string with_emulation_note(std::string markdown, const nlohmann::json& machine);
 // machine.host_slice.ns of a lab's manifest (host_slice.h), if known.
 std::optional<double> host_slice_ns(const nlohmann::json& manifest);
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "locks/lock_events.h"
+#include "vmm/host/emulation.h"
 #include "vmm/lockstat/lock_metrics.h"
 #include "vmm/lockstat/saturating.h"
 #include "vmm/metrics/fairness_json.h"
@@ -88,7 +89,10 @@ nlohmann::json host_info(const std::string& kvm_kind) {
     }
   utsname uts{};
   uname(&uts);
-  return {{"kvm", kvm_kind}, {"cpu_model", model}, {"kernel", uts.release}, {"lockvisor_version", LOCKVISOR_VERSION}};
+  nlohmann::json info = {
+      {"kvm", kvm_kind}, {"cpu_model", model}, {"kernel", uts.release}, {"lockvisor_version", LOCKVISOR_VERSION}};
+  info.update(host::emulation_json(host::emulation()));
+  return info;
 }
 
 nlohmann::json to_json(const LockRun& run) {

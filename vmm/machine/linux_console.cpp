@@ -16,6 +16,30 @@ bool is_report_worthy_kernel_line(std::string_view line) {
   return false;
 }
 
+const char* kernel_end_name(KernelEndKind kind) {
+  switch (kind) {
+    case KernelEndKind::kPanic: return "kernel-panic";
+    case KernelEndKind::kInitKilled: return "init-killed";
+    case KernelEndKind::kTripleFault: return "triple-fault";
+  }
+  return "kernel-panic";
+}
+
+std::optional<KernelEnd> kernel_end(const std::vector<std::string>& kernel_lines, std::string_view reason) {
+  for (const auto& line : kernel_lines) {
+    const auto at = line.find("Kernel panic");
+    if (at == std::string::npos) continue;
+    const bool init = line.find("Attempted to kill init!", at) != std::string::npos;
+    return KernelEnd{init ? KernelEndKind::kInitKilled : KernelEndKind::kPanic, line.substr(at)};
+  }
+  if (reason != RunControl::kShutdownResetReason) return std::nullopt;
+  for (auto it = kernel_lines.rbegin(); it != kernel_lines.rend(); ++it)
+    for (std::string_view mark : {"BUG: ", "Oops"})
+      if (const auto at = it->find(mark); at != std::string::npos)
+        return KernelEnd{KernelEndKind::kTripleFault, it->substr(at)};
+  return KernelEnd{KernelEndKind::kTripleFault, "the guest's CPU triple-faulted (KVM_EXIT_SHUTDOWN)"};
+}
+
 bool LinuxConsole::put(devices::VcpuContext& vcpu, std::uint8_t byte) {
   if (auto over = control_.budget().charge_serial_bytes(1)) return vcpu.guest_error(std::move(*over));
   if (!control_.serial().put(vcpu.index(), static_cast<char>(byte))) {

@@ -54,4 +54,25 @@ class LinuxConsole {
 // Whether a kernel log line is one the report keeps.
 bool is_report_worthy_kernel_line(std::string_view line);
 
+// How a Linux kernel ended when it crashed, each its own outcome of a run
+// (exit code 3, a guest fault): a panic; a panic because init died
+// ("Attempted to kill init!": an oops in init, or init exiting); a triple
+// fault without a panic before it. The kernel resets the machine after a
+// panic (panic=-1), so the reset says nothing: the console says what
+// happened.
+enum class KernelEndKind { kPanic, kInitKilled, kTripleFault };
+// "kernel-panic", "init-killed", "triple-fault": the outcome's name.
+const char* kernel_end_name(KernelEndKind kind);
+struct KernelEnd {
+  KernelEndKind kind;
+  // The panic message from "Kernel panic" on (its timestamp cut off); for a
+  // triple fault, the last oops or BUG line, else what KVM saw.
+  std::string line;
+};
+// From the kept kernel lines (LinuxConsole::kept_lines) and the reason the
+// run ended with: the first panic line decides; without one, a run that
+// ended by a triple fault (RunControl::kShutdownResetReason) is one.
+// nullopt for every other end.
+std::optional<KernelEnd> kernel_end(const std::vector<std::string>& kernel_lines, std::string_view reason);
+
 }  // namespace lockvisor::machine

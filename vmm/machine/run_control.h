@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vmm/machine/guest_limits.h"
@@ -44,6 +45,8 @@ class RunControl {
   // A Linux guest resets the machine (reboot=t, a panic) by a triple
   // fault: for it, KVM_EXIT_SHUTDOWN ends the run like a reset. For the
   // freestanding guest it is a fault. Set before any vCPU runs.
+  // Such a run ends completed with kShutdownResetReason.
+  static constexpr std::string_view kShutdownResetReason = "the guest reset the machine (triple fault)";
   void set_shutdown_is_reset(bool yes) { shutdown_is_reset_ = yes; }
   bool shutdown_is_reset() const { return shutdown_is_reset_; }
   // A guest that asked for the end of the run (a power-off) reports its

@@ -367,7 +367,7 @@ bool VcpuRunner::handle_exit() {
       return true;
     case VcpuExit::Kind::kShutdown:
       count(ExitKind::kSystemEvent);
-      if (control_.shutdown_is_reset()) return end_run(0, "the guest reset the machine (triple fault)");
+      if (control_.shutdown_is_reset()) return end_run(0, std::string(RunControl::kShutdownResetReason));
       return guest_error("triple fault (KVM_EXIT_SHUTDOWN)");
     case VcpuExit::Kind::kSystemEvent:
       count(ExitKind::kSystemEvent);

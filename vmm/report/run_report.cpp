@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/emulation.h"
 #include "vmm/util/guest_text.h"
 #include "vmm/metrics/summary.h"
 #include "vmm/report/settings_json.h"
@@ -163,6 +164,7 @@ nlohmann::json run_to_json(const machine::RunResult& result, const machine::Mach
                      {"run", m.run * 1e3},     {"first_entry", result.seconds_to_first_entry * 1e3},
                      {"runstate_live", m.runstate_live > 0 ? nlohmann::json(m.runstate_live * 1e3) : nlohmann::json(nullptr)}};
   j["host"] = {{"kvm", result.kvm_kind}, {"tsc_khz", result.tsc_khz}};
+  j["host"].update(host::emulation_json(host::emulation()));
   j["settings"] = settings_json(config, result.kick_mode_changes);
   // Doorbell calls the hypercall table had no handler for (answered as KVM/SBI do).
   j["unknown_hypercalls"] = {{"kvm", result.unknown_kvm_hypercalls}, {"sbi", result.unknown_sbi_calls}};
