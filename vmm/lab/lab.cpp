@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -218,9 +219,14 @@ int run_lab(const LabOptions& o) {
                 {"version", LOCKVISOR_GIT_DESCRIBE},
                 {"machine", machine_description()}};
     const bool declared = !o.host_cpus.empty();
+    const char* variable = std::getenv(host::kHostCpusVariable);
     const auto host_cpus = declared ? host::parse_cpu_list(o.host_cpus) : host::usable_cpus();
     manifest["placement"] = placement_description(
-        host_cpus, declared ? "declared by --host-cpus" : "this process's affinity mask or LOCKVISOR_HOST_CPUS", {});
+        host_cpus,
+        declared                                   ? "declared by --host-cpus"
+        : variable != nullptr && *variable != '\0' ? fmt::format("declared by {}", host::kHostCpusVariable)
+                                                   : "the affinity mask lockvisor was started with",
+        {});
   }
   const auto scenario = effective_scenario(manifest);
   const auto all = expand(scenario);

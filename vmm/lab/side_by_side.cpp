@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -91,6 +92,15 @@ bool run_side_by_side(const std::vector<const Point*>& todo, const std::vector<i
     return d.movable ? got : d.cpus;
   };
 
+  // Whatever ends the loop (a stop, a record that cannot be written), the
+  // points in flight are waited for: their threads use this frame.
+  struct WaitForAll {
+    std::function<void()> wait;
+    ~WaitForAll() { wait(); }
+  } wait_for_all{[&] {
+    stopped = stopped || std::uncaught_exceptions() > 0;
+    while (!running.empty()) reap(true);
+  }};
   for (const Point* p : todo) {
     const auto demand = cpu_demand(*p, host_cpus);
     std::optional<std::vector<int>> cpus;
@@ -112,7 +122,7 @@ bool run_side_by_side(const std::vector<const Point*>& todo, const std::vector<i
     while (reap(false)) {
     }
   }
-  while (!running.empty()) reap(true);
+  wait_for_all.wait();
   return !stopped && machine::stop_signal() == 0;
 }
 
