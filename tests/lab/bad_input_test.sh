@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad scenarios, unknown axis values and a non-empty --out without --resume:
+# Bad scenarios, unknown axis values, bad host-CPU words and a non-empty --out without --resume:
 # one line on stderr and exit code 2, before anything runs.
 source "$(dirname "$0")/lab_test_common.sh"
 
@@ -38,4 +38,31 @@ grep -q "not a regular file" "$work/err" || fail "directory: $(cat "$work/err")"
 expect_usage "a scenario over 1 MiB" --scenario "$work/huge.toml" --out "$work/h"
 grep -q "larger than 1024 KiB" "$work/err" || fail "huge: $(cat "$work/err")"
 [ ! -e "$work/f" ] && [ ! -e "$work/h" ] || fail "an --out was made for an unreadable scenario"
+# Host CPUs in words: an empty or malformed --pcpus is one line and exit 2
+# before anything runs, on `run` as in a lab's --set.
+for bad in "" "bogus" "9999cpus"; do
+  set +e
+  "$LOCKVISOR" run --native --workload lockbench --lock tas --duration 0.02 --pcpus "$bad" > /dev/null 2> "$work/err"
+  code=$?
+  set -e
+  [ "$code" -eq 2 ] || fail "run --pcpus '$bad': exit code $code, not 2"
+  [ "$(wc -l < "$work/err")" -eq 1 ] || fail "run --pcpus '$bad': stderr is not one line: $(cat "$work/err")"
+  grep -q "host CPUs '$bad'" "$work/err" || fail "run --pcpus '$bad': $(cat "$work/err")"
+done
+grep -q "usable" "$work/err" || fail "a count above the usable CPUs: $(cat "$work/err")"
+expect_usage "a bad pcpus word in --set" --scenario "$work/scenario.toml" --set pcpus=bogus --dry-run
+grep -q "a fraction of the usable CPUs (1/2, 50%)" "$work/err" || fail "bad word: $(cat "$work/err")"
+expect_usage "--host-cpus without --dry-run" --scenario "$work/scenario.toml" --host-cpus 0-15 --out "$work/i"
+expect_usage "--host-cpus that is no list" --scenario "$work/scenario.toml" --host-cpus all --dry-run
+# Side by side: 1-CPU points, two at a time, each result naming its CPU.
+"$LOCKVISOR" lab --scenario "$work/scenario.toml" --set pcpus=1cpu --repeats 2 --jobs 2 --out "$work/jobs" > /dev/null
+/usr/bin/python3 - "$work/jobs" <<'PY' || fail "--jobs 2: results"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl")]
+assert len(lines) == 8, len(lines)
+assert all(l["outcome"] == "completed" and l["cpus"] in ("0", "1") for l in lines), lines
+placement = json.load(open(sys.argv[1] + "/lab.json"))["placement"]
+assert {"setting": "pcpus", "word": "1cpu", "resolved": "0"} in placement["terms"], placement
+PY
+grep -q "## Placement" "$work/jobs/report.md" || fail "report.md has no Placement section"
 echo "bad input: ok"

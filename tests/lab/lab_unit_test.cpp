@@ -28,6 +28,7 @@
 #include "vmm/lab/timelines.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/util/error.h"
+#include "tests/lab/error_of.h"
 
 namespace lockvisor::lab {
 namespace {
@@ -585,15 +586,6 @@ std::string joined(const std::vector<std::string>& args) {
   std::string text;
   for (const auto& a : args) text += a + ' ';
   return text;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // The Linux presets cannot name a kernel (it is a file of the user's

@@ -12,6 +12,8 @@
 
 #include "vmm/cli/commands.h"
 #include "vmm/cli/option_checks.h"
+#include "vmm/host/cpu_set.h"
+#include "vmm/host/host_cpus.h"
 #include "vmm/lab/lab.h"
 #include "vmm/lab/presets.h"
 #include "vmm/lab/scenario.h"
@@ -25,6 +27,8 @@ struct LabCommandOptions {
   std::string scenario;
   std::string out;
   std::string shard;
+  std::string host_cpus;
+  unsigned jobs = 0;  // 0: the default (lab.h, default_jobs)
   std::vector<std::string> sets;
   std::string kernel;
   unsigned repeats = 0;
@@ -62,7 +66,7 @@ std::string preset_names() {
   return names;
 }
 
-int lab_main(const LabCommandOptions& o) {
+int lab_main(const LabCommandOptions& o, bool host_cpus_given) {
   if (o.list) {
     for (const auto& p : lab::presets()) {
       const auto s = lab::parse_scenario(p.text, fmt::format("preset {}", p.name));
@@ -94,6 +98,14 @@ int lab_main(const LabCommandOptions& o) {
   if (!o.kernel.empty()) lab::assign(lab.overrides, "kernel", std::filesystem::absolute(o.kernel).string());
   if (o.repeats) lab.repeats = o.repeats;
   if (!o.shard.empty()) lab.shard = lab::parse_shard(o.shard);
+  if (host_cpus_given) {
+    if (!host::is_cpu_list(o.host_cpus)) fail("--host-cpus '{}': expected a CPU list (0-15)", o.host_cpus);
+    if (!o.dry_run) fail("--host-cpus plans for another host: only with --dry-run (taskset narrows this one)");
+    lab.host_cpus = host::format_cpu_list(host::parse_cpu_list(o.host_cpus));
+    // The points are checked as that host's `run` would check them.
+    ::setenv(host::kHostCpusVariable, lab.host_cpus.c_str(), 1);
+  }
+  if (o.jobs) lab.jobs = o.jobs;
   lab.out = o.out;
   lab.resume = o.resume;
   lab.dry_run = o.dry_run;
@@ -129,6 +141,13 @@ Action add_lab_command(CLI::App& app) {
                       "e.g. --set duration_s=1 --set pcpus=0-1");
   command->add_option("--kernel", o->kernel, "The Linux bzImage of the Linux presets (the same as --set kernel=FILE)");
   command->add_option("--shard", o->shard, "Run only shard I of N (I/N), a deterministic slice; combine with 'lab merge'");
+  auto* host_cpus = command->add_option(
+      "--host-cpus", o->host_cpus,
+      "Plan the host-relative placements (pcpus = all, 4cpus, 1/2 ...) for this CPU list instead of the CPUs "
+      "lockvisor may use: a dry-run of another host's lab (docs/lab.md)");
+  command->add_option("--jobs", o->jobs,
+                      "Points run side by side on disjoint host CPUs, at most N at once (default: docs/lab.md)")
+      ->transform(unsigned_in(1, 1024));
   command->add_flag("--dry-run", o->dry_run, "List the points and their run commands; run nothing");
   command->add_flag("--no-timelines", o->no_timelines,
                     "Skip the scenario's [timeline] traced runs (report.md then has no worst-wait pictures)");
@@ -138,14 +157,14 @@ Action add_lab_command(CLI::App& app) {
   merge->add_option("inputs", o->merge_inputs, "Result directories of the same scenario")->required();
   CLI::App* report = command->add_subcommand("report", "Rewrite the summaries, plots and report.md of a lab directory");
   report->add_option("dir", o->report_dir, "The lab directory")->required();
-  return [o, merge, report] {
+  return [o, merge, report, host_cpus] {
     if (merge->parsed()) return lab::merge_labs(o->merge_out, o->merge_inputs, command_line());
     if (report->parsed()) {
       lab::write_outputs(o->report_dir);
       fmt::print("lockvisor lab report: rewrote {}/summary.csv, summary.md, report.md and the plots\n", o->report_dir);
       return 0;
     }
-    return lab_main(*o);
+    return lab_main(*o, host_cpus->count() > 0);
   };
 }
 

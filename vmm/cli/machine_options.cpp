@@ -4,6 +4,7 @@
 #include "vmm/cli/option_checks.h"
 #include "vmm/cli/setting_options.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/host_cpus.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::cli {
@@ -17,7 +18,7 @@ void MachineOptions::add_to(CLI::App& command) {
       ->default_str(setting_row("vcpus").def);
   // Bounded on the text, before `memory_mib << 20` could wrap to a small size.
   add_setting(command, "memory_mib", config.memory_mib);
-  add_setting(command, "pcpus", pcpus);
+  pcpus_option = add_setting(command, "pcpus", pcpus);
   add_setting(command, "pin", pin);
   add_setting(command, "vnuma", vnuma);
   add_setting(command, "vnuma_remote_ns", config.vnuma_remote_ns);
@@ -48,7 +49,7 @@ void MachineOptions::add_to(CLI::App& command) {
 }
 
 void MachineOptions::finish() {
-  if (!pcpus.empty()) config.pcpus = host::parse_cpu_list(pcpus);
+  if (pcpus_option != nullptr && pcpus_option->count() > 0) config.pcpus = host::resolve_pcpus_option(pcpus);
   config.pin = pin == "float" ? machine::PinPolicy::kFloat : machine::PinPolicy::kSpread;
   if (!vnuma.empty()) {
     const bool pcpus_given = !config.pcpus.empty();

@@ -12,7 +12,7 @@ struct MachineOptions {
   machine::MachineConfig config;
   // The options given as text, converted in finish(); their defaults are
   // the rows' of vmm/experiment/run_settings.cpp (set when registered).
-  std::string pcpus;  // empty: all allowed CPUs
+  std::string pcpus;  // host CPUs in words (vmm/host/host_cpus.h); not given: all allowed CPUs
   std::string pin;
   std::string vnuma;  // empty: no virtual NUMA topology
   std::string kick;
@@ -32,6 +32,8 @@ struct MachineOptions {
   std::string kick_boost;
   std::string boost;
   bool no_steal_time = false;
+
+  CLI::Option* pcpus_option = nullptr;  // given-ness: `--pcpus ""` is refused, not the default
 
   void add_to(CLI::App& command);
   // Converts the string options; throws lockvisor::Error.

@@ -18,6 +18,7 @@
 #include "vmm/cli/commands.h"
 #include "vmm/experiment/run_settings.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/host_cpus.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/multivm/multi_vm_run.h"
 #include "vmm/report/run_report.h"
@@ -231,7 +232,7 @@ int run_multi_vm(const CLI::App& run, const std::vector<std::string>& specs, uns
   options.vms = plan_vms(run, specs);
   options.hogs = hogs;
   if (const auto* pcpus = run.get_option("--pcpus"); pcpus->count() > 0)
-    options.hog_cpus = host::parse_cpu_list(pcpus->results().back());
+    options.hog_cpus = host::resolve_pcpus_option(pcpus->results().back());
   // Checked before anything runs, as a single run checks it.
   std::optional<OutputFile> json;
   if (!json_path.empty()) json.emplace(json_path, "--json");

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
+#include "vmm/host/host_cpus.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::host {
@@ -75,6 +77,14 @@ std::vector<int> allowed_cpus() {
 int host_cpu_count() { return static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)); }
 
 void validate_cpus(const std::vector<int>& cpus) {
+  if (const char* declared = std::getenv(kHostCpusVariable); declared != nullptr && *declared != '\0') {
+    // A plan for another host (a dry-run): its CPUs, not this one's.
+    const auto usable = usable_cpus();
+    for (int cpu : cpus)
+      if (!std::binary_search(usable.begin(), usable.end(), cpu))
+        fail("--pcpus: CPU {} is not among the declared host CPUs ({}={})", cpu, kHostCpusVariable, declared);
+    return;
+  }
   const int count = host_cpu_count();
   const auto allowed = allowed_cpus();
   for (int cpu : cpus) {

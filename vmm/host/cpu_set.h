@@ -16,7 +16,9 @@ std::vector<int> allowed_cpus();
 // Number of CPUs the host has (configured), for error messages.
 int host_cpu_count();
 
-// Throws if a CPU does not exist or is outside this process's affinity.
+// Throws if a CPU does not exist or is outside this process's affinity (or,
+// when LOCKVISOR_HOST_CPUS declares another host's CPUs, outside those:
+// vmm/host/host_cpus.h).
 void validate_cpus(const std::vector<int>& cpus);
 
 // Restricts `thread` to `cpus`; throws on failure.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -15,11 +16,14 @@
 
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/emulation.h"
+#include "vmm/host/host_cpus.h"
+#include "vmm/lab/placement.h"
 #include "vmm/lab/platform_part.h"
 #include "vmm/lab/point_runner.h"
 #include "vmm/lab/python_script.h"
 #include "vmm/lab/lab_report.h"
 #include "vmm/lab/results_log.h"
+#include "vmm/lab/side_by_side.h"
 #include "vmm/lab/lab_summary.h"
 #include "vmm/lab/timelines.h"
 #include "vmm/machine/run_result.h"
@@ -76,10 +80,14 @@ Scenario effective_scenario(const nlohmann::json& manifest) {
   apply_overrides(s, overrides, origin);
   s.repeats = manifest.at("repeats").get<unsigned>();
   if (manifest.at("native").get<bool>()) add_native_twins(s);
+  // The CPUs the lab was planned for, whichever machine continues it (a lab
+  // from before host-relative placements: this one's).
+  const auto placement = manifest.value("placement", nlohmann::json::object());
+  s.host_cpus = placement.contains("host_cpus") ? host::parse_cpu_list(placement.at("host_cpus").get<std::string>())
+                                                : host::usable_cpus();
+  expand_sweeps(s);
   return s;
 }
-
-unsigned allowed_cpu_count() { return static_cast<unsigned>(host::allowed_cpus().size()); }
 
 std::string duration_text(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
@@ -142,7 +150,8 @@ void write_outputs(const std::string& dir_text) {
   const auto manifest = read_manifest(dir);
   const auto scenario = effective_scenario(manifest);
   const auto loaded = load_results((dir / kResults).string());
-  const auto summary = summarize(scenario, loaded.records, allowed_cpu_count(), host_slice_ns(manifest));
+  const auto summary = summarize(scenario, loaded.records, static_cast<unsigned>(scenario.host_cpus.size()),
+                                 host_slice_ns(manifest));
   std::error_code ec;
   fs::create_directories(dir / "logs", ec);  // the scripts' logs (a copied lab may lack it)
   write_text(dir / "summary.csv", summary_csv(summary));
@@ -187,6 +196,11 @@ int run_lab(const LabOptions& o) {
     if (!o.overrides.empty() && overrides_json(o.overrides) != manifest.value("overrides", nlohmann::json::array()))
       fail("--resume: {} was started with other --set/--kernel values (lab.json has them); give the same, or none",
            o.out);
+    if (!o.host_cpus.empty() &&
+        host::format_cpu_list(host::parse_cpu_list(o.host_cpus)) !=
+            manifest.value("placement", nlohmann::json::object()).value("host_cpus", std::string()))
+      fail("--resume: {} was planned for other host CPUs (lab.json placement); give the same --host-cpus, or none",
+           o.out);
     const std::string shard = o.shard ? fmt::format("{}/{}", o.shard->index, o.shard->count) : "1/1";
     if (shard != manifest.at("shard").get<std::string>())
       fail("--resume: {} is shard {}, not {}", o.out, manifest.at("shard").get<std::string>(), shard);
@@ -205,9 +219,23 @@ int run_lab(const LabOptions& o) {
                 {"command", o.command},
                 {"version", LOCKVISOR_GIT_DESCRIBE},
                 {"machine", machine_description()}};
+    const bool declared = !o.host_cpus.empty();
+    const char* variable = std::getenv(host::kHostCpusVariable);
+    const auto host_cpus = declared ? host::parse_cpu_list(o.host_cpus) : host::usable_cpus();
+    manifest["placement"] = placement_description(
+        host_cpus,
+        declared                                   ? "declared by --host-cpus"
+        : variable != nullptr && *variable != '\0' ? fmt::format("declared by {}", host::kHostCpusVariable)
+                                                   : "the affinity mask lockvisor was started with",
+        {});
   }
   const auto scenario = effective_scenario(manifest);
   const auto all = expand(scenario);
+  if (!fs::exists(dir / kManifest)) {
+    std::vector<std::vector<PlacementTerm>> terms;
+    for (const auto& p : all) terms.push_back(p.terms);
+    manifest["placement"] = placement_description(scenario.host_cpus, manifest["placement"].at("source"), terms);
+  }
   const auto points = o.shard ? shard_points(all, *o.shard) : all;
   // Every point's command line is checked before the first one runs: a bad
   // axis value is one line and exit 2 now, not a failed point an hour later.
@@ -273,25 +301,29 @@ int run_lab(const LabOptions& o) {
   Progress progress(points.size(), points.size() - todo.size());
   double spent = 0;
   std::size_t ran = 0;
-  for (const Point* p : todo) {
-    machine::throw_if_stop_signalled();
-    const auto args = run_arguments(p->settings);
-    const std::string* duration = lookup(p->settings, "duration_s");
+  const unsigned jobs = o.jobs.value_or(default_jobs(scenario.host_cpus.size()));
+  const auto run_one = [&](const Point& p, const std::vector<std::string>& args) {
+    const std::string* duration = lookup(p.settings, "duration_s");
     const double timeout = 120 + 20 * (duration ? std::stod(*duration) : 1.0);
-    const auto name = fmt::format("{:016x}", fnv1a(p->id));
-    auto run = run_point(o.lockvisor, args, (dir / ("." + name + ".json")).string(),
-                         (dir / "logs" / (name + ".log")).string(), timeout);
-    if (run.interrupted || machine::stop_signal() != 0) {
-      progress.end_line();
-      std::fflush(stdout);
-      fmt::print(stderr, "lockvisor lab: stopped; {} of {} points recorded, continue with --resume\n", done.size() + ran,
-                 points.size());
-      return machine::exit_code(machine::Outcome::kInterrupted);
-    }
-    log.append(record_of(*p, run));
+    const auto name = fmt::format("{:016x}", fnv1a(p.id));
+    return run_point(o.lockvisor, args, (dir / ("." + name + ".json")).string(),
+                     (dir / "logs" / (name + ".log")).string(), timeout);
+  };
+  const auto record = [&](const Point& p, const PointRun& run, const std::vector<int>& cpus) {
+    auto line = record_of(p, run);
+    line["cpus"] = host::format_cpu_list(cpus);
+    log.append(line);
     spent += run.wall_s;
     ++ran;
-    progress.finished(*p, run, spent / static_cast<double>(ran));
+    // Side by side, points finish about `jobs` times as often as one takes.
+    progress.finished(p, run, spent / static_cast<double>(ran) / std::min<double>(jobs, todo.size()));
+  };
+  if (!run_side_by_side(todo, scenario.host_cpus, jobs, run_one, record)) {
+    progress.end_line();
+    std::fflush(stdout);
+    fmt::print(stderr, "lockvisor lab: stopped; {} of {} points recorded, continue with --resume\n", done.size() + ran,
+               points.size());
+    return machine::exit_code(machine::Outcome::kInterrupted);
   }
   progress.end_line();
   if (o.timelines && !run_timelines(plan_timelines(scenario, points, o.out), o.out, o.lockvisor)) {
@@ -313,7 +345,9 @@ int merge_labs(const std::string& out, const std::vector<std::string>& inputs, c
     if (manifest.is_null()) {
       manifest = m;
     } else if (m.at("scenario_text") != manifest.at("scenario_text") || m.at("repeats") != manifest.at("repeats") ||
-               m.at("native") != manifest.at("native")) {
+               m.at("native") != manifest.at("native") ||
+               m.value("placement", nlohmann::json::object()).value("host_cpus", std::string()) !=
+                   manifest.value("placement", nlohmann::json::object()).value("host_cpus", std::string())) {
       fail("lab merge: {} ran another scenario than {}", in, inputs.front());
     }
     const auto loaded = load_results((fs::path(in) / kResults).string());

@@ -19,6 +19,10 @@ struct LabOptions {
   std::optional<Shard> shard;
   SettingValues overrides;    // --set NAME=VALUE and --kernel, for every point (scenario.h, apply_overrides)
   std::string out;
+  // --host-cpus LIST: plan the placements for these CPUs instead of the
+  // usable ones (vmm/host/host_cpus.h); empty: the usable ones.
+  std::string host_cpus;
+  std::optional<unsigned> jobs;  // --jobs N: points side by side (side_by_side.h); none: default_jobs
   bool resume = false;
   bool dry_run = false;       // list the points, run nothing
   bool timelines = true;      // the scenario's [timeline] traced runs (--no-timelines: none)

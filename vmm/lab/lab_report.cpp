@@ -11,6 +11,7 @@
 #include "vmm/host/emulation.h"
 #include "vmm/lab/host_slice.h"
 #include "vmm/lab/metrics.h"
+#include "vmm/lab/placement.h"
 #include "vmm/lab/platform_part.h"
 #include "vmm/kvm/kvm_system.h"
 
@@ -290,6 +291,7 @@ std::string report_markdown(const Scenario& s, const Summary& summary, const nlo
   if (!s.platform_note.empty()) out += fmt::format("\n{}\n", s.platform_note);
   out += fmt::format("\n## Plots\n\n{}\n", plots_note);
   out += timelines;
+  out += placement_markdown(manifest.value("placement", nlohmann::json()));
   out += "\n## Machine and run\n\n";
   out += fmt::format("- CPU: {} family {} model {} stepping {} (model name: {}), {} CPUs, lab used {}\n",
                      m.value("cpu_vendor", "?"), m.value("cpu_family", "?"), m.value("cpu_model", "?"),

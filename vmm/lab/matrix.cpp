@@ -2,11 +2,15 @@
 
 #include <charconv>
 
+#include "vmm/host/host_cpus.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lab {
 
-std::vector<Point> expand(const Scenario& s) {
+std::vector<Point> expand(const Scenario& scenario) {
+  Scenario s = scenario;
+  if (s.host_cpus.empty()) s.host_cpus = host::usable_cpus();
+  expand_sweeps(s);
   std::vector<Point> points;
   std::vector<std::size_t> at(s.axes.size(), 0);
   for (unsigned r = 0; r < s.repeats; ++r) {
@@ -22,6 +26,7 @@ std::vector<Point> expand(const Scenario& s) {
         p.key += (a ? "," : "") + s.axes[a].name + "=" + value.label;
         for (const auto& [name, v] : value.settings) assign(p.settings, name, v);
       }
+      p.terms = resolve_placement(p.settings, s.host_cpus);
       p.id = p.key + "#r" + std::to_string(r);
       points.push_back(std::move(p));
       // Odometer step, last axis fastest.

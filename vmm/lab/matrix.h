@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "vmm/lab/placement.h"
 #include "vmm/lab/scenario.h"
 #include "vmm/lab/settings.h"
 
@@ -24,9 +25,12 @@ struct Point {
   unsigned repeat = 0;
   std::string id;         // key + "#r" + repeat
   std::vector<std::pair<std::string, std::string>> labels;  // axis -> label
-  SettingValues settings;                                   // fixed, then each axis value's
+  SettingValues settings;                                   // fixed, then each axis value's, words resolved
+  std::vector<PlacementTerm> terms;                         // the placement words and what they became
 };
 
+// The points, with sweeps expanded and placement words resolved for
+// s.host_cpus (vmm/lab/placement.h).
 std::vector<Point> expand(const Scenario& s);
 
 // "I/N" with 1 <= I <= N: shard I of N. Throws a usage Error otherwise.

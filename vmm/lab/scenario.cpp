@@ -114,6 +114,13 @@ Axis parse_axis(const toml::table& t, const std::vector<VmSpec>& vms, const std:
       for (const auto& [key, node] : *table) {
         const std::string name(key.str());
         if (name == "label") continue;
+        if (name == "sweep") {
+          value.sweep = scalar_text(node, name, origin);
+          if (value.sweep != "cpus")
+            fail("{}: axis '{}' sweep '{}': the only sweep is \"cpus\" (1, 2, 4, ... below the usable CPUs)",
+                 where_of(node, origin), axis.name, value.sweep);
+          continue;
+        }
         if (is_vm_label(vms, name)) {
           const auto* settings = node.as_table();
           if (settings == nullptr) fail("{}: {}: expected a table of that VM's settings", where_of(node, origin), name);
@@ -125,6 +132,9 @@ Axis parse_axis(const toml::table& t, const std::vector<VmSpec>& vms, const std:
         check_setting_value(s, text, node, origin);
         assign(value.settings, s.name, text);
       }
+      if (!value.sweep.empty() && value.label.find("{n}") == std::string::npos)
+        fail("{}: axis '{}' value '{}': a sweep's label needs {{n}} (the count)", where_of(v, origin), axis.name,
+             value.label);
       if (value.settings.empty()) fail("{}: axis '{}' value '{}' sets nothing", where_of(v, origin), axis.name, value.label);
     } else {
       if (plain == nullptr)
@@ -482,14 +492,14 @@ void apply_overrides(Scenario& s, const SettingValues& overrides, const std::str
 
 Axis vm_axis(const Scenario& s) {
   Axis axis{"vm", {}};
-  for (const auto& vm : s.vms) axis.values.push_back({vm.label, vm.settings});
+  for (const auto& vm : s.vms) axis.values.push_back({vm.label, vm.settings, {}});
   return axis;
 }
 
 void add_native_twins(Scenario& s) {
   for (const auto& a : s.axes)
     if (a.name == "mode") return;  // the scenario has its own
-  Axis mode{"mode", {{"guest", {{"native", "false"}}}, {"native", {{"native", "true"}}}}};
+  Axis mode{"mode", {{"guest", {{"native", "false"}}, {}}, {"native", {{"native", "true"}}, {}}}};
   s.axes.push_back(std::move(mode));
 }
 

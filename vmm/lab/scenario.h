@@ -16,9 +16,13 @@ namespace lockvisor::lab {
 // One value of an axis: a label (what tables and ids show) and the settings
 // it makes. A plain axis (`lock = [...]`) has one setting per value, named
 // like the axis; a composite one (`placement`) sets several at once.
+// A value with `sweep = "cpus"` stands for one value per contender count of
+// the host (vmm/lab/placement.h, expand_sweeps): "{n}" in its label and
+// settings becomes the count.
 struct AxisValue {
   std::string label;
   SettingValues settings;
+  std::string sweep;  // empty, or "cpus"
 };
 
 struct Axis {
@@ -108,6 +112,9 @@ struct Scenario {
   // The axis the reports and plots compare (`compare = "guest_lock"`); empty:
   // "vm" in a multi-VM scenario, else "lock" (compared_axis).
   std::string compare;
+  // The CPUs the placement words resolve against (vmm/lab/placement.h): the
+  // lab's lab.json "placement"; empty: host::usable_cpus().
+  std::vector<int> host_cpus;
 };
 
 // The axis whose values the report ranks and the plots label, per point of

@@ -1,0 +1,323 @@
+// Host-relative placements: the words of pcpus/vcpus/vnuma, the contender
+// sweep, every preset's dry-run on a 2-CPU host against the lines it printed
+// before the words (tests/lab/golden/*.2cpu.txt), the 16-CPU expansions of
+// quick and scaling, and points side by side on disjoint CPUs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "vmm/host/cpu_set.h"
+#include "vmm/host/host_cpus.h"
+#include "vmm/lab/lab.h"
+#include "vmm/lab/matrix.h"
+#include "vmm/lab/placement.h"
+#include "vmm/lab/presets.h"
+#include "vmm/lab/scenario.h"
+#include "vmm/lab/side_by_side.h"
+#include "vmm/util/error.h"
+#include "tests/lab/error_of.h"
+
+namespace lockvisor::lab {
+namespace {
+
+using host::resolve_host_cpus;
+using host::resolve_vcpus;
+
+const std::vector<int> kTwo = {0, 1};
+const std::vector<int> kSixteen = [] {
+  std::vector<int> cpus;
+  for (int i = 0; i < 16; ++i) cpus.push_back(i);
+  return cpus;
+}();
+
+TEST(HostCpus, WordsResolveAgainstTheUsableCpus) {
+  EXPECT_EQ(resolve_host_cpus("all", kTwo), kTwo);
+  EXPECT_EQ(resolve_host_cpus("all", kSixteen), kSixteen);
+  EXPECT_EQ(resolve_host_cpus("1cpu", kSixteen), (std::vector<int>{0}));
+  EXPECT_EQ(resolve_host_cpus("4cpus", kSixteen), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(resolve_host_cpus("1/2", kSixteen).size(), 8u);
+  EXPECT_EQ(resolve_host_cpus("50%", kSixteen).size(), 8u);
+  EXPECT_EQ(resolve_host_cpus("1/2", kTwo), (std::vector<int>{0}));
+  // Rounded down, at least one.
+  EXPECT_EQ(resolve_host_cpus("1/4", kTwo), (std::vector<int>{0}));
+  EXPECT_EQ(resolve_host_cpus("3/4", kSixteen).size(), 12u);
+  // The first usable CPUs of a mask with holes (taskset -c 2,5,7).
+  EXPECT_EQ(resolve_host_cpus("2cpus", {2, 5, 7}), (std::vector<int>{2, 5}));
+  // A bare number is a CPU list, as it always was.
+  EXPECT_EQ(resolve_host_cpus("1", kSixteen), (std::vector<int>{1}));
+  EXPECT_EQ(resolve_host_cpus("0-1", kSixteen), kTwo);
+  EXPECT_EQ(resolve_host_cpus("0,3-4", kSixteen), (std::vector<int>{0, 3, 4}));
+}
+
+TEST(HostCpus, BadWordsAreOneLineWithTheAcceptedForms) {
+  // Not a word at all: the message lists the accepted forms.
+  for (const char* word : {"", "some", "0cpus", "4cpu", "x2", "all,1", "1/2/3"}) {
+    const auto why = error_of([&] { resolve_host_cpus(word, kSixteen); });
+    EXPECT_NE(why.find(host::kHostCpuForms), std::string::npos) << "'" << word << "': " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+  // A word out of range, or a list that is no list: one line saying so.
+  for (const char* word : {"3/2", "1/0", "0%", "150%", "-1", "1-"}) {
+    const auto why = error_of([&] { resolve_host_cpus(word, kSixteen); });
+    EXPECT_FALSE(why.empty()) << "'" << word << "' was accepted";
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+  EXPECT_NE(error_of([] { resolve_host_cpus("4cpus", kTwo); }).find("asks for 4 CPUs, 2 are usable (0-1)"),
+            std::string::npos);
+}
+
+TEST(HostCpus, VcpusAreACountOrARatioOfTheHostCpus) {
+  EXPECT_EQ(resolve_vcpus("3", 2), 3u);
+  EXPECT_EQ(resolve_vcpus("1x", 2), 2u);
+  EXPECT_EQ(resolve_vcpus("4x", 16), 64u);
+  for (const char* word : {"", "x", "0x", "2.5x", "-2", "2y", "99999x"}) {
+    const auto why = error_of([&] { resolve_vcpus(word, 2); });
+    EXPECT_NE(why.find(host::kVcpuForms), std::string::npos) << "'" << word << "': " << why;
+  }
+}
+
+TEST(HostCpus, TheVariableDeclaresTheUsableCpus) {
+  const char* before = std::getenv(host::kHostCpusVariable);
+  const std::string saved = before ? before : "";
+  ::setenv(host::kHostCpusVariable, "0-15", 1);
+  EXPECT_EQ(host::usable_cpus(), kSixteen);
+  ::setenv(host::kHostCpusVariable, "all", 1);
+  EXPECT_NE(error_of([] { host::usable_cpus(); }).find("expected a CPU list"), std::string::npos);
+  ::unsetenv(host::kHostCpusVariable);
+  EXPECT_EQ(host::usable_cpus(), host::allowed_cpus());
+  if (before) ::setenv(host::kHostCpusVariable, saved.c_str(), 1);
+}
+
+TEST(LabPlacement, PointsResolveTheirWordsAndSayWhatTheyBecame) {
+  SettingValues s = {{"vcpus", "2x"}, {"pcpus", "1/2"}};
+  const auto terms = resolve_placement(s, kSixteen);
+  EXPECT_EQ(*lookup(s, "pcpus"), "0-7");
+  EXPECT_EQ(*lookup(s, "vcpus"), "16");
+  ASSERT_EQ(terms.size(), 2u);
+  EXPECT_EQ(terms[0], (PlacementTerm{"pcpus", "1/2", "0-7"}));
+  EXPECT_EQ(terms[1], (PlacementTerm{"vcpus", "2x", "16"}));
+  // Explicit values are no terms and stay as written.
+  SettingValues plain = {{"vcpus", "3"}, {"pcpus", "0-1"}};
+  EXPECT_TRUE(resolve_placement(plain, kSixteen).empty());
+  EXPECT_EQ(plain, (SettingValues{{"vcpus", "3"}, {"pcpus", "0-1"}}));
+  // Without pcpus a ratio is of every usable CPU.
+  SettingValues unpinned = {{"vcpus", "2x"}};
+  resolve_placement(unpinned, kTwo);
+  EXPECT_EQ(*lookup(unpinned, "vcpus"), "4");
+  // A VM's own words, against the point's CPUs.
+  SettingValues vms = {{"pcpus", "all"}, {"vm:a:vcpus", "1x"}, {"vm:b:pcpus", "1cpu"}, {"vm:b:vcpus", "2x"}};
+  resolve_placement(vms, kSixteen);
+  EXPECT_EQ(*lookup(vms, "vm:a:vcpus"), "16");
+  EXPECT_EQ(*lookup(vms, "vm:b:pcpus"), "0");
+  EXPECT_EQ(*lookup(vms, "vm:b:vcpus"), "2");
+  SettingValues bad = {{"pcpus", "lots"}};
+  EXPECT_EQ(error_of([&] { resolve_placement(bad, kTwo); }).rfind("pcpus: host CPUs 'lots'", 0), 0u);
+}
+
+TEST(LabPlacement, SharedVirtualNodesBecomeTheExplicitMap) {
+  SettingValues s = {{"vcpus", "8"}, {"vnuma", "shared:2"}};
+  resolve_placement(s, kTwo);
+  EXPECT_EQ(*lookup(s, "vnuma"), "0-3@0-1,4-7@0-1");
+  SettingValues wide = {{"vcpus", "1x"}, {"pcpus", "all"}, {"vnuma", "shared:2"}};
+  resolve_placement(wide, kSixteen);
+  EXPECT_EQ(*lookup(wide, "vnuma"), "0-7@0-15,8-15@0-15");
+  EXPECT_EQ(lookup(wide, "pcpus"), nullptr) << "the explicit form names its own CPUs";
+  SettingValues two = {{"vcpus", "2"}, {"vnuma", "shared:2"}};
+  resolve_placement(two, kTwo);
+  EXPECT_EQ(*lookup(two, "vnuma"), "0@0-1,1@0-1");
+  SettingValues few = {{"vcpus", "1"}, {"vnuma", "shared:2"}};
+  EXPECT_NE(error_of([&] { resolve_placement(few, kTwo); }).find("cannot fill 2 nodes"), std::string::npos);
+  // N and the explicit form pass unchanged.
+  SettingValues n = {{"vcpus", "4"}, {"pcpus", "all"}, {"vnuma", "2"}};
+  EXPECT_EQ(resolve_placement(n, kTwo).size(), 1u);
+  EXPECT_EQ(*lookup(n, "vnuma"), "2");
+}
+
+TEST(LabPlacement, SweepsCountContendersBelowTheHostsCpus) {
+  EXPECT_EQ(sweep_counts(1), (std::vector<unsigned>{}));
+  EXPECT_EQ(sweep_counts(2), (std::vector<unsigned>{1}));
+  EXPECT_EQ(sweep_counts(16), (std::vector<unsigned>{1, 2, 4, 8}));
+  EXPECT_EQ(sweep_counts(24), (std::vector<unsigned>{1, 2, 4, 8, 16}));
+  auto s = parse_scenario(find_preset("scaling")->text, "scaling");
+  s.host_cpus = kSixteen;
+  expand_sweeps(s);
+  std::vector<std::string> labels;
+  for (const auto& v : s.axes.front().values) labels.push_back(v.label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"1-on-1", "2-on-2", "4-on-4", "8-on-8", "1:1", "2:1", "4:1", "8:1"}));
+  EXPECT_NE(error_of([] {
+              parse_scenario("name = \"x\"\n[[axis]]\nname = \"p\"\nvalues = [{ label = \"a\", sweep = \"cpus\", "
+                             "vcpus = \"{n}\" }]\n",
+                             "x");
+            }).find("needs {n}"),
+            std::string::npos);
+}
+
+// What `lab --dry-run` prints for a preset planned for `host_cpus`.
+std::string dry_run(const std::string& preset, const std::string& host_cpus) {
+  const auto* p = find_preset(preset);
+  if (p == nullptr) return "no preset " + preset;
+  LabOptions o;
+  o.scenario_text = p->text;
+  o.origin = "preset " + preset;
+  o.dry_run = true;
+  o.host_cpus = host_cpus;
+  const auto s = parse_scenario(p->text, o.origin);
+  // As `--kernel /boot/vmlinuz` gave it when the golden files were made.
+  if (std::find(s.needs.begin(), s.needs.end(), "kernel") != s.needs.end()) o.overrides = {{"kernel", "/boot/vmlinuz"}};
+  const auto path = std::filesystem::temp_directory_path() / ("lockvisor-dry-run-" + std::to_string(::getpid()));
+  std::fflush(stdout);
+  const int saved = ::dup(1);
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  ::dup2(::fileno(out), 1);
+  std::string why;
+  try {
+    run_lab(o);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  std::fflush(stdout);
+  ::dup2(saved, 1);
+  ::close(saved);
+  std::fclose(out);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(path);
+  return why.empty() ? text.str() : "error: " + why;
+}
+
+std::string golden(const std::string& name) {
+  std::ifstream in(std::string(LOCKVISOR_LAB_GOLDEN_DIR) + "/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// On a 2-CPU host every preset prints the run lines it printed before its
+// placements were host-relative: results stay comparable.
+TEST(LabPresets, TwoCpuDryRunsPrintTheLinesOfBefore) {
+  std::size_t compared = 0;
+  for (const auto& p : presets()) {
+    const std::string name(p.name);
+    const auto expected = golden(name + ".2cpu.txt");
+    if (name == "scaling") continue;  // newer than the words: its expansion is checked below
+    ASSERT_FALSE(expected.empty()) << "no tests/lab/golden/" << name << ".2cpu.txt";
+    EXPECT_EQ(dry_run(name, "0-1"), expected) << name;
+    ++compared;
+  }
+  EXPECT_GE(compared, 17u);
+}
+
+// On 16 CPUs: the same ratios at full size (quick), the contender sweep and
+// the ratios over every CPU (scaling).
+TEST(LabPresets, SixteenCpuExpansionsAreTheExpectedOnes) {
+  for (const char* name : {"quick", "scaling"}) {
+    const auto expected = golden(std::string(name) + ".16cpu.txt");
+    ASSERT_FALSE(expected.empty()) << name;
+    EXPECT_EQ(dry_run(name, "0-15"), expected) << name;
+  }
+  EXPECT_EQ(dry_run("scaling", "0-1"), golden("scaling.2cpu.txt"));
+  // The lines that say the ratios, read back: quick's 2:1 is 32 vCPUs on all 16.
+  const auto quick = dry_run("quick", "0-15");
+  EXPECT_NE(quick.find("placement=1:1,lock=ticket#r0  lockvisor run --workload lockbench --lock ticket --vcpus 16 "
+                       "--pcpus 0-15 "),
+            std::string::npos);
+  EXPECT_NE(quick.find("placement=2:1,lock=tas#r0  lockvisor run --workload lockbench --lock tas --vcpus 32 --pcpus 0-15 "),
+            std::string::npos);
+  EXPECT_NE(quick.find("placement=4:1,lock=tas#r0  lockvisor run --workload lockbench --lock tas --vcpus 4 --pcpus 0 "),
+            std::string::npos);
+}
+
+Point movable_point(const std::string& id, const std::string& pcpus_word, const std::vector<int>& host_cpus) {
+  Point p;
+  p.id = id;
+  p.settings = {{"vcpus", "1x"}, {"pcpus", pcpus_word}};
+  p.terms = resolve_placement(p.settings, host_cpus);
+  return p;
+}
+
+// Side by side: no CPU is ever given to two running points, every point runs
+// once, a moved point's arguments name its CPUs, and a point without pcpus
+// has the host to itself.
+TEST(LabSideBySide, RunningPointsNeverShareACpu) {
+  const std::vector<int> host = {0, 1, 2, 3, 4, 5};
+  std::vector<Point> points;
+  for (int i = 0; i < 12; ++i) points.push_back(movable_point("p" + std::to_string(i), i % 3 ? "2cpus" : "1cpu", host));
+  Point whole;
+  whole.id = "unpinned";
+  whole.settings = {{"vcpus", "2"}};
+  points.insert(points.begin() + 5, whole);
+  Point fixed;
+  fixed.id = "fixed";
+  fixed.settings = {{"vcpus", "2"}, {"pcpus", "4-5"}};
+  points.push_back(fixed);
+  std::vector<const Point*> todo;
+  for (const auto& p : points) todo.push_back(&p);
+
+  std::mutex mutex;
+  std::multiset<int> busy;
+  bool overlap = false, unpinned_alone = true;
+  std::size_t max_running = 0, running = 0;
+  std::map<std::string, std::string> ran_on;
+  const auto run = [&](const Point&, const std::vector<std::string>& args) {
+    std::vector<int> cpus;
+    const auto at = std::find(args.begin(), args.end(), "--pcpus");
+    if (at != args.end()) cpus = host::parse_cpu_list(*(at + 1));
+    {
+      std::lock_guard lock(mutex);
+      if (at == args.end()) unpinned_alone = unpinned_alone && running == 0;
+      for (int cpu : cpus) overlap = overlap || busy.count(cpu) > 0;
+      busy.insert(cpus.begin(), cpus.end());
+      max_running = std::max(max_running, ++running);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    {
+      std::lock_guard lock(mutex);
+      for (int cpu : cpus) busy.erase(busy.find(cpu));
+      --running;
+    }
+    PointRun r;
+    r.outcome = "completed";
+    return r;
+  };
+  const auto finished = [&](const Point& p, const PointRun&, const std::vector<int>& cpus) {
+    EXPECT_TRUE(ran_on.emplace(p.id, host::format_cpu_list(cpus)).second) << p.id << " reported twice";
+  };
+  ASSERT_TRUE(run_side_by_side(todo, host, 3, run, finished));
+  EXPECT_FALSE(overlap);
+  EXPECT_TRUE(unpinned_alone);
+  EXPECT_LE(max_running, 3u);
+  EXPECT_EQ(ran_on.size(), points.size());
+  EXPECT_EQ(ran_on["fixed"], "4-5");
+  EXPECT_EQ(ran_on["unpinned"], "0-5");
+  for (const auto& [id, cpus] : ran_on) {
+    if (id == "unpinned" || id == "fixed") continue;
+    EXPECT_EQ(host::parse_cpu_list(cpus).size(), std::stoi(id.substr(1)) % 3 ? 2u : 1u) << id;
+  }
+  // One at a time: every point on its planned CPUs.
+  ran_on.clear();
+  ASSERT_TRUE(run_side_by_side(todo, host, 1, run, finished));
+  EXPECT_EQ(ran_on["p1"], "0-1");
+  EXPECT_EQ(ran_on["p3"], "0");
+}
+
+TEST(LabSideBySide, TheDefaultIsOneBelowEightCpusThenHalfOfThem) {
+  EXPECT_EQ(default_jobs(1), 1u);
+  EXPECT_EQ(default_jobs(2), 1u);
+  EXPECT_EQ(default_jobs(kSideBySideMinCpus - 1), 1u);
+  EXPECT_EQ(default_jobs(16), 8u);
+}
+
+}  // namespace
+}  // namespace lockvisor::lab

@@ -1,0 +1,196 @@
+#include "vmm/lab/placement.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "vmm/host/cpu_set.h"
+#include "vmm/host/host_cpus.h"
+#include "vmm/host/host_numa.h"
+#include "vmm/util/error.h"
+
+namespace lockvisor::lab {
+namespace {
+
+constexpr std::string_view kSharedPrefix = "shared:";
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+bool all_digits(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+void erase(SettingValues& values, const std::string& name) {
+  values.erase(std::remove_if(values.begin(), values.end(), [&](const auto& nv) { return nv.first == name; }),
+               values.end());
+}
+
+// vCPUs [first, last] in the explicit --vnuma form's spelling.
+std::string vcpu_range(unsigned first, unsigned last) {
+  return first == last ? std::to_string(first) : fmt::format("{}-{}", first, last);
+}
+
+// Host CPUs in the explicit --vnuma form's spelling (ranges joined by '+').
+std::string node_cpus(const std::vector<int>& cpus) { return replace_all(host::format_cpu_list(cpus), ",", "+"); }
+
+// Nodes of `cpus` each (in order), vCPUs 0..vcpus-1 split by the nodes'
+// weights: node k gets the vCPUs up to its cumulative share.
+std::string explicit_vnuma(const std::vector<std::vector<int>>& nodes, const std::vector<std::size_t>& weights,
+                           unsigned vcpus, const std::string& word) {
+  std::size_t total = 0;
+  for (auto w : weights) total += w;
+  if (vcpus < nodes.size()) fail("vnuma '{}': {} vCPUs cannot fill {} nodes", word, vcpus, nodes.size());
+  std::string out;
+  unsigned first = 0;
+  std::size_t cumulative = 0;
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    cumulative += weights[k];
+    const auto end = static_cast<unsigned>(vcpus * cumulative / total);
+    if (end <= first) fail("vnuma '{}': {} vCPUs leave a node without one", word, vcpus);
+    out += fmt::format("{}{}@{}", out.empty() ? "" : ",", vcpu_range(first, end - 1), node_cpus(nodes[k]));
+    first = end;
+  }
+  return out;
+}
+
+std::string resolve_vnuma(const std::string& word, unsigned vcpus, const std::vector<int>& cpus) {
+  if (word.rfind(kSharedPrefix, 0) == 0) {
+    const std::string_view n_text = std::string_view(word).substr(kSharedPrefix.size());
+    unsigned n = 0;
+    const auto [end, ec] = std::from_chars(n_text.data(), n_text.data() + n_text.size(), n);
+    if (n_text.empty() || ec != std::errc() || end != n_text.data() + n_text.size() || n < 2)
+      fail("vnuma '{}': shared:N with N >= 2 nodes", word);
+    return explicit_vnuma(std::vector<std::vector<int>>(n, cpus), std::vector<std::size_t>(n, 1), vcpus, word);
+  }
+  std::vector<std::vector<int>> nodes;
+  std::vector<std::size_t> weights;
+  for (const auto& node : host::host_numa_nodes()) {
+    std::vector<int> mine;
+    std::set_intersection(node.cpus.begin(), node.cpus.end(), cpus.begin(), cpus.end(), std::back_inserter(mine));
+    if (mine.empty()) continue;
+    weights.push_back(mine.size());
+    nodes.push_back(std::move(mine));
+  }
+  if (nodes.empty()) fail("vnuma 'host': this host reports no NUMA node with the CPUs {}", host::format_cpu_list(cpus));
+  return explicit_vnuma(nodes, weights, vcpus, word);
+}
+
+// The settings of one scope: the point's own ("") or a VM's ("vm:LABEL:").
+void resolve_scope(SettingValues& settings, const std::string& prefix, const std::vector<int>& outer_cpus,
+                   std::vector<PlacementTerm>& terms) {
+  std::vector<int> cpus = outer_cpus;
+  const auto name = [&](const char* setting) { return prefix + setting; };
+  try {
+    if (const std::string* pcpus = lookup(settings, name("pcpus"))) {
+      cpus = host::resolve_host_cpus(*pcpus, outer_cpus);
+      if (!host::is_cpu_list(*pcpus)) {
+        const auto text = host::format_cpu_list(cpus);
+        terms.push_back({name("pcpus"), *pcpus, text});
+        assign(settings, name("pcpus"), text);
+      }
+    }
+  } catch (const Error& e) {
+    fail("{}: {}", name("pcpus"), e.what());
+  }
+  unsigned vcpus = 0;
+  if (const std::string* v = lookup(settings, name("vcpus"))) {
+    try {
+      vcpus = host::resolve_vcpus(*v, cpus.size());
+    } catch (const Error& e) {
+      fail("{}: {}", name("vcpus"), e.what());
+    }
+    if (!all_digits(*v)) {
+      terms.push_back({name("vcpus"), *v, std::to_string(vcpus)});
+      assign(settings, name("vcpus"), std::to_string(vcpus));
+    }
+  }
+  const std::string* vnuma = lookup(settings, name("vnuma"));
+  if (vnuma == nullptr || !(vnuma->rfind(kSharedPrefix, 0) == 0 || *vnuma == "host")) return;
+  if (vcpus == 0) fail("{} '{}': needs vcpus beside it", name("vnuma"), *vnuma);
+  const std::string word = *vnuma;
+  const auto text = resolve_vnuma(word, vcpus, cpus);
+  terms.push_back({name("vnuma"), word, text});
+  assign(settings, name("vnuma"), text);
+  // The explicit form names its host CPUs; `run` refuses --pcpus beside it.
+  erase(settings, name("pcpus"));
+}
+
+}  // namespace
+
+std::vector<unsigned> sweep_counts(std::size_t cpus) {
+  std::vector<unsigned> counts;
+  for (std::size_t n = 1; n < cpus; n *= 2) counts.push_back(static_cast<unsigned>(n));
+  return counts;
+}
+
+void expand_sweeps(Scenario& s) {
+  for (auto& axis : s.axes) {
+    std::vector<AxisValue> values;
+    for (const auto& v : axis.values) {
+      if (v.sweep.empty()) {
+        values.push_back(v);
+        continue;
+      }
+      for (unsigned n : sweep_counts(s.host_cpus.size())) {
+        AxisValue one{replace_all(v.label, "{n}", std::to_string(n)), {}, {}};
+        for (const auto& [setting, value] : v.settings)
+          one.settings.emplace_back(setting, replace_all(value, "{n}", std::to_string(n)));
+        if (std::none_of(values.begin(), values.end(), [&](const AxisValue& o) { return o.label == one.label; }))
+          values.push_back(std::move(one));
+      }
+    }
+    if (values.empty())
+      fail("axis '{}': its sweep has no value on {} host CPU(s); give it a value besides the sweep", axis.name,
+           s.host_cpus.size());
+    axis.values = std::move(values);
+  }
+}
+
+std::vector<PlacementTerm> resolve_placement(SettingValues& settings, const std::vector<int>& usable) {
+  std::vector<PlacementTerm> terms;
+  resolve_scope(settings, "", usable, terms);
+  const std::string* point_pcpus = lookup(settings, "pcpus");
+  const auto point_cpus = point_pcpus ? host::parse_cpu_list(*point_pcpus) : usable;
+  std::vector<std::string> prefixes;
+  for (const auto& [name, value] : settings) {
+    if (name.rfind(kVmSettingPrefix, 0) != 0) continue;
+    const auto prefix = name.substr(0, name.find(':', kVmSettingPrefix.size()) + 1);
+    if (std::find(prefixes.begin(), prefixes.end(), prefix) == prefixes.end()) prefixes.push_back(prefix);
+  }
+  for (const auto& prefix : prefixes) resolve_scope(settings, prefix, point_cpus, terms);
+  return terms;
+}
+
+nlohmann::json placement_description(const std::vector<int>& host_cpus, const std::string& source,
+                                     const std::vector<std::vector<PlacementTerm>>& terms) {
+  std::vector<PlacementTerm> distinct;
+  for (const auto& point : terms)
+    for (const auto& t : point)
+      if (std::find(distinct.begin(), distinct.end(), t) == distinct.end()) distinct.push_back(t);
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& t : distinct) list.push_back({{"setting", t.setting}, {"word", t.word}, {"resolved", t.resolved}});
+  return {{"host_cpus", host::format_cpu_list(host_cpus)},
+          {"cpu_count", host_cpus.size()},
+          {"source", source},
+          {"terms", list}};
+}
+
+std::string placement_markdown(const nlohmann::json& placement) {
+  if (!placement.is_object()) return {};
+  std::string out = fmt::format(
+      "\n## Placement: this lab's host-relative terms\n\nPlanned for host CPUs {} ({} CPUs; {}).",
+      placement.value("host_cpus", "?"), placement.value("cpu_count", 0), placement.value("source", "?"));
+  const auto& terms = placement.at("terms");
+  if (terms.empty()) return out + " Every placement names its CPUs and counts itself.\n";
+  out += " Each term and what it resolved to:\n\n| setting | term | resolved |\n|---|---|---|\n";
+  for (const auto& t : terms)
+    out += fmt::format("| {} | `{}` | `{}` |\n", t.value("setting", "?"), t.value("word", "?"), t.value("resolved", "?"));
+  return out;
+}
+
+}  // namespace lockvisor::lab

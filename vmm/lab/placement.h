@@ -1,0 +1,62 @@
+// A scenario's placements relative to the host (vmm/host/host_cpus.h): the
+// words of pcpus, vcpus and vnuma resolved to the concrete CPU lists, counts
+// and node maps a point's `lockvisor run` command line carries, and the
+// contender sweeps whose values depend on how many CPUs the host has.
+//
+// A lab resolves them once, for the CPUs it is planned for (lab.json
+// "placement": the affinity mask when it started, or `--host-cpus`), so a
+// resumed, sharded or merged lab has the same points whatever machine
+// continues it, and the report can name each term and what it became.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "vmm/lab/scenario.h"
+#include "vmm/lab/settings.h"
+
+namespace lockvisor::lab {
+
+// One word of a point's settings and what it resolved to: pcpus "all" -> "0-15".
+struct PlacementTerm {
+  std::string setting;  // pcpus, vcpus, vnuma (or vm:LABEL:pcpus ...)
+  std::string word;
+  std::string resolved;
+  bool operator==(const PlacementTerm&) const = default;
+};
+
+// Virtual nodes in words (beside N and the explicit VCPUS@HOSTCPUS form,
+// which pass unchanged):
+//   shared:N  N nodes of vCPUs (split evenly, in order) that all run on the
+//             point's host CPUs: a labelling of vCPUs (docs/vnuma.md)
+//   host      the host's own NUMA nodes: each real node's share of the
+//             point's host CPUs is a virtual node, vCPUs split in proportion
+// Both become the explicit form (which names its CPUs, so pcpus is dropped).
+inline constexpr const char* kVnumaWords = "N, shared:N, host or VCPUS@HOSTCPUS,...";
+
+// The contender counts of a sweep on `cpus` usable CPUs: the powers of two
+// below `cpus` (1, 2, 4, ...). The count of all CPUs is not among them: the
+// scenario names that point itself, with a label that is the same on every
+// host, so that its claims can select it.
+std::vector<unsigned> sweep_counts(std::size_t cpus);
+
+// Replaces every axis value with `sweep = "cpus"` by one value per count of
+// sweep_counts(s.host_cpus.size()), "{n}" in its label and settings replaced
+// by the count (none on a 1-CPU host). A scenario without sweeps is left as it is.
+void expand_sweeps(Scenario& s);
+
+// Resolves the words of one point's settings (and each VM's) against
+// `usable`; returns the terms that were words. Throws a usage
+// lockvisor::Error with one line naming the setting.
+std::vector<PlacementTerm> resolve_placement(SettingValues& settings, const std::vector<int>& usable);
+
+// lab.json "placement": the CPUs the lab is planned for, where that set came
+// from, and every distinct term of its points with what it resolved to.
+nlohmann::json placement_description(const std::vector<int>& host_cpus, const std::string& source,
+                                     const std::vector<std::vector<PlacementTerm>>& terms);
+
+// The report's section on the expansion, from lab.json's "placement".
+std::string placement_markdown(const nlohmann::json& placement);
+
+}  // namespace lockvisor::lab
