@@ -425,6 +425,10 @@ TEST(CliKvm, KvmBackendAndGuestRing0RunOrAreRefusedOnPvm) {
 // --pv-wake: each mechanism runs a PV lock at 4:1 with the kvm backend at
 // ring 0, the JSON names it, and the guest's handler counts are KVM's
 // injection counts per vCPU (wake_check.h); on PVM one line and exit 2.
+// How many halts a run makes is the host scheduler's choice (none, some
+// runs), so the checks are invariants: with ipi and nmi only a wake-up ends
+// a halt, so every halt the guest ran is one handler entry that found it
+// waiting (nmi: plus those that skipped the halt).
 TEST(CliKvm, PvWakeMechanismsRunAndAgreeWithKvm) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   (void)kvm;
@@ -437,7 +441,7 @@ TEST(CliKvm, PvWakeMechanismsRunAndAgreeWithKvm) {
     const std::string json = scratch(std::string("pv-wake-") + mechanism + ".json");
     std::filesystem::remove(json);
     const auto o = lockvisor(std::string("run --backend kvm --guest-ring 0 --workload lockbench --lock pvticket ") +
-                             "--vcpus 4 --pcpus 0 --duration 0.5 --pv-wake " + mechanism + " --json " + json);
+                             "--vcpus 4 --pcpus 0 --duration 1 --pv-wake " + mechanism + " --json " + json);
     ASSERT_EQ(o.exit_code, 0) << o.output;
     EXPECT_NE(o.output.find(std::string("wake-ups (") + mechanism + ")"), std::string::npos) << o.output;
     const auto j = read_json(json);
@@ -445,16 +449,19 @@ TEST(CliKvm, PvWakeMechanismsRunAndAgreeWithKvm) {
     const auto& w = j["wake"];
     EXPECT_EQ(w["mechanism"], mechanism);
     EXPECT_EQ(w["agrees"], true) << w.dump();
-    const auto kicks = j["pv"]["pv_kick"].get<std::uint64_t>();
-    ASSERT_GT(kicks, 0u) << "4 vCPUs on one CPU must halt and kick";
+    const auto halts = j["pv_halts_guest"].get<std::uint64_t>();
+    EXPECT_EQ(j["pv_halts_match_vmm"], true);
     if (std::string(mechanism) == "hypercall") {
       EXPECT_EQ(w["interrupts"], 0);
-      EXPECT_GT(w["kvm"]["hypercalls"].get<std::uint64_t>(), 0u);
+      EXPECT_GE(w["kvm"]["hypercalls"].get<std::uint64_t>(), halts > 0 ? 1u : 0u);
     } else {
-      EXPECT_GT(w["woken"].get<std::uint64_t>(), 0u) << w.dump();
-      EXPECT_EQ(w["interrupts"].get<std::uint64_t>(), w["woken"].get<std::uint64_t>() + w["spurious"].get<std::uint64_t>());
+      const auto woken = w["woken"].get<std::uint64_t>();
+      EXPECT_EQ(woken - w["halts_skipped"].get<std::uint64_t>(), halts) << w.dump();
+      EXPECT_EQ(w["interrupts"].get<std::uint64_t>(), woken + w["spurious"].get<std::uint64_t>());
       EXPECT_EQ(w["kvm"]["hypercalls"], 0) << "an IPI or NMI kick must not use KICK_CPU";
-      EXPECT_GT(w["handler_max_ns"].get<double>(), 0.0);
+      if (woken > 0) {
+        EXPECT_GT(w["handler_max_ns"].get<double>(), 0.0);
+      }
     }
   }
 }
