@@ -33,7 +33,8 @@ nlohmann::json vcpu_json(const WakeVcpu& v) {
                    {"hypercalls", value_or_null(v.kvm_hypercalls)},
                    {"halt_exits", value_or_null(v.kvm_halt_exits)},
                    {"halt_wakeup", value_or_null(v.kvm_halt_wakeup)}}},
-          {"agrees", value_or_null(v.agrees)}};
+          {"agrees", value_or_null(v.agrees)},
+          {"within", value_or_null(v.within)}};
 }
 
 }  // namespace
@@ -43,7 +44,7 @@ WakeCheck check_wake(abi::PvWake mechanism, const std::vector<abi::WorkloadStats
   WakeCheck c;
   c.mechanism = mechanism;
   bool all_known = !stats.empty();
-  bool all_agree = true;
+  bool all_agree = true, all_within = true;
   for (std::size_t i = 0; i < stats.size(); ++i) {
     const abi::WorkloadStats& s = stats[i];
     WakeVcpu v;
@@ -63,13 +64,20 @@ WakeCheck check_wake(abi::PvWake mechanism, const std::vector<abi::WorkloadStats
     }
     if (v.kvm_irq_injections && v.kvm_nmi_injections) {
       switch (mechanism) {
-        case abi::PvWake::kIpi: v.agrees = v.interrupts == *v.kvm_irq_injections; break;
-        case abi::PvWake::kNmi: v.agrees = v.interrupts == *v.kvm_nmi_injections; break;
+        case abi::PvWake::kIpi:
+          v.agrees = v.interrupts == *v.kvm_irq_injections;
+          v.within = v.interrupts <= *v.kvm_irq_injections;
+          break;
+        case abi::PvWake::kNmi:
+          v.agrees = v.interrupts == *v.kvm_nmi_injections;
+          v.within = v.interrupts <= *v.kvm_nmi_injections;
+          break;
         case abi::PvWake::kHypercall:
-          v.agrees = v.interrupts == 0 && *v.kvm_irq_injections == 0 && *v.kvm_nmi_injections == 0;
+          v.agrees = v.within = v.interrupts == 0 && *v.kvm_irq_injections == 0 && *v.kvm_nmi_injections == 0;
           break;
       }
       all_agree = all_agree && *v.agrees;
+      all_within = all_within && *v.within;
     } else {
       all_known = false;
     }
@@ -87,7 +95,10 @@ WakeCheck check_wake(abi::PvWake mechanism, const std::vector<abi::WorkloadStats
     add_optional(t.kvm_halt_wakeup, v.kvm_halt_wakeup);
     c.vcpus.push_back(v);
   }
-  if (all_known) c.total.agrees = all_agree;
+  if (all_known) {
+    c.total.agrees = all_agree;
+    c.total.within = all_within;
+  }
   return c;
 }
 
@@ -106,9 +117,10 @@ std::string wake_line(const WakeCheck& c) {
   const WakeVcpu& t = c.total;
   const char* kvm_name = c.mechanism == abi::PvWake::kNmi ? "NMIs" : "interrupts";
   const auto& kvm_count = c.mechanism == abi::PvWake::kNmi ? t.kvm_nmi_injections : t.kvm_irq_injections;
-  const std::string agreement = !t.agrees ? "not checked (no KVM statistics)"
+  const std::string agreement = !t.agrees  ? "not checked (no KVM statistics)"
                                 : *t.agrees ? "the guest's count agrees"
-                                            : "!!! the guest's count differs from KVM's";
+                                : *t.within ? "KVM counted more than the guest took (a re-injected delivery)"
+                                            : "!!! the guest took more than KVM injected";
   const std::string kvm = kvm_count ? fmt::format("KVM injected {} {}", *kvm_count, kvm_name) : "KVM: not measured";
   if (c.mechanism == abi::PvWake::kHypercall)
     return fmt::format("wake-ups (hypercall): KICK_CPU, no wake-up interrupts in the guest; {}, {} NMIs: {}",
