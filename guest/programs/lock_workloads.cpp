@@ -31,6 +31,7 @@ void init_lock_features() {
   // Every vCPU computes the same answer; the writes race harmlessly.
   g_lock_features.pv_unhalt = pv_unhalt_advertised();
   g_lock_features.dedicated = realtime_hint();
+  init_pv_wake();
 }
 
 namespace {
@@ -70,8 +71,7 @@ struct WorkloadEnv : GuestLockEnv {
       lock_probe_spin();
     if (*ptr == val) {
       if (g_wait_halt_delay_ns != 0) late_halt_window(ptr, val);
-      g_halts[this_cpu()]++;
-      halt();
+      if (pv_wake_wait(ptr, val)) g_halts[this_cpu()]++;
     }
   }
 };
@@ -199,6 +199,13 @@ void run(WorkloadKind kind) {
   }
   if (!known) assert_fail(__FILE__, __LINE__, Text().str("unknown lock '").str(name).str("'").c_str());
   g_stats[cpu].pv_halts = g_halts[cpu];
+  const PvWakeCounts wake = pv_wake_counts(cpu);
+  g_stats[cpu].wake_interrupts = wake.interrupts;
+  g_stats[cpu].wake_woken = wake.woken;
+  g_stats[cpu].wake_spurious = wake.spurious;
+  g_stats[cpu].wake_halts_skipped = wake.halts_skipped;
+  g_stats[cpu].wake_handler_cycles = wake.handler_cycles;
+  g_stats[cpu].wake_handler_max_cycles = wake.handler_max_cycles;
   if (g_lock_probe_on) lock_probe_report();
   report_array(kWorkloadStatsKey, reinterpret_cast<const u64*>(&g_stats[cpu]), kWorkloadStatsWords,
                ResultKind::kUnsigned);

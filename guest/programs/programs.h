@@ -9,6 +9,7 @@ void program_sticky_kick();
 void program_kick_targets();
 void program_pv_off();
 void program_lost_wakeup();
+void program_wake_conformance();
 void program_sbi_pvlock();
 void program_pingpong();
 void program_fault();

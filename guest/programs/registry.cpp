@@ -14,6 +14,7 @@ constexpr Program kPrograms[] = {
     {"kick-targets", program_kick_targets},
     {"pv-off", program_pv_off},
     {"lost-wakeup", program_lost_wakeup},
+    {"wake-conformance", program_wake_conformance},
     {"sbi-pvlock", program_sbi_pvlock},
     {"pingpong", program_pingpong},
     {"fault", program_fault},

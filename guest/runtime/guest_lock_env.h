@@ -1,6 +1,7 @@
 // The lock runtime's Env in the guest (locks/lock_env.h): the PV primitives
 // are the VMM's halt and KICK_CPU, exactly as a KVM guest's kvm_wait and
-// kvm_kick_cpu use HLT and the hypercall.
+// kvm_kick_cpu use HLT and the hypercall, or with --pv-wake an IPI or an NMI
+// (runtime/wake.h).
 #pragma once
 #include "locks/lock_events.h"
 #include "runtime/boot.h"
@@ -8,6 +9,7 @@
 #include "runtime/numa.h"
 #include "runtime/pv.h"
 #include "runtime/ucall_report.h"
+#include "runtime/wake.h"
 #include "runtime/runstate.h"
 #include "runtime/steal_time.h"
 #include "runtime/yield_to.h"
@@ -26,11 +28,12 @@ struct GuestLockEnv {
   static unsigned cpu() { return this_cpu(); }
   static unsigned nr_cpus() { return guest::nr_cpus(); }
   // kvm_wait: re-check, then halt. A kick that lands between the check and
-  // the halt is latched by the VMM (sticky), so the halt returns at once.
+  // the halt is kept (sticky: runtime/wake.h says how for each mechanism),
+  // so the halt returns at once.
   static void wait(volatile u8* ptr, u8 val) {
-    if (*ptr == val) halt();
+    if (*ptr == val) pv_wake_wait(ptr, val);
   }
-  static void kick(unsigned cpu) { kick_cpu(apic_id_of(cpu)); }
+  static void kick(unsigned cpu) { pv_wake_kick(apic_id_of(cpu)); }
   static bool pv_available() { return g_lock_features.pv_unhalt; }
   static bool virtualized() { return true; }
   static bool dedicated() { return g_lock_features.dedicated; }

@@ -420,6 +420,8 @@ inline void clear(WorkloadStats& out) {
   out.pv_halts = out.window_cycles = 0;
   for (u64& w : out.window_ops) w = 0;
   out.handoffs_local = out.handoffs_remote = out.handoffs_self = 0;
+  out.wake_interrupts = out.wake_woken = out.wake_spurious = out.wake_halts_skipped = 0;
+  out.wake_handler_cycles = out.wake_handler_max_cycles = 0;
 }
 
 }  // namespace detail

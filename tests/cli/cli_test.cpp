@@ -83,6 +83,14 @@ TEST(CliBadInput, UsageErrors) {
   expect_one_line_error(lockvisor("run --backend kvm --kick-delay-us 5"), 2, "--kick-delay-us");
   expect_one_line_error(lockvisor("run --guest-ring 1"), 2, "--guest-ring");
   expect_one_line_error(lockvisor("run --backend nope"), 2, "nope");
+  // --pv-wake: an IPI or NMI needs KVM's LAPIC and CPL0, refused before anything runs.
+  expect_one_line_error(lockvisor("run --pv-wake smoke-signal"), 2, "smoke-signal");
+  expect_one_line_error(lockvisor("run --workload lockbench --lock pvticket --pv-wake ipi"), 2,
+                        "--pv-wake ipi: needs --backend kvm --guest-ring 0");
+  expect_one_line_error(lockvisor("run --workload lockbench --lock pvticket --backend kvm --pv-wake nmi"), 2,
+                        "--pv-wake nmi: needs --backend kvm --guest-ring 0");
+  expect_one_line_error(lockvisor("run --workload lockbench --lock pvticket --guest-ring 0 --pv-wake nmi"), 2,
+                        "--pv-wake nmi: needs --backend kvm --guest-ring 0");
 }
 
 // Linux-guest options: checked before anything is read or booted. On PVM
@@ -497,6 +505,50 @@ TEST(CliKvm, KvmBackendAndGuestRing0RunOrAreRefusedOnPvm) {
   }
   EXPECT_EQ(hypercalls, 800u);  // every hand-off is one KICK_CPU that KVM handled
   EXPECT_EQ(ring0.exit_code, 0) << ring0.output;
+}
+
+// --pv-wake: each mechanism runs a PV lock at 4:1 with the kvm backend at
+// ring 0, the JSON names it, and the guest's handler counts are KVM's
+// injection counts per vCPU (wake_check.h); on PVM one line and exit 2.
+// How many halts a run makes is the host scheduler's choice (none, some
+// runs), so the checks are invariants: with ipi and nmi only a wake-up ends
+// a halt, so every halt the guest ran is one handler entry that found it
+// waiting (nmi: plus those that skipped the halt).
+TEST(CliKvm, PvWakeMechanismsRunAndAgreeWithKvm) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  if (lockvisor::kvm::detect_backend() == lockvisor::kvm::Backend::kPvm) {
+    expect_one_line_error(lockvisor("run --workload lockbench --lock pvticket --pv-wake ipi"), 2, "--pv-wake ipi");
+    return;
+  }
+  for (const char* mechanism : {"hypercall", "ipi", "nmi"}) {
+    SCOPED_TRACE(mechanism);
+    const std::string json = scratch(std::string("pv-wake-") + mechanism + ".json");
+    std::filesystem::remove(json);
+    const auto o = lockvisor(std::string("run --backend kvm --guest-ring 0 --workload lockbench --lock pvticket ") +
+                             "--vcpus 4 --pcpus 0 --duration 1 --pv-wake " + mechanism + " --json " + json);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    EXPECT_NE(o.output.find(std::string("wake-ups (") + mechanism + ")"), std::string::npos) << o.output;
+    const auto j = read_json(json);
+    EXPECT_EQ(j["settings"]["pv_wake"], mechanism);
+    const auto& w = j["wake"];
+    EXPECT_EQ(w["mechanism"], mechanism);
+    EXPECT_EQ(w["within"], true) << w.dump();  // exact agreement: wake_check.h says when it may miss
+    const auto halts = j["pv_halts_guest"].get<std::uint64_t>();
+    EXPECT_EQ(j["pv_halts_match_vmm"], true);
+    if (std::string(mechanism) == "hypercall") {
+      EXPECT_EQ(w["interrupts"], 0);
+      EXPECT_GE(w["kvm"]["hypercalls"].get<std::uint64_t>(), halts > 0 ? 1u : 0u);
+    } else {
+      const auto woken = w["woken"].get<std::uint64_t>();
+      EXPECT_EQ(woken - w["halts_skipped"].get<std::uint64_t>(), halts) << w.dump();
+      EXPECT_EQ(w["interrupts"].get<std::uint64_t>(), woken + w["spurious"].get<std::uint64_t>());
+      EXPECT_EQ(w["kvm"]["hypercalls"], 0) << "an IPI or NMI kick must not use KICK_CPU";
+      if (woken > 0) {
+        EXPECT_GT(w["handler_max_ns"].get<double>(), 0.0);
+      }
+    }
+  }
 }
 
 TEST(CliKvm, OvercommittedPingpongPrintsStatistics) {

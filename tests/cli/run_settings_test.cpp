@@ -134,6 +134,9 @@ TEST(RunSettings, DefaultsAreTheVariablesInitialValues) {
   EXPECT_EQ(def("memory_mib"), std::to_string(m.memory_mib));
   EXPECT_EQ(def("seed"), std::to_string(m.seed));
   EXPECT_EQ(def("guest_ring"), std::to_string(m.guest_ring));
+  EXPECT_EQ(def("pv_wake"), abi::pv_wake_name(m.pv_wake));
+  for (const abi::PvWake w : abi::kPvWakes)  // the row's choices are exactly the mechanisms
+    EXPECT_NE(std::string(experiment::find_run_setting("pv_wake")->choices).find(abi::pv_wake_name(w)), std::string::npos);
   EXPECT_EQ(def("kick_delay_us"), std::to_string(m.backend.kick_delay_us));
   EXPECT_EQ(def("timeout_s"), fmt::format("{}", m.timeout_s));
   EXPECT_EQ(def("pin"), m.pin == machine::PinPolicy::kFloat ? "float" : "spread");

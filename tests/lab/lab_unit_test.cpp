@@ -177,7 +177,7 @@ TEST(LabScenario, BadFilesAreOneLineNamingThePlace) {
 TEST(LabScenario, EveryPresetParsesAndHasAtLeastFiveRepeats) {
   ASSERT_GE(presets().size(), 5u);
   for (const auto* name : {"quick", "overcommit", "pv-onoff", "fairness", "kick-semantics", "pvbounded",
-                            "pvbounded-ablation", "numa", "numa-overcommit", "numa-shared", "confer"}) {
+                            "pvbounded-ablation", "numa", "numa-overcommit", "numa-shared", "confer", "wake-mechanism"}) {
     const auto* p = find_preset(name);
     ASSERT_NE(p, nullptr) << name;
     const auto s = parse_scenario(p->text, name);

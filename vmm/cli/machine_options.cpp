@@ -24,6 +24,7 @@ void MachineOptions::add_to(CLI::App& command) {
   add_setting(command, "vnuma_remote_ns", config.vnuma_remote_ns);
   add_setting(command, "backend", backend);
   add_setting(command, "guest_ring", config.guest_ring);
+  add_setting(command, "pv_wake", pv_wake);
   add_setting(command, "ple", ple);
   add_setting(command, "sbi_kick", sbi_kick);
   add_setting(command, "enforce_pv_cpuid", enforce_pv_cpuid);
@@ -79,6 +80,8 @@ void MachineOptions::finish() {
   config.steal_time = !no_steal_time;
   config.pv_unhalt = !no_pv;
   config.backend_kind = backend == "kvm" ? pvlock::BackendKind::kKvm : pvlock::BackendKind::kUserspace;
+  for (const abi::PvWake w : abi::kPvWakes)
+    if (pv_wake == abi::pv_wake_name(w)) config.pv_wake = w;
   config.ple = ple == "off" ? machine::PleMode::kOff : machine::PleMode::kOn;
   config.sbi_kick_proposed = sbi_kick == "proposed";
   config.backend.enforce_pv_feature_cpuid = enforce_pv_cpuid == "on";

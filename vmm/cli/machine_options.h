@@ -21,6 +21,7 @@ struct MachineOptions {
   std::string runstate;
   std::string backend;
   std::string ple;
+  std::string pv_wake;
   std::string sbi_kick;
   std::string enforce_pv_cpuid;
   bool no_pv = false;

@@ -121,6 +121,7 @@ std::optional<GuestLockReport> guest_lock_report(const RunOptions& o, machine::R
           {stats[i], v.cpu_seconds, v.involuntary_switches, preempted, v.runqueue_wait_ns, lockstat::window_usage(v)});
     }
     report.run.vmm = lockstat::vmm_counters(result);
+    report.run.wake = lockstat::check_wake(o.machine.config.pv_wake, stats, result);
     report.run.host = lockstat::host_info(kvm_kind);
     report.metrics = lockstat::to_json(report.run);
     report.metrics["kvm_totals"] = report::kvm_totals_json(result);

@@ -109,6 +109,9 @@ CheckedOptions validate_linux_run(RunOptions& o) {
   if (o.lock.native) fail("--kernel: not with --native (a kernel needs a VM)");
   if (config.vnuma) fail("--vnuma: a Linux guest is not told the topology (lockvisor writes no SRAT); not with --kernel");
   if (!o.params.empty()) fail("--param: the freestanding guest's parameters; a Linux guest takes --append");
+  if (config.pv_wake != abi::PvWake::kHypercall)
+    fail("--pv-wake {}: not with --kernel (the kernel's PV spinlock chooses its own wake-up: the KICK_CPU hypercall)",
+         abi::pv_wake_name(config.pv_wake));
   if (cmd.count("--backend") > 0 && config.backend_kind != pvlock::BackendKind::kKvm)
     fail("--kernel: a Linux guest uses KVM's in-kernel PV lock hypercalls (--backend kvm)");
   config.backend_kind = pvlock::BackendKind::kKvm;

@@ -481,6 +481,41 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
   add(platform_cases());
   add(guest_failure_cases());
 
+  // --pv-wake: a wake-up before the halt, after it, and to nobody, for the
+  // IPI and the NMI (guest/programs/wake_conformance.cpp). The KICK_CPU's own
+  // cases are the ones above. Per vCPU 0: both wake-ups taken by its handler
+  // and injected by KVM (none from the one to nobody); the early IPI found
+  // the wait and ended its `hlt`, the early NMI found no wait (spurious) and
+  // the wait returned without halting. Completing is the lost-wakeup
+  // detector's verdict: nothing was lost (a lost one halts both vCPUs).
+  for (const abi::PvWake wake : {abi::PvWake::kIpi, abi::PvWake::kNmi}) {
+    auto config = two_vcpus("wake-conformance");
+    config.guest_ring = 0;
+    config.pv_wake = wake;
+    const bool nmi = wake == abi::PvWake::kNmi;
+    auto check = [nmi](const RunResult& run) {
+      return Expect(run)
+          .outcome(Outcome::kCompleted)
+          .result(0, "before_halt_halted", nmi ? 0 : 1)
+          .result(0, "wake_interrupts", 2)
+          .result(0, "wake_woken", nmi ? 1 : 2)
+          .result(0, "wake_spurious", nmi ? 1 : 0)
+          .result(0, "wake_halts_skipped", 0)
+          .kvm(0, nmi ? "nmi_injections" : "irq_injections", 2)
+          .kvm(1, nmi ? "nmi_injections" : "irq_injections", 0)
+          .kvm(0, "hypercalls", 0)
+          .kvm(1, "hypercalls", 0)
+          .done();
+    };
+    cases.push_back({fmt::format("wake-{}", abi::pv_wake_name(wake)),
+                     nmi ? "--pv-wake nmi: an NMI before the halt is spurious but not lost (the handler keeps it), "
+                           "one after the halt wakes it, one to nobody goes nowhere"
+                         : "--pv-wake ipi: an IPI before the halt ends it at once (sticky in the LAPIC), one after the "
+                           "halt wakes it, one to nobody goes nowhere",
+                     config, check, elapsed_notes, "", check,
+                     "an IPI or NMI wake-up needs KVM's in-kernel LAPIC and CPL0 (--backend kvm)"});
+  }
+
   for (auto& c : cases) {
     if (c.config.timeout_s == 0) c.config.timeout_s = options.case_timeout_s;
     c.config.backend_kind = options.backend;

@@ -13,9 +13,9 @@ CaseResult run_case(const kvm::KvmSystem& kvm, const CaseSpec& spec, std::span<c
   result.name = spec.name;
   result.settings = report::settings_json(spec.config);
   const bool kvm_backend = spec.config.backend_kind == pvlock::BackendKind::kKvm;
-  if (kvm_backend && !spec.not_for_kvm.empty()) {
+  if (kvm_backend ? !spec.not_for_kvm.empty() : !spec.only_for_kvm.empty()) {
     result.applicable = false;
-    result.reason = spec.not_for_kvm;
+    result.reason = kvm_backend ? spec.not_for_kvm : spec.only_for_kvm;
     result.outcome = machine::outcome_name(result.run.outcome);
     return result;
   }

@@ -32,6 +32,9 @@ struct CaseSpec {
   // differently (no kicks_received, halts split by KVM's own counters);
   // empty: `check` applies as it is.
   std::function<std::optional<std::string>(const machine::RunResult&)> check_kvm = nullptr;
+  // With the userspace backend: why the case needs KVM's own (it is then
+  // reported "not applicable"); empty when it runs on both.
+  std::string only_for_kvm = {};
 };
 
 struct SuiteOptions {

@@ -126,6 +126,11 @@ constexpr RunSetting kRows[] = {
    .help = "Ring the guest program runs in: 3 (default) or 0 (hlt/vmcall direct, PLE sees its pause loops; not on "
            "PVM)",
    .lab = "3 or 0: where the workload runs", .json = "guest_ring"},
+  {.key = "pv_wake", .flag = "--pv-wake", .type = T::kChoice, .target = G::kMachine, .choices = "hypercall|ipi|nmi",
+   .def = "hypercall",
+   .help = "How a PV lock wakes a halted waiter: hypercall (KICK_CPU), ipi (a fixed-vector x2APIC IPI) or nmi; "
+           "ipi and nmi need --backend kvm --guest-ring 0 (docs/wake-mechanisms.md)",
+   .lab = "hypercall, ipi or nmi: how a PV lock wakes a halted waiter", .json = "pv_wake"},
   {.key = "ple", .flag = "--ple", .type = T::kChoice, .target = G::kMachine, .choices = "on|off", .def = "on",
    .help = "Pause-loop exiting: on (as the KVM module sets it) or off (KVM_CAP_X86_DISABLE_EXITS PAUSE)",
    .lab = "on or off: pause-loop exiting", .json = "ple"},

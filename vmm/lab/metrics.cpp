@@ -40,6 +40,12 @@ constexpr Metric kMetrics[] = {
   {"kvm_halt_exits",  "/kvm_totals/halt_exits", nullptr,   1,    "halt exits (KVM)",         false, false, true},
   {"kvm_hypercalls",  "/kvm_totals/hypercalls", nullptr,   1,    "hypercalls (KVM): KICK_CPU and other PV calls", false, false, true},
   {"kvm_directed_yields", "/kvm_totals/directed_yield_attempted", nullptr, 1, "directed yields attempted (KVM)", false, false, true},
+  {"kvm_irq_injections", "/kvm_totals/irq_injections", nullptr, 1, "interrupts injected (KVM)", false, false, true},
+  {"kvm_nmi_injections", "/kvm_totals/nmi_injections", nullptr, 1, "NMIs injected (KVM)", false, false, true},
+  // The guest's wake-up handlers (--pv-wake ipi|nmi; lockstat/wake_check.h), whole run.
+  {"wake_woken",      "/wake/woken",         nullptr,      1,    "wake-up interrupts that found their vCPU waiting", false, false, true},
+  {"wake_spurious",   "/wake/spurious",      nullptr,      1,    "wake-up interrupts that found their vCPU not waiting", false, false, true},
+  {"wake_handler_max_ns", "/wake/handler_max_ns", nullptr, 1,    "longest wake-up handler, ns", false, false, true},
 };
 // clang-format on
 

@@ -7,11 +7,12 @@
 #include "vmm/lockstat/saturating.h"
 
 namespace lockvisor::lockstat {
-namespace {
 
 double cycles_to_ns(double cycles, std::uint64_t tsc_khz) {
   return tsc_khz ? cycles * 1e6 / static_cast<double>(tsc_khz) : 0;
 }
+
+namespace {
 
 // Percentile p of the merged histogram, in cycles: the midpoint of the
 // nearest-rank bucket, clamped to the observed maximum.
@@ -175,7 +176,9 @@ LockMetrics analyse(const LockRun& run) {
       m.per_node_ops_per_sec.push_back(m.duration_s > 0 ? static_cast<double>(ops) / m.duration_s : 0.0);
   }
   if (run.vmm) {
-    m.pv_kicks_match_vmm = m.lock_events["pv_kick"] == run.vmm->kicks;
+    // An IPI or NMI kick is no KICK_CPU: the VMM's count is not the guest's (wake_check.h compares those).
+    if (!run.wake || run.wake->mechanism == abi::PvWake::kHypercall)
+      m.pv_kicks_match_vmm = m.lock_events["pv_kick"] == run.vmm->kicks;
     std::uint64_t halts = 0;
     for (const auto& s : run.samples) add_to(halts, s.stats.pv_halts);
     m.pv_halts_match_vmm = halts == run.vmm->halts;

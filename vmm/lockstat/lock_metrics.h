@@ -85,7 +85,7 @@ struct LockMetrics {
   std::optional<double> steal_fraction;
   UsageFigures total;                  // threads' whole life
   std::optional<UsageFigures> window;  // measured window only; nullopt unless every CPU was sampled at both marks
-  std::optional<bool> pv_kicks_match_vmm;  // guest runs: guest pv_kick == VMM kicks
+  std::optional<bool> pv_kicks_match_vmm;  // guest runs with KICK_CPU kicks: guest pv_kick == VMM kicks
   std::optional<bool> pv_halts_match_vmm;  // guest runs: guest pv_wait halts == VMM halts
   // Lock handoffs (WorkloadStats::handoffs_*), summed: to another CPU of the
   // releaser's virtual node, to a CPU of another node, to the releaser
@@ -100,5 +100,8 @@ struct LockMetrics {
 };
 
 LockMetrics analyse(const LockRun& run);
+
+// TSC cycles to nanoseconds (0 when the TSC rate is unknown).
+double cycles_to_ns(double cycles, std::uint64_t tsc_khz);
 
 }  // namespace lockvisor::lockstat

@@ -170,11 +170,12 @@ nlohmann::json to_json(const LockRun& run) {
     std::uint64_t guest_halts = 0;
     for (const auto& s : run.samples) add_to(guest_halts, s.stats.pv_halts);
     j["pv_halts_guest"] = guest_halts;
-    j["pv_kicks_match_vmm"] = *m.pv_kicks_match_vmm;
+    j["pv_kicks_match_vmm"] = optional_json(m.pv_kicks_match_vmm);
     j["pv_halts_match_vmm"] = *m.pv_halts_match_vmm;
   } else {
     j["vmm"] = nullptr;
   }
+  j["wake"] = run.wake ? to_json(*run.wake) : nlohmann::json(nullptr);
   // Host-side cost: *_total over the threads' whole life, *_window between
   // the window marks (null when not every CPU was sampled at both). The
   // unsuffixed keys are the whole-life figures, kept for older readers.
@@ -262,6 +263,7 @@ void print_summary(const LockRun& run, const nlohmann::json&, std::FILE* out) {
                run.vmm->halts_immediate, run.vmm->kicks, run.vmm->exits,
                m.pv_kicks_match_vmm.value_or(true) ? "" : "  (!!! guest pv_kick count differs from the VMM's)",
                m.pv_halts_match_vmm.value_or(true) ? "" : "  (!!! guest halt count differs from the VMM's)");
+  if (run.wake) fmt::print(out, "  {}\n", wake_line(*run.wake));
 }
 
 }  // namespace lockvisor::lockstat

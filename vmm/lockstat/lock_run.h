@@ -11,6 +11,7 @@
 
 #include "lockvisor/abi/workload.h"
 #include "vmm/machine/run_result.h"
+#include "vmm/lockstat/wake_check.h"
 #include "vmm/metrics/thread_usage.h"
 
 namespace lockvisor::lockstat {
@@ -51,6 +52,9 @@ struct LockRun {
   nlohmann::json params;
   std::vector<CpuSample> samples;
   std::optional<VmmCounters> vmm;  // guest runs only
+  // Guest runs: the wake-up handlers' counts beside KVM's (--pv-wake). Its
+  // mechanism also says whether the VMM's kicks (KICK_CPU) are the guest's.
+  std::optional<WakeCheck> wake;
   nlohmann::json host;  // kvm kind, CPU model, kernel, version
 };
 

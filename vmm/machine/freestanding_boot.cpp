@@ -82,7 +82,7 @@ void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std:
   boot->flags = (cfg.pv_unhalt ? abi::kBootFlagPvUnhalt : 0) | (cfg.sbi_pvlock ? abi::kBootFlagSbiPvlock : 0) |
                 (cfg.dedicated_hint ? abi::kBootFlagDedicated : 0) |
                 (setup.guest_uses_kvm_hypercalls ? abi::kBootFlagKvmHypercalls : 0) |
-                (cfg.guest_ring == 0 ? abi::kBootFlagGuestRing0 : 0);
+                (cfg.guest_ring == 0 ? abi::kBootFlagGuestRing0 : 0) | abi::pv_wake_boot_flags(cfg.pv_wake);
   boot->memory_bytes = bytes;
   boot->free_start = free_start;
   boot->free_end = stacks;

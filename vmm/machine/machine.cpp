@@ -87,6 +87,12 @@ void validate_config(const MachineConfig& config) {
   if (config.workload && config.workload->cpus != config.vcpus)
     fail("workload parameters are for {} CPUs, the VM has {} vCPUs", config.workload->cpus, config.vcpus);
   if (config.guest_ring != 0 && config.guest_ring != 3) fail("--guest-ring {}: must be 0 or 3", config.guest_ring);
+  // An IPI or NMI wake-up needs KVM's in-kernel LAPIC to deliver it and CPL0
+  // to send (an ICR write) and take it (an interrupt handler).
+  if (config.pv_wake != abi::PvWake::kHypercall &&
+      (config.backend_kind != pvlock::BackendKind::kKvm || config.guest_ring != 0))
+    fail("--pv-wake {}: needs --backend kvm --guest-ring 0 (the in-kernel LAPIC delivers it; only CPL0 code sends "
+         "and takes it)", abi::pv_wake_name(config.pv_wake));
   if (config.backend_kind == pvlock::BackendKind::kKvm) {
     // KVM's pv_unhalted is sticky and its kick and halt never reach the VMM.
     if (config.backend.mode == pvlock::KickMode::kLossy)

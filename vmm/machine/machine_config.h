@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "lockvisor/abi/lock_probe.h"
+#include "lockvisor/abi/pv_wake.h"
 #include "lockvisor/abi/sbi_pvlock.h"
 #include "lockvisor/abi/workload.h"
 #include "vmm/machine/guest_limits.h"
@@ -67,6 +68,7 @@ struct MachineConfig {
   pvlock::BackendKind backend_kind = pvlock::BackendKind::kUserspace;  // --backend
   pvlock::BackendOptions backend;
   unsigned guest_ring = 3;          // --guest-ring: 3, or 0 (the program runs at CPL0)
+  abi::PvWake pv_wake = abi::PvWake::kHypercall;  // --pv-wake: how a PV lock wakes a halted waiter
   PleMode ple = PleMode::kOn;       // --ple
   bool sbi_kick_proposed = false;   // --sbi-kick proposed: SBI kicks to running vCPUs are lost
 

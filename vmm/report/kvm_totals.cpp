@@ -8,7 +8,7 @@ namespace {
 constexpr const char* kNames[] = {"halt_exits",          "halt_wakeup",
                                   "hypercalls",          "directed_yield_attempted",
                                   "directed_yield_successful", "exits",
-                                  "irq_injections"};
+                                  "irq_injections",      "nmi_injections"};
 
 }  // namespace
 

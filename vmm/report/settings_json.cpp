@@ -23,6 +23,7 @@ nlohmann::json settings_json(const machine::MachineConfig& config,
     halt_poll = {{"by", "vmm"}, {"setting", pvlock::format_halt_poll(b.halt_poll)}};
   nlohmann::json settings = {{"backend", pvlock::backend_kind_name(config.backend_kind)},
                              {"guest_ring", config.guest_ring},
+                             {"pv_wake", abi::pv_wake_name(config.pv_wake)},
                              {"ple", ple},
                              {"kick", pvlock::kick_mode_name(config.backend.mode)},
                              {"sbi_kick", config.sbi_kick_proposed ? "proposed" : "sticky"},

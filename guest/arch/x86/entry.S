@@ -34,6 +34,15 @@
 #define VECTOR_BP       3        /* lockvisor/abi/doorbell.h kVectorKernelHalt */
 #define BOOT_FLAGS_OFF  20       /* offsetof(BootInfo, flags): checked in runtime/start.cpp */
 #define BOOT_FLAG_RING0 0x40     /* kBootFlagGuestRing0: checked in runtime/start.cpp */
+#define BOOT_FLAG_WAKE_IPI 0x200 /* kBootFlagWakeIpi: checked in runtime/wake.cpp */
+#define BOOT_FLAG_WAKE_NMI 0x400 /* kBootFlagWakeNmi: checked in runtime/wake.cpp */
+#define VECTOR_NMI      2
+#define VECTOR_WAKE     0xF2     /* lockvisor/abi/pv_wake.h kWakeVector: checked in runtime/wake.cpp */
+#define MSR_APIC_BASE   0x1B
+#define APIC_BASE_EN_X2APIC 0xC00  /* enable | x2APIC mode */
+#define CPUID1_ECX_X2APIC (1 << 21)
+#define MSR_X2APIC_EOI  0x80B
+#define MSR_X2APIC_ICR  0x830
 #define VENDOR_AMD_EBX  0x68747541   /* "Auth" of AuthenticAMD */
 #define VENDOR_HYGON_EBX 0x6f677948  /* "Hygo" of HygonGenuine */
 
@@ -99,7 +108,9 @@ _start:
 
     /*
      * Gates 0..31: exceptions; gate 3 is DPL3 so that CPL3 `int3` reaches it
-     * (the CPL0 halt and hypercall). The IDT is shared and every vCPU writes
+     * (the CPL0 halt and hypercall); gate 2 (NMI) is nmi_entry, which hands a
+     * wake-up NMI to the --pv-wake handler and reports any other NMI as the
+     * exception it was before. Then the wake-up IPI's gate. The IDT is shared and every vCPU writes
      * it here, while vCPUs that started earlier already run: each gate must
      * be written once, with its final value, so that a rewrite stores the
      * bytes already there. (Writing gate 3 as a stub and then overriding it
@@ -109,7 +120,10 @@ _start:
     xor %ecx, %ecx
 1:  mov exception_stubs(,%rcx,8), %rax
     mov $GATE_KERNEL, %r8d
-    cmp $VECTOR_BP, %ecx
+    cmp $VECTOR_NMI, %ecx
+    jne 8f
+    lea nmi_entry(%rip), %rax
+8:  cmp $VECTOR_BP, %ecx
     jne 2f
     lea breakpoint_or_kernel_call(%rip), %rax
     mov $GATE_USER, %r8d
@@ -117,6 +131,10 @@ _start:
     inc %ecx
     cmp $32, %ecx
     jne 1b
+    mov $VECTOR_WAKE, %ecx
+    lea wake_ipi_entry(%rip), %rax
+    mov $GATE_KERNEL, %r8d
+    call set_gate
 
     /*
      * Load this vCPU's TSS ourselves, although the VMM's KVM_SET_SREGS already
@@ -159,6 +177,26 @@ _start:
     mov $MSR_KVM_STEAL_TIME, %ecx
     wrmsr
 7:
+
+    /*
+     * --pv-wake ipi|nmi: the x2APIC, whose ICR is one MSR write, in which
+     * this vCPU's LAPIC (already software-enabled by the VMM) then sends and
+     * takes the wake-ups. Only where CPUID offers it: runtime/wake.cpp then
+     * fails the run with a clear message instead of a #GP here. And the NMI
+     * gate starts passing NMIs to the handler (every vCPU writes the same).
+     */
+    testl $(BOOT_FLAG_WAKE_IPI | BOOT_FLAG_WAKE_NMI), BOOT_FLAGS_OFF(%r12)
+    jz 9f
+    testl $CPUID1_ECX_X2APIC, CPUID_OFF_BASIC+8(%r15)
+    jz 9f
+    mov $MSR_APIC_BASE, %ecx
+    rdmsr
+    or $APIC_BASE_EN_X2APIC, %eax
+    wrmsr
+    testl $BOOT_FLAG_WAKE_NMI, BOOT_FLAGS_OFF(%r12)
+    jz 9f
+    movb $1, wake_nmi_on(%rip)
+9:
 
     /* The hypercall instruction KVM expects on this CPU (every vCPU writes the same). */
     xor %eax, %eax
@@ -256,6 +294,118 @@ cpl0_halt:
     .size cpl0_halt, . - cpl0_halt
 
 /*
+ * --pv-wake ipi|nmi (runtime/wake.h has the protocol; these are its CPL0
+ * instructions). Interrupts reach the program only at CPL0 (--guest-ring 0),
+ * on its own stack (no stack switch at CPL0; the guest is built without a
+ * red zone, so nothing below RSP is live). The handlers save the registers a
+ * C call may clobber and pass the interrupt frame (saved RIP first) to
+ * wake_ipi_handler / wake_nmi_handler (runtime/wake.cpp, built with general
+ * registers only: the interrupted code's SSE state is never touched). After
+ * the 40-byte frame, which the CPU pushes at a 16-byte aligned RSP, nine
+ * pushes leave RSP 16-byte aligned for the call.
+ */
+.macro SAVE_SCRATCH
+    push %rax; push %rcx; push %rdx; push %rsi; push %rdi
+    push %r8;  push %r9;  push %r10; push %r11
+.endm
+.macro RESTORE_SCRATCH
+    pop %r11; pop %r10; pop %r9; pop %r8
+    pop %rdi; pop %rsi; pop %rdx; pop %rcx; pop %rax
+.endm
+
+wake_ipi_entry:
+    SAVE_SCRATCH
+    lea 72(%rsp), %rdi
+    call wake_ipi_handler
+    xor %eax, %eax              /* EOI: the next IPI of this vector may come in */
+    xor %edx, %edx
+    mov $MSR_X2APIC_EOI, %ecx
+    wrmsr
+    RESTORE_SCRATCH
+    iretq
+
+/* An NMI is a wake-up only with --pv-wake nmi; any other is reported as before. */
+nmi_entry:
+    cmpb $0, wake_nmi_on(%rip)
+    je exception_2
+    SAVE_SCRATCH
+    lea 72(%rsp), %rdi
+    call wake_nmi_handler
+    RESTORE_SCRATCH
+    iretq
+
+/*
+ * unsigned long cpl0_wake_wait_ipi(const volatile u8* ptr, u8 val, volatile u8* waiting):
+ * with IF=0, mark this CPU waiting and re-check *ptr == val; then `sti; hlt`
+ * as one sequence (STI's shadow lets no interrupt in before the `hlt`, so an
+ * IPI that arrived after the re-check is pending and ends the halt at once:
+ * sticky). Returns 1 after a halt, 0 if the condition had changed.
+ */
+    .global cpl0_wake_wait_ipi
+    .type cpl0_wake_wait_ipi, @function
+cpl0_wake_wait_ipi:
+    cli
+    movb $1, (%rdx)
+    cmpb %sil, (%rdi)
+    jne 1f
+    sti
+    hlt
+    cli
+    movb $0, (%rdx)
+    mov $1, %eax
+    ret
+1:  movb $0, (%rdx)
+    xor %eax, %eax
+    ret
+    .size cpl0_wake_wait_ipi, . - cpl0_wake_wait_ipi
+
+/*
+ * unsigned long cpl0_wake_wait_nmi(const volatile u8* ptr, u8 val, volatile u8* waiting,
+ *                                  volatile u8* pending):
+ * an NMI is not held back by IF, so nothing makes it pending across the
+ * re-check: the window from nmi_wait_window to nmi_wait_after_hlt is where
+ * wake_nmi_handler counts it as a wake-up and, before the `hlt`, moves the
+ * saved RIP to nmi_wait_skip (the halt is skipped); outside the window it
+ * sets *pending, which the next wait consumes at the window's start. Returns
+ * 1 after a halt, 0 without one.
+ */
+    .global cpl0_wake_wait_nmi
+    .type cpl0_wake_wait_nmi, @function
+    .global nmi_wait_window, nmi_wait_after_hlt, nmi_wait_skip
+cpl0_wake_wait_nmi:
+    movb $1, (%rdx)
+nmi_wait_window:
+    cmpb $0, (%rcx)
+    jne 2f
+    cmpb %sil, (%rdi)
+    jne 1f
+    hlt
+nmi_wait_after_hlt:
+    movb $0, (%rdx)
+    mov $1, %eax
+    ret
+2:  movb $0, (%rcx)
+1:  movb $0, (%rdx)
+    xor %eax, %eax
+    ret
+nmi_wait_skip:
+    movb $0, (%rdx)
+    xor %eax, %eax
+    ret
+    .size cpl0_wake_wait_nmi, . - cpl0_wake_wait_nmi
+
+/* void cpl0_x2apic_icr(u32 destination, u32 low): one ICR write sends the IPI or NMI. */
+    .global cpl0_x2apic_icr
+    .type cpl0_x2apic_icr, @function
+cpl0_x2apic_icr:
+    mov %esi, %eax
+    mov %edi, %edx
+    mov $MSR_X2APIC_ICR, %ecx
+    wrmsr
+    ret
+    .size cpl0_x2apic_icr, . - cpl0_x2apic_icr
+
+/*
  * Exception stubs: normalise the frame to (vector, error code, RIP, CS, ...)
  * and report through the fault doorbell. The VMM ends the run there; the
  * loop after it only guards against a VMM that resumes anyway.
@@ -285,6 +435,8 @@ STUB 24,0; STUB 25,0; STUB 26,0; STUB 27,0; STUB 28,0; STUB 29,1; STUB 30,1; STU
 
     .section .data
 use_vmmcall:
+    .byte 0
+wake_nmi_on:
     .byte 0
 
     .section .rodata

@@ -43,6 +43,12 @@ inline constexpr u32 kBootFlagLockProbe = 1u << 7;
 // --trace: the lock workloads record each acquisition in the lock-trace log
 // at lock_trace_gpa (lock_trace.h). Clear: they record nothing.
 inline constexpr u32 kBootFlagLockTrace = 1u << 8;
+// --pv-wake (pv_wake.h): how a PV lock wakes a halted waiter. Neither bit:
+// the KICK_CPU hypercall; kBootFlagWakeIpi: a fixed-vector IPI through the
+// x2APIC ICR; kBootFlagWakeNmi: an NMI. Either bit needs the kvm backend and
+// --guest-ring 0 (the in-kernel LAPIC, and CPL0 to send and take them).
+inline constexpr u32 kBootFlagWakeIpi = 1u << 9;
+inline constexpr u32 kBootFlagWakeNmi = 1u << 10;
 
 inline constexpr u32 kProgramNameBytes = 32;
 inline constexpr u32 kProgramArgsBytes = 768;

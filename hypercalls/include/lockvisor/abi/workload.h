@@ -115,7 +115,8 @@ inline constexpr const char* kWorkloadStatsKey = "workload_stats";
 // this CPU's finish time from the common start for every contended kind.
 // 3: handoffs_local, handoffs_remote, handoffs_self (lock handoffs by the
 // virtual NUMA nodes of the releasing and the acquiring CPU).
-inline constexpr u64 kWorkloadStatsVersion = 3;
+// 4: the wake_* counters (--pv-wake: the IPI and NMI handlers of this CPU).
+inline constexpr u64 kWorkloadStatsVersion = 4;
 inline constexpr u32 kLockEventSlots = 32;  // >= locks::kLockEventCount, in its order
 inline constexpr u32 kFairnessWindows = 128;
 
@@ -140,6 +141,19 @@ struct WorkloadStats {
   u64 handoffs_local;
   u64 handoffs_remote;
   u64 handoffs_self;
+  // Version 4. This CPU's wake-up interrupts over the whole run (not only the
+  // window: KVM's counters they are checked against cover the whole run),
+  // from the handler of the --pv-wake mechanism (0 with the hypercall):
+  // interrupts taken, those that found the CPU waiting in a PV halt (woken)
+  // and those that did not (spurious), halts an NMI made the waiter skip
+  // (taken between its re-check and its `hlt`), and the handler's time in TSC
+  // cycles (sum and longest).
+  u64 wake_interrupts;
+  u64 wake_woken;
+  u64 wake_spurious;
+  u64 wake_halts_skipped;
+  u64 wake_handler_cycles;
+  u64 wake_handler_max_cycles;
 };
 static_assert(sizeof(WorkloadStats) % sizeof(u64) == 0, "travels as an array of u64");
 inline constexpr u64 kWorkloadStatsWords = sizeof(WorkloadStats) / sizeof(u64);
