@@ -283,7 +283,7 @@ TEST(HostileGuest, CaseChurnIsLinear) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   // CASE_END used to scan every case ever begun; a CASE_END that matches
   // nothing scanned them all. The exits themselves are the cost now (the
-  // algorithm alone: tests/unit/report_channel_test.cpp). 10000 rounds of
+  // algorithm alone: tests/machine/report_channel_test.cpp). 10000 rounds of
   // three messages keep the test short on PVM, where an exit costs ~100 us.
   const auto start = std::chrono::steady_clock::now();
   const auto r = boot(*kvm, hostile("case-churn", 1, "n=10000"));

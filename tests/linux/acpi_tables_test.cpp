@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "tests/support/ci_required.h"
 #include "vmm/linuxboot/le_bytes.h"
 #include "vmm/util/error.h"
 
@@ -287,7 +288,8 @@ std::string run(const std::string& command) {
 }
 
 TEST(AcpiIasl, AcpicaDisassemblesEveryTable) {
-  if (std::system("command -v iasl >/dev/null 2>&1") != 0) GTEST_SKIP() << "iasl not installed (Debian: acpica-tools)";
+  if (std::system("command -v iasl >/dev/null 2>&1") != 0)
+    LOCKVISOR_SKIP_OUTSIDE_CI("iasl not installed (Debian: acpica-tools)");
   for (const auto model : {AcpiPowerModel::kFixedHardware, AcpiPowerModel::kHardwareReduced}) {
     AcpiOptions o;
     o.power_model = model;
@@ -331,7 +333,7 @@ TEST(AcpiIasl, AcpicaDisassemblesEveryTable) {
 // namespace and evaluates \_S5_ to the package the power-off path reads.
 TEST(AcpiIasl, AcpicaLoadsTheTablesAndEvaluatesS5) {
   if (std::system("command -v acpiexec >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "acpiexec not installed (Debian: acpica-tools)";
+    LOCKVISOR_SKIP_OUTSIDE_CI("acpiexec not installed (Debian: acpica-tools)");
   for (const auto model : {AcpiPowerModel::kFixedHardware, AcpiPowerModel::kHardwareReduced}) {
     AcpiOptions o;
     o.power_model = model;

@@ -4,19 +4,14 @@
 #pragma once
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <optional>
 #include <string>
 
+#include "tests/support/ci_required.h"
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::test {
-
-inline bool in_ci() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
 
 // Opens /dev/kvm once per process; nullptr (with the reason) when it cannot.
 inline const kvm::KvmSystem* shared_kvm(std::string* why) {

@@ -10,11 +10,13 @@
 namespace lockvisor::cli {
 
 void MachineOptions::add_to(CLI::App& command) {
-  // The row's range (1..128) is validate_config's, which every caller of the
-  // machine runs: here only what CLI11 needs to convert the text, so that
-  // --vcpus 0 gets the same message from run, the lab and the tests.
+  // The row's range is validate_config's, which every caller of the machine
+  // runs: here only what CLI11 needs to convert the text, so that --vcpus 0
+  // gets the same message from run, the lab and the tests; --help shows the
+  // row's range all the same.
   command.add_option("--vcpus", config.vcpus, setting_row("vcpus").help)
-      ->transform(unsigned_in(0, std::numeric_limits<unsigned>::max()).description(""))
+      ->transform(unsigned_in(0, std::numeric_limits<unsigned>::max())
+                      .description(experiment::range_text(setting_row("vcpus"))))
       ->default_str(setting_row("vcpus").def);
   // Bounded on the text, before `memory_mib << 20` could wrap to a small size.
   add_setting(command, "memory_mib", config.memory_mib);

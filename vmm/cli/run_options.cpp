@@ -6,10 +6,10 @@
 #include <algorithm>
 
 #include "locks/pvbounded_tuning.h"
-#include "locks/registry.h"
 #include "vmm/cli/commands.h"
 #include "vmm/cli/option_checks.h"
 #include "vmm/cli/setting_options.h"
+#include "vmm/experiment/lock_name.h"
 #include "vmm/experiment/run_settings.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/inject/injector.h"
@@ -49,8 +49,7 @@ std::vector<inject::InjectSpec> inject_specs(const RunOptions& o, machine::Machi
 
 void validate_lock_options(const RunOptions& o) {
   experiment::validate(o.lock.w);
-  const locks::LockInfo* info = locks::find_lock(o.lock.w.lock.c_str());
-  if (info != nullptr && info->needs_pv && o.machine.no_pv && !o.lock.native)
+  if (experiment::known_lock(o.lock.w.lock).needs_pv && o.machine.no_pv && !o.lock.native)
     fail("--lock {} needs KVM_FEATURE_PV_UNHALT, which --no-pv hides (use --lock auto to follow the KVM guest's policy)",
          o.lock.w.lock);
 }
@@ -237,10 +236,17 @@ void add_run_options(CLI::App* command, const std::shared_ptr<RunOptions>& optio
   auto* duration = add_setting(*command, "duration_s", w.duration_s);
   add_setting(*command, "iterations", w.iterations)->excludes(duration);
   add_setting(*command, "layout", w.layout);
-  add_setting_function<std::uint64_t>(*command, "locks", [&w](const std::uint64_t& n) { w.locks = n; });
+  // Their defaults depend on the workload, so the rows show none: the help
+  // names torture's.
+  const auto torture_default = [](std::uint64_t n, const char* zero) {
+    return fmt::format(" (default {}; 0: {})", n, zero);
+  };
+  add_setting_function<std::uint64_t>(*command, "locks", [&w](const std::uint64_t& n) { w.locks = n; },
+                                      torture_default(experiment::kTortureLocks, "the default"));
   add_setting(*command, "long_hold_ns", w.long_hold_ns);
   add_setting_function<std::uint64_t>(*command, "long_hold_every",
-                                      [&w](const std::uint64_t& n) { w.long_hold_every = n; });
+                                      [&w](const std::uint64_t& n) { w.long_hold_every = n; },
+                                      torture_default(experiment::kTortureLongHoldEvery, "no long holds"));
   add_setting(*command, "wait_halt_delay_ns", w.wait_halt_delay_ns);
   add_setting(*command, "inject", options->inject);
   add_setting(*command, "native", l.native);

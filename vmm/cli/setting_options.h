@@ -68,10 +68,11 @@ CLI::Option* add_setting(CLI::App& command, std::string_view key, V& variable, c
 // The same for an option whose value goes through `store` (an optional, a
 // value that means "the default" when unset).
 template <class V, class F>
-CLI::Option* add_setting_function(CLI::App& command, std::string_view key, F store) {
+CLI::Option* add_setting_function(CLI::App& command, std::string_view key, F store,
+                                  const std::string& help_suffix = {}) {
   const auto& row = setting_row(key);
-  return apply_setting_checks(command.add_option_function<V>(row.cli_names ? row.cli_names : row.flag, store, row.help),
-                              row);
+  return apply_setting_checks(
+      command.add_option_function<V>(row.cli_names ? row.cli_names : row.flag, store, row.help + help_suffix), row);
 }
 
 }  // namespace lockvisor::cli

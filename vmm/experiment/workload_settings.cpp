@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "locks/registry.h"
 #include "workloads/workloads.h"
+#include "vmm/experiment/lock_name.h"
 #include "vmm/experiment/run_settings.h"
 #include "vmm/util/error.h"
 
@@ -18,9 +18,10 @@ abi::WorkloadKind workload_kind(const std::string& w) {
 }
 
 void validate(const WorkloadSettings& w) {
-  if (locks::find_lock(w.lock.c_str()) == nullptr) fail("--lock '{}': unknown lock (see 'lockvisor locks')", w.lock);
+  known_lock(w.lock);
   if (w.layout != "standalone" && w.layout != "embedded") fail("--layout '{}': standalone or embedded", w.layout);
-  if (!(w.duration_s > 0) || w.duration_s > 3600) fail("--duration {}: must be in (0, 3600] seconds", w.duration_s);
+  if (const RunSetting& d = *find_run_setting("duration_s"); !(w.duration_s >= d.min_s && w.duration_s <= d.max_s))
+    fail("--duration {}: must be {}", w.duration_s, range_text(d));
   // Every numeric field against the rows the guest checks, named by its option.
   const abi::WorkloadParams p = workload_params(w, 1, 1);
   if (const abi::WorkloadLimit* l = abi::out_of_range(p)) {

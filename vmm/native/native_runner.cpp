@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "locks/registry.h"
+#include "vmm/experiment/lock_name.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/util/error.h"
 
@@ -57,11 +58,7 @@ void validate_params_and_cpus(const NativeRunConfig& config) {
 }  // namespace detail
 
 void validate_native_config(const NativeRunConfig& config) {
-  if (locks::find_lock(config.lock.c_str()) == nullptr) {
-    std::string names;
-    for (const locks::LockInfo& l : locks::kLocks) names += (names.empty() ? "" : ", ") + std::string(l.name);
-    fail("unknown lock '{}' (known: {})", config.lock, names);
-  }
+  experiment::known_lock(config.lock);
   detail::validate_params_and_cpus(config);
 }
 

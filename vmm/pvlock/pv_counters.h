@@ -29,6 +29,7 @@ namespace lockvisor::pvlock {
   X(kicks_received,      "kicks that set this vCPU's latch")                                       \
   X(kicks_coalesced,     "kicks that found a kick already pending here")                           \
   X(kicks_dropped,       "kicks lost here (lossy mode, not halted)")                               \
+  X(kick_delays_cut,     "--kick-delay-us waits of this vCPU's kicks cut short by the run's end")  \
   X(kick_yields,         "kicks after which this vCPU (the kicker) yielded its host CPU")          \
   X(yield_to_calls,      "YIELD_TO hypercalls made by this vCPU")                                  \
   X(boosts,              "times this vCPU was boosted (YIELD_TO target or --kick-boost)")          \

@@ -48,7 +48,10 @@ KickResult UserspaceBackend::deliver(unsigned from, int target, KickMode mode) {
   // The delay is a wait the end of the run cuts short (watchdog, deadlock,
   // signal, fault): a stopping run delivers the kick at once (the latch has
   // kStop by then, so it wakes nobody for long) and the vCPU leaves its loop.
-  if (options_.kick_delay_us > 0) stopping_.sleep_for(std::chrono::microseconds(options_.kick_delay_us));
+  // Only a delay under way when the end came counts as cut.
+  if (options_.kick_delay_us > 0 && !stopping_.is_set() &&
+      stopping_.sleep_for(std::chrono::microseconds(options_.kick_delay_us)))
+    sender.kick_delays_cut.fetch_add(1, std::memory_order_relaxed);
   const auto index = static_cast<unsigned>(target);
   Slot& slot = *slots_[index];
   const bool was_halted = (slot.latch.state() & KickLatch::kHalted) != 0;
