@@ -77,7 +77,10 @@ std::vector<unsigned> handoff_order(L& lock, bool first_is_pending, unsigned nod
 // Queue after the pending waiter 7: 1 (n1), 2 (n0), 3 (n1), 4 (n0), 5 (n1).
 // 1 passes to 3 (2 -> secondary), 3 to 5 (4 -> secondary), 5 is the tail:
 // the secondary queue 2, 4 becomes the queue. FIFO would be 7,1,2,3,4,5.
+// The time form is off: a host that delays a handoff by 1 ms would end the
+// run early (ThresholdInTime below).
 TEST(Cna, SameNodeWaitersGoFirstThenTheSecondaryQueue) {
+  ParamScope p({"cna_threshold_us=0"});
   locks::CnaLock<Env> lock{};
   EXPECT_EQ(handoff_order(lock, true), (std::vector<unsigned>{7, 1, 3, 5, 2, 4}));
   EXPECT_GE(Env::event_total(locks::LockEvent::numa_local_pass), 2u);
@@ -118,6 +121,7 @@ TEST(PvCna, ThresholdInTimePutsTheSecondaryQueueBackInFront) {
 // pvcna has no pending path: 7 is the queue head, and passes to 1 (its own
 // node, next in line); the rest as cna.
 TEST(PvCna, SameNodeWaitersGoFirstThenTheSecondaryQueue) {
+  ParamScope p({"cna_threshold_us=0"});
   locks::PvCnaLock<Env> lock{};
   EXPECT_EQ(handoff_order(lock, false), (std::vector<unsigned>{7, 1, 3, 5, 2, 4}));
   const EnvStats s = Env::stats();
