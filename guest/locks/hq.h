@@ -40,7 +40,10 @@
 //   that queued globally before it); a local waiter waits for the holders
 //   of its own node ahead of it and, each time its node's run ends before
 //   its turn, for one run of every other node.  pvhq adds a halted
-//   waiter's wake-up per handoff.  `lockvisor trace-check` judges each wait
+//   waiter's wake-up per handoff, and its global lock is pvqspinlock's,
+//   whose hybrid trylock lets a running local head steal it past a halted
+//   global queue head: each steal starts another run of the stealer's
+//   node, outside this bound (the steals are counted, pv_lock_stealing).  `lockvisor trace-check` judges each wait
 //   against this bound (vmm/trace/bound_check.h).
 //
 //   MODE SWITCH.  A contender that finds the global word free of queued

@@ -93,6 +93,27 @@ TEST(NumaBoundCheck, ARunThatWentOnPastTheTimeThresholdIsAViolation) {
   EXPECT_EQ(r.violations[0].decided_ns, 1200 * kUs);
 }
 
+// The arrival is stamped before the lock's enqueue: a waiter preempted
+// before the run ended may not have queued, so its run is not judged.
+TEST(NumaBoundCheck, ARunWhileTheWaiterWasOffItsCpuIsNotJudged) {
+  OneWait b("lock=cna cna_threshold=2 cna_threshold_us=0");
+  b.acq(0, 1 * kMs, 2 * kMs).acq(1, 1 * kMs, 3 * kMs).acq(0, 2 * kMs, 4 * kMs);
+  b.t.vcpu[2].preempted.push_back({500 * kUs, 1500 * kUs});
+  const NumaBoundReport r = b.check();
+  EXPECT_TRUE(r.violations.empty());
+  EXPECT_EQ(r.explained, 1u);
+}
+
+// cna: a fast-path acquisition needs a word without a queue, so the waiter
+// had not queued before it; only the run after it is judged (2 holders).
+TEST(NumaBoundCheck, CnaJudgesOnlyWhatFollowsAFastPathAcquisition) {
+  OneWait b("lock=cna cna_threshold=2 cna_threshold_us=0");
+  b.acq(0, 1 * kMs, 2 * kMs).acq(1, 1 * kMs, 3 * kMs, AcqPath::fast).acq(0, 2 * kMs, 4 * kMs).acq(1, 3 * kMs, 5 * kMs);
+  EXPECT_TRUE(b.check().violations.empty());
+  b.acq(0, 4 * kMs, 6 * kMs);
+  EXPECT_EQ(b.check().violations.size(), 1u) << "three handoffs after it";
+}
+
 TEST(NumaBoundCheck, HqAllowsOneQspinlockModeHolderPerVcpuOfTheNode) {
   OneWait b("lock=hq hq_fairness_threshold=1");
   b.acq(0, 1 * kMs, 2 * kMs).acq(1, 1 * kMs, 3 * kMs).acq(0, 2 * kMs, 4 * kMs);

@@ -85,7 +85,7 @@ int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
   if (const char* bad = native::apply_lock_tuning(o.params)) fail("--param '{}': not a valid value for that key", bad);
   fmt::print("lockvisor run --native: {} {} on {} host threads, CPUs {} ({})\n", o.lock.w.lock, o.workload, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
-             config.pcpus.empty() ? "unpinned" : o.machine.pin);
+             config.vnuma ? o.machine.pin + " within each node" : config.pcpus.empty() ? "unpinned" : o.machine.pin);
   if (config.vnuma)
     fmt::print("virtual NUMA: {} nodes, {} (threads@host CPUs{})\n", config.vnuma->nodes(),
                machine::format_vnuma(*config.vnuma),

@@ -16,10 +16,13 @@
 //            whose handoff decided to go on, acquired less than the time
 //            threshold (plus `slack_ns`, the guest clock's and the stamp's
 //            error) after its first: the run's clock started no later.
-// Steals (pvcna's hybrid trylock while a head is halted) are counted in a
-// run but not judged by it: a run with a steal is judged on its queue
-// holders only. A wait is judged only when every lock lane is complete
-// until it ended.
+// Steals (pvcna's hybrid trylock while a head is halted, pvhq's of the
+// global pvqspinlock) are counted in a run but not judged by it: a run with
+// a steal is judged on its other holders only. The trace's arrival is
+// stamped before the lock's enqueue, so a run over the bound while the
+// waiter was off its CPU (preempted or parked) before the run ended is not
+// judged either (`explained`): the waiter may not have queued yet. A wait is
+// judged only when every lock lane is complete until it ended.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,6 +37,10 @@ struct NumaBoundRules {
   bool judged = false;               // a NUMA lock and a topology (metadata.vcpu_node)
   std::uint64_t holders = 0;         // the handoff threshold
   bool per_node_extra = false;       // hq: plus one holder per vCPU of the run's node
+  // cna/pvcna: a fast-path acquisition means the waiter had not queued (the
+  // word had no tail); runs before it are not judged.  (hq's local
+  // handoffs count no path event and read as fast.)
+  bool fast_means_unqueued = false;
   std::uint64_t time_ns = 0;         // the time threshold, 0: off
   std::uint64_t slack_ns = 20000;    // clock conversion and stamp error
   std::vector<unsigned> vcpu_node;   // the run's topology (empty: none)
@@ -63,6 +70,7 @@ struct NumaBoundReport {
   std::uint64_t longest_run = 0;        // holders
   std::uint64_t longest_decided_ns = 0;
   std::vector<NumaRun> violations;      // runs over the bound, in file order
+  std::uint64_t explained = 0;          // runs over it while the waiter was off its CPU (not judged)
 };
 
 NumaBoundReport check_numa_bound(const TraceTimeline& t, const NumaBoundRules& rules);
