@@ -16,14 +16,35 @@
 //   waiter that becomes local head either inherits the global lock from
 //   its local predecessor (local handoff) or takes it through the global
 //   queue (the previous node's holder released it: remote handoff).
-//   Release: with a local successor and fewer than kLocalThreshold
-//   consecutive local handoffs, pass the lock within the node -- the
-//   global word stays locked and only the successor's node line moves;
-//   otherwise release the global lock (the next node's head in the global
-//   queue gets it) and make the local successor local head, so that it
-//   queues globally behind the other nodes.  Without a local successor:
-//   release the global lock, leave the local queue, unbind.
-//   kLocalThreshold is the RFC's hqlock_fairness_threshold, 1000.
+//   Release: with a local successor and a run of local handoffs below the
+//   threshold (below), pass the lock within the node -- the global word
+//   stays locked and only the successor's node line moves; otherwise
+//   release the global lock (the next node's head in the global queue gets
+//   it) and make the local successor local head, so that it queues
+//   globally behind the other nodes.  Without a local successor: release
+//   the global lock, leave the local queue, unbind.
+//   A node's RUN starts when its local head takes the global lock and
+//   counts the holders since (Local::handoffs, Local::since).  Its
+//   threshold is two run-time parameters (pvbounded_tuning.h), whichever
+//   comes first: hq_fairness_threshold holders (the RFC's
+//   hqlock_fairness_threshold, 1000) and hq_fairness_threshold_us of time
+//   since the run began (not in the RFC; 0, off, by default).
+//
+// BOUND (what hq and pvhq promise a waiter of another node)
+//   The global queue holds at most one waiter per node (its local head), in
+//   FIFO order, and a node's run ends after at most hq_fairness_threshold
+//   holders, or with the first local handoff at least
+//   hq_fairness_threshold_us after it began (one holder more).  So a local
+//   head queued globally gets the lock after at most one run of each of
+//   the k-1 other nodes (plus qspinlock-mode contenders, one holder each,
+//   that queued globally before it); a local waiter waits for the holders
+//   of its own node ahead of it and, each time its node's run ends before
+//   its turn, for one run of every other node.  pvhq adds a halted
+//   waiter's wake-up per handoff, and its global lock is pvqspinlock's,
+//   whose hybrid trylock lets a running local head steal it past a halted
+//   global queue head: each steal starts another run of the stealer's
+//   node, outside this bound (the steals are counted, pv_lock_stealing).  `lockvisor trace-check` judges each wait
+//   against this bound (vmm/trace/bound_check.h).
 //
 //   MODE SWITCH.  A contender that finds the global word free of queued
 //   waiters (at most an owner and a pending waiter) stays in QSPINLOCK
@@ -58,8 +79,8 @@
 //
 // UNDER vCPU PREEMPTION
 //   Local handoffs go to the next waiter of the node whether its vCPU runs
-//   or not; and a node whose vCPUs share a host CPU keeps the lock for up
-//   to kLocalThreshold handoffs.  Waiman Long's review: HQ "is mutually
+//   or not; and a node whose vCPUs share a host CPU keeps the lock for a
+//   whole run.  Waiman Long's review: HQ "is mutually
 //   exclusive with pvqspinlock" in the RFC; pvhq combines them anyway:
 //   local waiters spin kSpinThreshold iterations and then halt, the
 //   releaser that makes one head or owner kicks it, and the global lock is
@@ -72,6 +93,7 @@
 #include "locks/lock_env.h"
 #include "locks/pv_qspinlock.h"
 #include "locks/qspinlock.h"
+#include "locks/pvbounded_tuning.h"
 #include "locks/qspinlock_word.h"
 
 namespace lockvisor::locks {
@@ -81,8 +103,6 @@ namespace hq {
 using q::QNode;
 using q::QSpinWord;
 
-// hqlock_fairness_threshold: local handoffs before the lock must leave the node.
-inline constexpr u32 kDefaultLocalThreshold = 1000;
 inline constexpr unsigned kMetaSlots = 64;
 inline constexpr unsigned kMaxNumaNodes = 16;
 
@@ -101,6 +121,7 @@ struct alignas(kCacheLine) Local {
   QNode node;          // next, locked (kQueued/kLocalHead/kOwner), cpu, state
   u32 handoffs;        // consecutive local handoffs that led to this owner
   u32 numa;
+  u64 since;           // TSC when this node's run began (its local head took the global lock)
   QSpinWord* lock;     // the lock it is held for (nullptr: free)
   Meta* meta;
 };
@@ -135,7 +156,9 @@ inline bool bind(Meta* m, const QSpinWord* lock) {
     } else {
       return false;  // bound to another lock: conflict
     }
-    // acquire: the previous users' local-tail writes (all back to null).
+    // acq_rel: acquire pairs with unbind()'s release, so the previous users'
+    // local-tail writes (all back to null) are seen; release publishes
+    // nothing of ours yet (the local node is written after binding).
     if (try_cmpxchg(&m->binding, &b, to, Order::acq_rel)) return true;
   }
 }
@@ -144,6 +167,8 @@ inline void unbind(Meta* m) {
   u64 b = load_relaxed(&m->binding);
   for (;;) {
     const u64 to = (b & 0xffff) == 1 ? 0 : b - 1;
+    // acq_rel: release pairs with the next bind()'s acquire (our local-tail
+    // cmpxchg came first); acquire keeps the count's history in order.
     if (try_cmpxchg(&m->binding, &b, to, Order::acq_rel)) return;
   }
 }
@@ -155,6 +180,7 @@ inline u32 wait_local(QNode* node) {
   if constexpr (kPv) {
     for (;;) {
       for (u32 loop = kSpin; loop; loop--) {
+        // Acquire pairs with pass_local()'s store (seq_cst, so release too).
         if (u32 v = load_acquire(&node->locked)) return v;
         spin_relax<Env>();
       }
@@ -165,12 +191,15 @@ inline u32 wait_local(QNode* node) {
         lockevent_inc<Env>(LockEvent::pv_wait);
         Env::wait(&node->state, u8{q::kVcpuHalted});
       }
+      // Relaxed: only says "running" again to a later pass_local(); the
+      // load after it is the acquire that pairs with pass_local().
       cmpxchg(&node->state, u8{q::kVcpuHalted}, u8{q::kVcpuRunning}, Order::relaxed);
       if (u32 v = load_acquire(&node->locked)) return v;
       lockevent_inc<Env>(LockEvent::pv_spurious_wakeup);
     }
   } else {
     u32 v;
+    // Acquire pairs with pass_local()'s release.
     while ((v = load_acquire(&node->locked)) == 0) spin_relax<Env>();
     return v;
   }
@@ -180,25 +209,39 @@ inline u32 wait_local(QNode* node) {
 template <class Env, bool kPv>
 inline void pass_local(QNode* next, u32 how) {
   if constexpr (kPv) {
+    // Store-buffer pattern with wait_local(): our store of `locked`, then
+    // our read of `state` (seq_cst cmpxchg), against its xchg of `state`,
+    // then its read of `locked`.  Either it sees `locked` and skips the
+    // halt, or we see "halted" and kick.
     __atomic_store_n(&next->locked, how, __ATOMIC_SEQ_CST);
     if (cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuRunning}, Order::seq_cst) == q::kVcpuHalted) {
       lockevent_inc<Env>(LockEvent::pv_kick);
       Env::kick(load_relaxed(&next->cpu));
     }
   } else {
-    store_release(&next->locked, how);
+    store_release(&next->locked, how);  // pairs with wait_local()'s acquire
   }
+}
+
+// Whether a node's run that led to owner `l` may go on with one more local
+// handoff: below hq_fairness_threshold holders and, when the time form is
+// on, younger than hq_fairness_threshold_us.
+inline bool run_may_continue(const Local* l) {
+  if (l->handoffs + 1 >= pvb::tuning(&pvb::Tuning::hq_fairness)) return false;
+  const u64 span = pvb::tuning(&pvb::Tuning::hq_fairness_cycles);
+  return span == 0 || read_tsc() - l->since < span;
 }
 
 }  // namespace hq
 
 // Global: QSpinLock<Env> (hq) or PvQSpinLock<Env> (pvhq), used through its
 // static word operations.
-template <class Env, class Global, bool kPv, u32 kSpin, u32 kLocalThreshold>
+template <class Env, class Global, bool kPv, u32 kSpin>
 class HqLockBase {
  public:
   void lock() {
     u32 v = 0;
+    // Fast path 0,0,0 -> 0,0,1; acquire pairs with the unlock's release.
     if (__builtin_expect(try_cmpxchg(&w_.val, &v, q::kLockedVal, Order::acquire), 1)) return;
     slow_lock(v);
   }
@@ -206,6 +249,8 @@ class HqLockBase {
     using S = hq::State<Env>;
     // A NUMA-mode holder is a user of the lock's slot until this unlock: an
     // unbound slot means qspinlock mode (and costs no per-CPU lookup).
+    // Relaxed: our own bind() is the only write that matters here, and we
+    // made it (program order).
     if (load_relaxed(&S::slot(&w_)->binding) == 0) {
       Global::unlock_word(&w_);
       return;
@@ -244,10 +289,14 @@ class HqLockBase {
     store_relaxed(&S::used[cpu], used | (1u << d));
     barrier();  // the slot is taken before it is written (an interrupt must not reuse it)
     init_local(l, cpu, numa);
+    // acq_rel: release publishes our node's initialisation to the next
+    // waiter that reads the tail; acquire sees the previous tail's (as
+    // qspinlock's xchg_tail).  Pairs with the other waiters' xchg and the
+    // releaser's cmpxchg of the tail in numa_unlock().
     q::QNode* prev = xchg(&m->local_tail[numa], &l->node, Order::acq_rel);
     u32 how = hq::kLocalHead;
     if (prev != nullptr) {
-      store_release(&prev->next, &l->node);
+      store_release(&prev->next, &l->node);  // pairs with load_next_acquire() in numa_unlock()
       how = hq::wait_local<Env, kPv, kSpin>(&l->node);
     }
     if (how == hq::kOwner) {
@@ -255,6 +304,7 @@ class HqLockBase {
     } else {
       l->handoffs = 0;
       Global::lock_word(&w_);  // remote handoff: through the global queue
+      if (pvb::tuning(&pvb::Tuning::hq_fairness_cycles) != 0) l->since = read_tsc();  // the node's run begins
     }
     l->lock = &w_;
     l->meta = m;
@@ -275,9 +325,11 @@ class HqLockBase {
     const unsigned cpu = Env::cpu();
     hq::Meta* m = l->meta;
     q::QNode* me = &l->node;
-    q::QNode* next = q::load_next_acquire(me);
+    q::QNode* next = q::load_next_acquire(me);  // pairs with the successor's store_release of prev->next
     if (next == nullptr) {
       q::QNode* expected = me;
+      // acq_rel, pairing with a newcomer's xchg of the tail: the queue is
+      // empty after us, or the newcomer links itself and we wait for it.
       if (try_cmpxchg(&m->local_tail[l->numa], &expected, static_cast<q::QNode*>(nullptr), Order::acq_rel)) {
         // Last of the node: the lock leaves it.
         Global::unlock_word(&w_);
@@ -288,8 +340,10 @@ class HqLockBase {
       while ((next = q::load_next_acquire(me)) == nullptr) spin_relax<Env>();
     }
     hq::Local* nl = S::local_of(next);
-    if (l->handoffs + 1 < kLocalThreshold) {
-      nl->handoffs = l->handoffs + 1;  // read by next after pass_local (release)
+    if (hq::run_may_continue(l)) {
+      // Read by next after pass_local() (release; pairs with wait_local()).
+      nl->handoffs = l->handoffs + 1;
+      nl->since = l->since;
       finish(l, cpu, index);
       hq::pass_local<Env, kPv>(next, hq::kOwner);  // the global word stays locked
     } else {
@@ -305,25 +359,25 @@ class HqLockBase {
   static void finish(hq::Local* l, unsigned cpu, unsigned index) {
     using S = hq::State<Env>;
     l->lock = nullptr;
-    barrier();
+    barrier();  // compiler only: an interrupt on this CPU must see the node free last
     store_relaxed(&S::used[cpu], load_relaxed(&S::used[cpu]) & ~(1u << index));
   }
 
   q::QSpinWord w_;
 };
 
-template <class Env, u32 kLocalThreshold = hq::kDefaultLocalThreshold>
-class HqLock : public HqLockBase<Env, QSpinLock<Env>, false, 1, kLocalThreshold> {
+template <class Env>
+class HqLock : public HqLockBase<Env, QSpinLock<Env>, false, 1> {
  public:
   static constexpr const char* kName = "hq";
   static constexpr bool kNeedsPv = false;
-  static constexpr bool kFair = false;  // a node keeps the lock for up to kLocalThreshold handoffs
+  static constexpr bool kFair = false;  // a node keeps the lock for a run (the file comment's BOUND)
   static constexpr const char* kDescription =
       "hierarchical NUMA-aware queued spinlock (HQ RFC): per-node queues, global qspinlock, local handoffs";
 };
 
-template <class Env, u32 kSpinThreshold = pv::kDefaultSpinThreshold, u32 kLocalThreshold = hq::kDefaultLocalThreshold>
-class PvHqLock : public HqLockBase<Env, PvQSpinLock<Env, kSpinThreshold>, true, kSpinThreshold, kLocalThreshold> {
+template <class Env, u32 kSpinThreshold = pv::kDefaultSpinThreshold>
+class PvHqLock : public HqLockBase<Env, PvQSpinLock<Env, kSpinThreshold>, true, kSpinThreshold> {
  public:
   static constexpr const char* kName = "pvhq";
   static constexpr bool kNeedsPv = true;

@@ -24,6 +24,14 @@
 //   States of the word: pvqspinlock's, (tail, pending, locked) with locked
 //   in {0, 1, 3 = _Q_SLOW_VAL}; the secondary queue as in cna.h.
 //
+// BOUND
+//   cna.h's (cna_threshold handoffs or cna_threshold_us, whichever comes
+//   first), plus per handoff the wake-up of a head that halted: its kick is
+//   deferred to the unlock (pv_kick_node), so it costs a kick and a VM entry
+//   but never waits for anything but that unlock.  Steals by the hybrid
+//   trylock are outside the count: they happen only while the queue head
+//   has halted (no pending bit), and each is one holder more before it.
+//
 // UNDER vCPU PREEMPTION
 //   Waiters of both queues give their host CPU back instead of spinning
 //   behind a preempted holder or head; same-node handoffs keep the lock on
@@ -36,8 +44,7 @@
 
 namespace lockvisor::locks {
 
-template <class Env, u32 kSpinThreshold = pv::kDefaultSpinThreshold,
-          u32 kIntraNodeThreshold = cna::kDefaultIntraNodeThreshold>
+template <class Env, u32 kSpinThreshold = pv::kDefaultSpinThreshold>
 class PvCnaLock {
  public:
   static constexpr const char* kName = "pvcna";
@@ -50,10 +57,13 @@ class PvCnaLock {
 
   void lock() {
     u32 v = 0;
+    // Fast path 0,0,0 -> 0,0,1; acquire pairs with the release in unlock_word().
     if (__builtin_expect(try_cmpxchg(&w_.val, &v, q::kLockedVal, Order::acquire), 1)) return;
-    cna::cna_lock_slowpath<Env, Hooks, false, kIntraNodeThreshold>(&w_, v);
+    cna::cna_lock_slowpath<Env, Hooks, false>(&w_, v);
   }
-  // pvqspinlock's unlock: 1 -> 0, or find the hashed head and kick it.
+  // pvqspinlock's unlock: 1 -> 0 (release; pairs with the next owner's
+  // acquire), or find the hashed head and kick it (its ordering with the
+  // hashing head's xchg is described in pv_qspinlock.h).
   void unlock() { PvQSpinLock<Env, kSpinThreshold>::unlock_word(&w_); }
   bool try_lock() { return q::trylock_word(&w_); }
   bool is_locked() const { return q::read(&w_) != 0; }

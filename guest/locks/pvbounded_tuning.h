@@ -1,6 +1,6 @@
 // pvbounded_tuning.h: the run-time parameters of the registry locks: the
-// pvbounded lock's pvb_* and the qspinlock family's options (q_pending,
-// pvq_unfair), one table for all so that the guest, the native runner and the
+// pvbounded lock's pvb_*, the qspinlock family's options (q_pending,
+// pvq_unfair) and the NUMA locks' bypass bounds (cna_*, hq_*), one table for all so that the guest, the native runner and the
 // host's check of `--param` before boot share a single definition.
 //
 // A registry lock is one 32-bit word, so its parameters cannot live in the
@@ -59,6 +59,27 @@
 //                    PV.  0 (default): only the PV lock's own hybrid trylock
 //                    steals (while the queue head is not spinning).
 //
+// The NUMA locks' bounds on how long a waiter of another node may be
+// bypassed (cna.h, hq.h state what each bound promises; docs/vnuma.md):
+//   cna_threshold    cna, pvcna: same-node handoffs, counted from the first
+//                    waiter moved to the secondary queue, after which that
+//                    queue goes back in front.  Default 2^16, the series'
+//                    handoff count before it became a time (v11 and
+//                    earlier).
+//   cna_threshold_us cna, pvcna: the same bound in time: the secondary queue
+//                    goes back in front at the first handoff at least this
+//                    long after its first waiter was moved there.  Default
+//                    1 ms, v15's numa_spinlock_threshold_ns.  0: off.
+//   hq_fairness_threshold
+//                    hq, pvhq: consecutive local handoffs before the lock
+//                    must leave the node (the RFC's
+//                    hqlock_fairness_threshold, 1000).
+//   hq_fairness_threshold_us
+//                    hq, pvhq: the same bound in time: a local handoff at
+//                    least this long after the node's run of local handoffs
+//                    began sends the lock to the next node.  0 (default, as
+//                    the RFC): off.
+//
 // Defaults: chosen by measurement on the PVM hosts (docs/pvbounded.md):
 // T = 1 ms; T below the typical queueing time (0.5 ms at 8 vCPUs on 2 CPUs
 // on a quiet host, several ms at 16 on 2 or with vCPUs descheduled by
@@ -92,6 +113,12 @@ struct Tuning {
   u64 stale_us;
   u64 q_pending;   // qspinlock: 1 pending-bit path, 0 none
   u64 pvq_unfair;  // pvqspinlock/pvconfer: 1 one unconditional steal before the PV slow path
+  u64 cna_threshold;         // cna/pvcna: same-node handoffs while remote waiters wait
+  u64 cna_threshold_us;      // cna/pvcna: the same in time, 0: off
+  u64 cna_threshold_cycles;  // cna_threshold_us in TSC cycles
+  u64 hq_fairness;           // hq/pvhq: consecutive local handoffs
+  u64 hq_fairness_us;        // hq/pvhq: the same in time, 0: off
+  u64 hq_fairness_cycles;    // hq_fairness_us in TSC cycles
 };
 
 inline constexpr u64 kHandoffHead = 0;
@@ -101,6 +128,10 @@ inline constexpr u64 kDefaultBoundUs = 1000;
 inline constexpr u64 kDefaultBoundMaxUs = 16000;
 inline constexpr u64 kDefaultHeadUs = 0;
 inline constexpr u64 kDefaultStaleUs = 100;
+inline constexpr u64 kDefaultCnaThreshold = u64{1} << 16;
+inline constexpr u64 kDefaultCnaThresholdUs = 1000;
+inline constexpr u64 kDefaultHqFairness = 1000;
+inline constexpr u64 kDefaultHqFairnessUs = 0;
 // Used only until set_bound_us() learns the real TSC rate (a 2.5 GHz guess).
 inline constexpr u64 kAssumedTscKhz = 2500000;
 
@@ -120,6 +151,12 @@ inline Tuning g_tuning = {
     .stale_us = kDefaultStaleUs,
     .q_pending = 1,
     .pvq_unfair = 0,
+    .cna_threshold = kDefaultCnaThreshold,
+    .cna_threshold_us = kDefaultCnaThresholdUs,
+    .cna_threshold_cycles = kDefaultCnaThresholdUs * kAssumedTscKhz / 1000,
+    .hq_fairness = kDefaultHqFairness,
+    .hq_fairness_us = kDefaultHqFairnessUs,
+    .hq_fairness_cycles = kDefaultHqFairnessUs * kAssumedTscKhz / 1000,
 };
 
 // Reads used by the lock (relaxed: set before the CPUs start, read-only after).
@@ -139,6 +176,8 @@ struct TuningKey {
 };
 inline constexpr const char* kHandoffWords[] = {"head", "running", nullptr};
 inline constexpr const char kPvbLocks[] = "pvbounded";
+inline constexpr const char kCnaLocks[] = "cna pvcna";
+inline constexpr const char kHqLocks[] = "hq pvhq";
 inline constexpr TuningKey kTuningKeys[] = {
     {"pvb_bound_us", &Tuning::bound_us, 1, 10000000, nullptr, kPvbLocks},
     {"pvb_bound_max_us", &Tuning::bound_max_us, 1, 10000000, nullptr, kPvbLocks},
@@ -151,6 +190,10 @@ inline constexpr TuningKey kTuningKeys[] = {
     {"pvb_stale_us", &Tuning::stale_us, 1, 1000000, nullptr, kPvbLocks},
     {"q_pending", &Tuning::q_pending, 0, 1, nullptr, "qspinlock auto"},
     {"pvq_unfair", &Tuning::pvq_unfair, 0, 1, nullptr, "pvqspinlock pvconfer auto"},
+    {"cna_threshold", &Tuning::cna_threshold, 1, 1u << 30, nullptr, kCnaLocks},
+    {"cna_threshold_us", &Tuning::cna_threshold_us, 0, 10000000, nullptr, kCnaLocks},
+    {"hq_fairness_threshold", &Tuning::hq_fairness, 1, 1u << 30, nullptr, kHqLocks},
+    {"hq_fairness_threshold_us", &Tuning::hq_fairness_us, 0, 10000000, nullptr, kHqLocks},
 };
 
 // Whether `lock` (a registry name) is one of k.used_by's words.
@@ -221,6 +264,8 @@ inline bool set_tuning(const TuningKey& k, u64 value, u64 tsc_khz) {
   if (k.field == &Tuning::bound_max_us) store_relaxed(&g_tuning.bound_max_cycles, value * tsc_khz / 1000);
   if (k.field == &Tuning::head_us) store_relaxed(&g_tuning.head_cycles, value * tsc_khz / 1000);
   if (k.field == &Tuning::stale_us) store_relaxed(&g_tuning.stale_cycles, value * tsc_khz / 1000);
+  if (k.field == &Tuning::cna_threshold_us) store_relaxed(&g_tuning.cna_threshold_cycles, value * tsc_khz / 1000);
+  if (k.field == &Tuning::hq_fairness_us) store_relaxed(&g_tuning.hq_fairness_cycles, value * tsc_khz / 1000);
   return true;
 }
 

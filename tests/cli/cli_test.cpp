@@ -434,6 +434,23 @@ TEST(CliNative, TheOuterHostMarkerMarksTheRunEmulatedOnlyInsideQemu) {
   EXPECT_EQ(unmarked.out.find("EMULATED"), std::string::npos) << unmarked.out;
 }
 
+// --native --vnuma: each host thread is pinned to its node's CPUs (here the
+// nodes share CPU 0, which every host has) and the locks read its node: cna
+// with interleaved nodes moves waiters of the other node aside, which it
+// can only do if the two nodes differ (numa_flush counts their return).
+TEST(CliNative, VnumaGivesTheThreadsTheirNodes) {
+  const std::string json = scratch("native-vnuma.json");
+  std::filesystem::remove(json);
+  const auto o = lockvisor(
+      "run --native --workload lockbench --lock cna --vcpus 4 --vnuma 0+2@0,1+3@0 --duration 0.3 --json " + json);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("virtual NUMA: 2 nodes, 0+2@0,1+3@0"), std::string::npos) << o.output;
+  const auto j = read_json(json);
+  EXPECT_EQ(j["vcpu_node"], nlohmann::json::array({0, 1, 0, 1}));
+  EXPECT_EQ(j["per_node_ops_per_sec"].size(), 2u);
+  EXPECT_GT(j["pv"].value("numa_flush", 0), 0) << j["pv"].dump();
+}
+
 TEST(CliKvm, GuestLockbenchJsonHasEveryKey) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   (void)kvm;

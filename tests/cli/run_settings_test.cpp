@@ -257,14 +257,15 @@ TEST(RunSettings, LockParamsAreCheckedBeforeBoot) {
 }
 
 // A bad --vnuma or --vnuma-remote-ns is one line and exit 2 before anything
-// boots; --native and --kernel refuse a topology they cannot give.
+// boots; --native refuses the guest's modelled remote cost.
 TEST(RunSettings, VnumaIsCheckedBeforeBoot) {
   for (const auto& [args, words] :
        {std::pair{"--vcpus 2 --vnuma 3", "--vnuma 3: more nodes than the 2 vCPUs"},
         std::pair{"--vcpus 2 --vnuma 0-1@0,1@1", "--vnuma '0-1@0,1@1': vCPU 1 is in nodes 0 and 1"},
         std::pair{"--vcpus 2 --vnuma 0@0", "--vnuma '0@0': vCPU 1 is in no node"},
         std::pair{"--vcpus 2 --vnuma-remote-ns 100", "--vnuma-remote-ns 100: needs --vnuma (a remote handoff needs two nodes)"},
-        std::pair{"--vcpus 2 --vnuma 1 --native", "--vnuma: the topology is given to guests; --native runs host threads"}}) {
+        std::pair{"--vcpus 2 --vnuma 2 --vnuma-remote-ns 100 --native",
+                  "--vnuma-remote-ns 100: the modelled cost is the guest's; --native runs host threads"}}) {
     const auto o = lockvisor(std::string("run --workload lockbench --duration 0.01 ") + args);
     EXPECT_EQ(o.exit_code, 2) << args << ": " << o.output;
     EXPECT_EQ(o.output, fmt::format("lockvisor: error: {}\n", words)) << args;

@@ -30,6 +30,21 @@ inline constexpr u64 scaled(u64 iters) { return iters / kIterDivisor; }
 // process aborts with a message instead of hanging the test suite.
 inline constexpr int kWatchdogSeconds = 90;
 
+// Sets lock parameters ("key=value", locks/pvbounded_tuning.h) for one
+// test, restores the previous ones after.
+class ParamScope {
+ public:
+  explicit ParamScope(const std::vector<std::string>& p) : saved_(locks::pvb::g_tuning) {
+    EXPECT_EQ(native::apply_lock_tuning(p), nullptr);
+  }
+  ~ParamScope() { locks::pvb::g_tuning = saved_; }
+  ParamScope(const ParamScope&) = delete;
+  ParamScope& operator=(const ParamScope&) = delete;
+
+ private:
+  locks::pvb::Tuning saved_;
+};
+
 // Runs body(cpu) on n threads bound to CPU indices 0..n-1 of Env, all released
 // at once.  Returns the wall time in seconds.
 template <class Env, class F>

@@ -47,18 +47,6 @@ struct ConferEnv : NativeEnvT<kTag> {
   }
 };
 
-// Sets lock parameters for one test, restores the previous ones after.
-class ParamScope {
- public:
-  explicit ParamScope(const std::vector<std::string>& p) : saved_(pvb::g_tuning) {
-    EXPECT_EQ(native::apply_lock_tuning(p), nullptr);
-  }
-  ~ParamScope() { pvb::g_tuning = saved_; }
-
- private:
-  pvb::Tuning saved_;
-};
-
 template <class L>
 L with_word(u32 v) {
   L l{};

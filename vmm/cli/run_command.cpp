@@ -73,12 +73,25 @@ int finish_native_run(lockstat::LockRun& run, const std::optional<OutputFile>& j
 int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
   auto& config = o.machine.config;
   const auto params = lock_params(o, config.vcpus);
-  native::NativeRunConfig native_config{o.lock.w.lock, params, config.pcpus, config.pin == machine::PinPolicy::kSpread};
+  native::NativeRunConfig native_config{o.lock.w.lock, params, config.pcpus, config.pin == machine::PinPolicy::kSpread,
+                                        {}, {}};
+  // --vnuma: each thread pinned as its vCPU would be, on its node's CPUs,
+  // and the locks read its node (native_runner.h).
+  if (config.vnuma) {
+    for (unsigned i = 0; i < config.vcpus; ++i)
+      native_config.affinity.push_back(
+          machine::vnuma_affinity(*config.vnuma, i, config.pin == machine::PinPolicy::kSpread));
+    native_config.vcpu_node = config.vnuma->vcpu_node;
+  }
   // Lock parameters (--param pvb_*=...) apply to host threads as in the guest.
   if (const char* bad = native::apply_lock_tuning(o.params)) fail("--param '{}': not a valid value for that key", bad);
   fmt::print("lockvisor run --native: {} {} on {} host threads, CPUs {} ({})\n", o.lock.w.lock, o.workload, config.vcpus,
              host::format_cpu_list(config.pcpus.empty() ? host::allowed_cpus() : config.pcpus),
-             config.pcpus.empty() ? "unpinned" : o.machine.pin);
+             config.vnuma ? o.machine.pin + " within each node" : config.pcpus.empty() ? "unpinned" : o.machine.pin);
+  if (config.vnuma)
+    fmt::print("virtual NUMA: {} nodes, {} (threads@host CPUs{})\n", config.vnuma->nodes(),
+               machine::format_vnuma(*config.vnuma),
+               config.vnuma->shares_cpus() ? "; the nodes SHARE their host CPUs: a labelling of threads" : "");
   host::print_emulation_warning(stdout);
   std::fflush(stdout);
   std::vector<native::NativeThreadUsage> usage;

@@ -184,7 +184,9 @@ CheckedOptions validate_run(RunOptions& o) {
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
     if (o.start_gate_fd >= 0) fail("--start-gate-fd starts VMs; --native runs none");
     if (!o.api.empty()) fail("--api drives a VM; --native runs no VM");
-    if (config.vnuma) fail("--vnuma: the topology is given to guests; --native runs host threads");
+    if (config.vnuma_remote_ns != 0)
+      fail("--vnuma-remote-ns {}: the modelled cost is the guest's; --native runs host threads",
+           config.vnuma_remote_ns);
   }
   const std::string explicit_params = checked_params(o);
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);

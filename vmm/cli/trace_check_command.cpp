@@ -1,7 +1,9 @@
 // lockvisor trace-check: the bound oracle on a trace file (vmm/trace/bound_check.h,
-// docs/pvbounded.md), then where each lock's time went (vmm/trace/lock_time.h).
-// Exit 0 when no bypass breaks pvbounded's invariant, 1 when one does, 2 for a
-// file that is no lockvisor trace or a bad option.
+// docs/pvbounded.md), the NUMA locks' (vmm/trace/numa_bound_check.h,
+// docs/vnuma.md), then where each lock's time went (vmm/trace/lock_time.h).
+// Exit 0 when no bypass breaks pvbounded's invariant and no run of a NUMA
+// lock exceeds its stated bound, 1 when one does, 2 for a file that is no
+// lockvisor trace or a bad option.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include "vmm/cli/commands.h"
 #include "vmm/trace/bound_check.h"
 #include "vmm/trace/lock_time.h"
+#include "vmm/trace/numa_bound_check.h"
 #include "vmm/trace/trace_reader.h"
 
 namespace lockvisor::cli {
@@ -56,9 +59,11 @@ Action add_trace_check_command(CLI::App& app) {
     if (o->resume_us) rules.resume_ns = *o->resume_us * 1000;
     const trace::BoundReport report = trace::check_bound(timeline, rules);
     fmt::print("{}", trace::format_bound_report(timeline, report, o->runs));
+    const trace::NumaBoundReport numa = trace::check_numa_bound(timeline, trace::numa_bound_rules_from(timeline.metadata));
+    if (numa.rules.judged) fmt::print("{}", trace::format_numa_bound_report(timeline, numa, o->runs));
     fmt::print("{}", trace::format_lock_time(trace::lock_time(timeline, o->gap_us * 1000)));
     std::fflush(stdout);
-    return report.violations != 0 ? 1 : 0;
+    return report.violations != 0 || !numa.violations.empty() ? 1 : 0;
   };
 }
 

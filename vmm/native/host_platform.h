@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "locks/atomic.h"
+#include "vmm/native/native_env.h"
 #include "workloads/platform.h"
 
 namespace lockvisor::native {
@@ -19,6 +20,9 @@ struct HostPlatform {
   static std::uint64_t now() { return __builtin_ia32_rdtsc(); }
   static std::uint64_t tsc_khz() { return host_tsc_khz(); }
   static std::uint64_t ns_to_cycles(std::uint64_t ns) { return workloads::ns_to_cycles(ns, tsc_khz()); }
+  // The thread's node: the runner's lock Env's map (--vnuma, native_runner.h),
+  // so that the workload's handoff counts see the nodes the locks see.
+  static std::uint32_t numa_node(unsigned cpu) { return BenchEnv::numa_node(cpu); }
   // Barrier waits (outside the measured window) give the core away now and
   // then: with more threads than cores, a thread spinning at the end barrier
   // would otherwise steal time slices from threads still finishing.

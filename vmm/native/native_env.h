@@ -94,11 +94,28 @@ struct NativeEnvT {
   }
   static unsigned nr_cpus() { return __atomic_load_n(&nr, __ATOMIC_RELAXED); }
   // NUMA nodes of the host threads, for NUMA-aware locks: CPU c is on node
-  // c % numa_nodes (interleaved, so that every queue mixes nodes). 1 unless
-  // a test sets it.
+  // c % numa_nodes (interleaved, so that every queue mixes nodes; 1 unless
+  // a test sets it), or, after set_numa_map(), node_map[c] (the native
+  // runner's --vnuma topology).  Set while no lock user thread runs (thread
+  // creation orders it before their reads).
   static inline unsigned numa_nodes = 1;
-  static unsigned numa_node(unsigned c) { return c % __atomic_load_n(&numa_nodes, __ATOMIC_RELAXED); }
-  static void set_numa_nodes(unsigned n) { __atomic_store_n(&numa_nodes, n == 0 ? 1u : n, __ATOMIC_RELAXED); }
+  static inline bool numa_mapped = false;
+  static inline unsigned node_map[kMaxCpus] = {};
+  static unsigned numa_node(unsigned c) {
+    if (__atomic_load_n(&numa_mapped, __ATOMIC_RELAXED)) return __atomic_load_n(&node_map[c], __ATOMIC_RELAXED);
+    return c % __atomic_load_n(&numa_nodes, __ATOMIC_RELAXED);
+  }
+  static void set_numa_nodes(unsigned n) {
+    __atomic_store_n(&numa_mapped, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&numa_nodes, n == 0 ? 1u : n, __ATOMIC_RELAXED);
+  }
+  // nodes[c]: the node of CPU c (CPUs past the end: node 0); empty: one node.
+  static void set_numa_map(const std::vector<unsigned>& nodes) {
+    for (unsigned c = 0; c < kMaxCpus; c++)
+      __atomic_store_n(&node_map[c], c < nodes.size() ? nodes[c] : 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&numa_mapped, !nodes.empty(), __ATOMIC_RELAXED);
+    __atomic_store_n(&numa_nodes, 1u, __ATOMIC_RELAXED);
+  }
   static bool pv_available() { return kPv; }
   static bool virtualized() { return kVirt; }
   static bool dedicated() { return kDedicated; }

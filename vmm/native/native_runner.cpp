@@ -37,6 +37,7 @@ std::mutex& run_mutex() {
 }
 
 std::vector<int> thread_pcpus(const NativeRunConfig& config, unsigned i) {
+  if (!config.affinity.empty()) return config.affinity.at(i);
   if (config.pcpus.empty()) return {};
   if (config.spread) return {config.pcpus[i % config.pcpus.size()]};
   return config.pcpus;
@@ -53,6 +54,12 @@ void validate_params_and_cpus(const NativeRunConfig& config) {
     fail("native run: {} {} is out of range {}..{}", l->name, config.params.*(l->field), l->min, l->max);
   if (const char* why = workloads::check_params(config.params)) fail("native run: {}", why);
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
+  const auto n = static_cast<std::size_t>(config.params.cpus);
+  if (!config.affinity.empty() && config.affinity.size() != n)
+    fail("native run: {} thread affinities for {} threads", config.affinity.size(), n);
+  if (!config.vcpu_node.empty() && config.vcpu_node.size() != n)
+    fail("native run: {} thread nodes for {} threads", config.vcpu_node.size(), n);
+  for (const auto& cpus : config.affinity) host::validate_cpus(cpus);
 }
 
 }  // namespace detail

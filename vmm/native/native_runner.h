@@ -5,7 +5,12 @@
 // the VMM pins vCPUs:
 //   pcpus empty     unpinned (the host scheduler decides);
 //   spread = true   thread i on pcpus[i % pcpus.size()] alone;
-//   spread = false  every thread on the whole set ("float").
+//   spread = false  every thread on the whole set ("float");
+//   affinity given  thread i on affinity[i] (the --vnuma pinning: its
+//                   node's CPUs, vmm/machine/vnuma.h vnuma_affinity()).
+// With `vcpu_node` (--vnuma) the Env's numa_node(i) is thread i's node, so
+// the NUMA-aware locks and the workload's handoff counts read the topology
+// as a guest's do; without it every thread is on node 0.
 // Every thread runs run_workload() with the same WorkloadShared (fresh,
 // zeroed) and returns its WorkloadStats, exactly as a vCPU would.  The lock
 // Env is BenchEnv (vmm/native/native_env.h): futex wait/kick, plain `pause`.
@@ -42,6 +47,8 @@ struct NativeRunConfig {
   abi::WorkloadParams params{};  // params.cpus = number of threads
   std::vector<int> pcpus;       // host CPUs; empty = unpinned
   bool spread = true;           // true: thread i on pcpus[i % n]; false: all on the set
+  std::vector<std::vector<int>> affinity;  // per thread, overrides pcpus/spread; empty: none
+  std::vector<unsigned> vcpu_node;         // per thread, its NUMA node; empty: one node
 };
 
 // Host-side cost of one thread, measured around its run_workload() call
@@ -139,6 +146,7 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
   const detail::RunInProgress in_progress;  // a stop signal now ends the process (see above)
   Env::reset();
   Env::set_nr_cpus(n);
+  if constexpr (requires { Env::set_numa_map(config.vcpu_node); }) Env::set_numa_map(config.vcpu_node);
   std::vector<std::thread> threads;
   threads.reserve(n);
   for (unsigned i = 0; i < n; i++) {

@@ -512,6 +512,22 @@ const char* reason_name(Reason r) { return kReasons[static_cast<unsigned>(r)].na
 const char* reason_text(Reason r) { return kReasons[static_cast<unsigned>(r)].text; }
 Verdict reason_verdict(Reason r) { return kReasons[static_cast<unsigned>(r)].verdict; }
 
+std::vector<std::pair<std::string, std::string>> run_args(const nlohmann::json& metadata) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const auto args = metadata.find("args");
+  if (args == metadata.end() || !args->is_string()) return out;
+  const std::string& text = args->get_ref<const std::string&>();
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t end = std::min(text.find(' ', at), text.size());
+    const std::string_view word(text.data() + at, end - at);
+    at = end + 1;
+    const std::size_t eq = word.find('=');
+    if (eq != std::string_view::npos) out.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+  }
+  return out;
+}
+
 BoundRules bound_rules_from(const nlohmann::json& metadata) {
   namespace pvb = locks::pvb;
   BoundRules rules;
@@ -521,27 +537,16 @@ BoundRules bound_rules_from(const nlohmann::json& metadata) {
   rules.lending = false;  // pvb_handoff's default, head
   rules.resume_ns = pvb::kDefaultStaleUs * 1000;
   std::string lock;
-  const auto args = metadata.find("args");
-  if (args != metadata.end() && args->is_string()) {
-    const std::string& text = args->get_ref<const std::string&>();
-    std::size_t at = 0;
-    while (at < text.size()) {
-      const std::size_t end = std::min(text.find(' ', at), text.size());
-      const std::string_view word(text.data() + at, end - at);
-      at = end + 1;
-      const std::size_t eq = word.find('=');
-      if (eq == std::string_view::npos) continue;
-      const std::string key(word.substr(0, eq)), value(word.substr(eq + 1));
-      if (key == "lock") lock = value;
-      const pvb::TuningKey* k = pvb::find_tuning_key(key.data(), key.size());
-      locks::u64 n = 0;
-      if (k == nullptr || pvb::check_tuning_value(*k, value.c_str(), &n) != pvb::TuningCheck::kValid) continue;
-      if (k->field == &pvb::Tuning::bound_us) rules.bound_ns = n * 1000;
-      if (k->field == &pvb::Tuning::bound_max_us) max_ns = n * 1000;
-      if (k->field == &pvb::Tuning::head_us) rules.head_ns = n * 1000;
-      if (k->field == &pvb::Tuning::handoff) rules.lending = n == pvb::kHandoffRunning;
-      if (k->field == &pvb::Tuning::stale_us) rules.resume_ns = n * 1000;
-    }
+  for (const auto& [key, value] : run_args(metadata)) {
+    if (key == "lock") lock = value;
+    const pvb::TuningKey* k = pvb::find_tuning_key(key.data(), key.size());
+    locks::u64 n = 0;
+    if (k == nullptr || pvb::check_tuning_value(*k, value.c_str(), &n) != pvb::TuningCheck::kValid) continue;
+    if (k->field == &pvb::Tuning::bound_us) rules.bound_ns = n * 1000;
+    if (k->field == &pvb::Tuning::bound_max_us) max_ns = n * 1000;
+    if (k->field == &pvb::Tuning::head_us) rules.head_ns = n * 1000;
+    if (k->field == &pvb::Tuning::handoff) rules.lending = n == pvb::kHandoffRunning;
+    if (k->field == &pvb::Tuning::stale_us) rules.resume_ns = n * 1000;
   }
   rules.aim_ns = rules.bound_ns;
   rules.bound_ns = std::max(rules.bound_ns, max_ns);

@@ -72,6 +72,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vmm/trace/trace_reader.h"
@@ -110,6 +111,10 @@ struct BoundRules {
   bool judged = true;                    // false: not a pvbounded run (its bypasses are listed, not judged)
   bool halts_visible = true;             // false: --backend kvm (halts inside KVM_RUN look like running)
 };
+
+// The traced run's guest arguments (metadata.args: "key=value ..."), in
+// order; words without '=' are left out.
+std::vector<std::pair<std::string, std::string>> run_args(const nlohmann::json& metadata);
 
 // T and the other parameters as the traced run had them: its metadata.args
 // ("pvb_bound_us=... lock=pvbounded ..."), the lock's defaults otherwise.

@@ -45,6 +45,9 @@ void TraceService::before_boot(machine::BootContext& boot) {
     }
   }
   meta["vcpu_host_cpus"] = std::move(cpus);
+  // --vnuma: each vCPU's virtual node, what the NUMA locks' bound oracle
+  // (numa_bound_check.h) needs to tell a remote bypass from a local one.
+  if (cfg.vnuma) meta["vcpu_node"] = cfg.vnuma->vcpu_node;
   // Lock workloads record their acquisitions in guest memory (lock_trace.h),
   // carved from the top of the guest's free memory.
   abi::BootInfo* info = boot.boot_info;
