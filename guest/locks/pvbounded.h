@@ -333,12 +333,17 @@ struct Arrival {
   }
   // Measured on another CPU than the node's: a TSC a little behind the
   // node's reads as age 0, not as a huge age.
-  static u64 age(QNode* node) {
-    const u64 now = read_tsc();
+  // `now` is a TSC value the caller has just read: the handoff path reads
+  // it once and uses it for every question (a TSC read costs about as much
+  // as a short critical section; docs/pvbounded.md, "Where a 1:1 handoff's
+  // time goes"). A value a few instructions old makes the node look younger
+  // by that much, never older.
+  static u64 age(QNode* node, u64 now) {
     const u64 t0 = load_relaxed(of(node));
     return now > t0 ? now - t0 : 0;
   }
-  static bool older_than_bound(QNode* node) { return age(node) >= bound_now(); }
+  static bool older_than_bound(QNode* node, u64 now) { return age(node, now) >= bound_now(); }
+  static bool older_than_bound(QNode* node) { return older_than_bound(node, static_cast<u64>(read_tsc())); }
 
   // Rule 5: a head that has just taken the lock steers T_now with the time
   // the lock sat free reserved for it (`idle`, 0 for a lock won unreserved).
@@ -510,10 +515,11 @@ struct Hooks {
   // reserve for it once it is due even if it never runs meanwhile.
   static void kick_node(QSpinWord* lock, QNode* next) {
     const unsigned cpu = load_relaxed(&next->cpu);
-    Arrival<Env>::publish_head(lock, next, cpu, static_cast<u64>(read_tsc()));
+    const u64 now = read_tsc();
+    Arrival<Env>::publish_head(lock, next, cpu, now);
     // Reserve at once only without T_head: with it, the new head must first
     // compete that long.
-    const bool old = Arrival<Env>::older_than_bound(next) && tuning(&Tuning::head_cycles) == 0;
+    const bool old = Arrival<Env>::older_than_bound(next, now) && tuning(&Tuning::head_cycles) == 0;
     const bool halted = Env::pv_available() &&
                         cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuHashed}, Order::seq_cst) == q::kVcpuHalted;
     const u32 cpu_bits = head_cpu_bits(cpu);
@@ -539,7 +545,9 @@ struct Hooks {
     HeadStamp* const stamp = &Arrival<Env>::stamp[me];
     u64 spins = 0;
     for (;;) {
-      store_relaxed(alive, static_cast<u64>(read_tsc()));  // heartbeat: no lending past a running head
+      // One TSC read per iteration: the heartbeat, and our age below.
+      const u64 now = read_tsc();
+      store_relaxed(alive, now);  // heartbeat: no lending past a running head
       // Made head by an owner (kick_node), we are stamped already; the head
       // of a queue we found empty stamps itself, and so does a head whose
       // stamp a nested (interrupt) lock wait on this CPU replaced.
@@ -558,8 +566,8 @@ struct Hooks {
         // (n,*,0) -> (n,0,1).  Acquire pairs with the unlock's release.
         const u32 mine = (v & q::kTailMask) | q::kLockedVal;
         if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) {
-          // Rule 5: what this handoff cost the lock steers T_now.
-          const u64 now = read_tsc();
+          // Rule 5: what this handoff cost the lock steers T_now (up to
+          // this iteration's TSC read: a release after it reads as none).
           Arrival<Env>::steer_bound(no_steal(v) ? Arrival<Env>::idle_before(me, now) : 0, now);
           // No longer a head: stealers must not reserve for us (we clear the
           // stamp while holding the lock, i.e. before it is free again).
@@ -573,7 +581,7 @@ struct Hooks {
         continue;
       }
       if (!no_steal(v)) {
-        if (Arrival<Env>::older_than_bound(node) && read_tsc() - head_since >= tuning(&Tuning::head_cycles)) {
+        if (Arrival<Env>::older_than_bound(node, now) && now - head_since >= tuning(&Tuning::head_cycles)) {
           // (n,b,l) -> (n,N|me,l): sticky until our acquisition.
           u32 w = v;
           while (!no_steal(w) && !try_cmpxchg(&lock->val, &w, (w & ~kByte1Mask) | reserve, Order::relaxed)) {

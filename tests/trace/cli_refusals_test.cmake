@@ -65,3 +65,17 @@ file(WRITE ${OUT}/halted.json "{\"traceEvents\":[${lanes},
 {\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"halted\",\"ts\":1100,\"dur\":4000,\"args\":{}}],${meta}}")
 # Halted or not, a due head has the lock reserved for it (rule 3b): still a violation.
 expect_trace_check("a steal past a halted head" 1 ${OUT}/halted.json)
+# --json writes the summary and each lock's paths; a --json target that is a
+# directory is refused before the trace is read (exit 2).
+expect_trace_check("with --json" 0 ${OUT}/adaptive.json --json ${OUT}/check.json)
+file(READ ${OUT}/check.json check)
+string(JSON reserved GET "${check}" locks 0 paths reserved acquisitions)
+string(JSON violations GET "${check}" bound violations)
+if(NOT reserved EQUAL 1 OR NOT violations EQUAL 0)
+  message(FATAL_ERROR "trace-check --json: reserved ${reserved}, violations ${violations}:\n${check}")
+endif()
+execute_process(COMMAND ${LOCKVISOR} trace-check ${OUT}/adaptive.json --json ${OUT}/a-directory RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "--json")
+  message(FATAL_ERROR "trace-check --json DIRECTORY: exit ${rc}\n${out}\n${err}")
+endif()

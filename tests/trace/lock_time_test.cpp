@@ -20,13 +20,18 @@ TracedAcquisition hold(unsigned vcpu, std::uint64_t acquired, AcqPath path) {
 }
 
 unsigned idx(AcqPath p) { return static_cast<unsigned>(p); }
+
+TraceTimeline timeline(unsigned vcpus, std::uint64_t end_ns) {
+  TraceTimeline t;
+  t.vcpus = vcpus;
+  t.vcpu.resize(vcpus);
+  t.end_ns = end_ns;
+  return t;
+}
 unsigned idx(VcpuActivity a) { return static_cast<unsigned>(a); }
 
 TEST(LockTime, FreeGapsAreSplitByPathAndExplainedByEveryVcpusLanes) {
-  TraceTimeline t;
-  t.vcpus = 3;
-  t.vcpu.resize(3);
-  t.end_ns = 2 * kMs;
+  TraceTimeline t = timeline(3, 2 * kMs);
   // vCPU 0 runs throughout. vCPU 1 is parked for 750 us while in the guest,
   // then halted (inside its exit) until it takes the lock. vCPU 2 is halted.
   t.vcpu[0].guest = {{0, 2 * kMs}};
@@ -74,10 +79,7 @@ TEST(LockTime, FreeGapsAreSplitByPathAndExplainedByEveryVcpusLanes) {
 // A lane that filled up ends what can be judged: later holds are left out,
 // and a lock with fewer than two holds kept has no entry.
 TEST(LockTime, HoldsAfterAFullLockLaneAreLeftOut) {
-  TraceTimeline t;
-  t.vcpus = 2;
-  t.vcpu.resize(2);
-  t.end_ns = 10 * kMs;
+  TraceTimeline t = timeline(2, 10 * kMs);
   t.vcpu[1].lock_lane_until = 5 * kMs;
   t.acquisitions = {hold(0, 1 * kMs, AcqPath::fast), hold(1, 2 * kMs, AcqPath::queue), hold(0, 6 * kMs, AcqPath::fast)};
   const auto locks = lock_time(t, 20 * kUs);
@@ -87,6 +89,70 @@ TEST(LockTime, HoldsAfterAFullLockLaneAreLeftOut) {
   EXPECT_EQ(locks[0].others_ns[idx(VcpuActivity::kOther)], 1 * kMs - 100) << "vCPU 0 has no lanes";
   t.vcpu[0].lock_lane_until = 1 * kMs + 500;
   EXPECT_TRUE(lock_time(t, 20 * kUs).empty());
+}
+
+// Per path: how many acquisitions, each one's handoff latency (0 when the
+// acquirer took the lock as it was released), and what the acquirer did
+// while the lock was free for it and during its whole wait.
+TEST(LockTime, EachPathHasItsHandoffLatenciesAndWhatItsAcquirerDidMeanwhile) {
+  TraceTimeline t = timeline(3, 2 * kUs);
+  t.vcpu[0].guest = {{0, 2 * kUs}};
+  // vCPU 1 queues at 50, halts 100..600 (inside its exit), then spins.
+  t.vcpu[1].guest = {{0, 100}, {600, 2 * kUs}};
+  t.vcpu[1].exits = {{100, 600}};
+  t.vcpu[1].halted = {{100, 600}};
+  // vCPU 2 is preempted by the host 1300..1400 inside KVM_RUN.
+  t.vcpu[2].guest = {{0, 2 * kUs}};
+  t.vcpu[2].preempted = {{1300, 1400}};
+  t.acquisitions = {
+      {0, 0, 0, 0, 100, static_cast<std::uint8_t>(AcqPath::fast)},
+      {1, 0, 50, 1100, 1200, static_cast<std::uint8_t>(AcqPath::queue)},     // 1000 ns after the release
+      {0, 0, 1150, 1200, 1300, static_cast<std::uint8_t>(AcqPath::steal)},   // as it was released
+      {2, 0, 1000, 1400, 1500, static_cast<std::uint8_t>(AcqPath::queue)},   // 100 ns after
+  };
+  const auto locks = lock_time(t, 20 * kUs);
+  ASSERT_EQ(locks.size(), 1u);
+  const PathTime& fast = locks[0].paths[idx(AcqPath::fast)];
+  const PathTime& steal = locks[0].paths[idx(AcqPath::steal)];
+  const PathTime& queue = locks[0].paths[idx(AcqPath::queue)];
+  EXPECT_EQ(fast.acquisitions, 1u);
+  EXPECT_EQ(fast.handoffs, 0u) << "the lock's first acquisition follows no release";
+  EXPECT_EQ(fast.waits, 1u);
+  EXPECT_EQ(fast.wait_ns, 0u);
+  EXPECT_EQ(steal.acquisitions, 1u);
+  EXPECT_EQ(steal.handoffs, 1u);
+  EXPECT_EQ(steal.handoff_max_ns, 0u);
+  EXPECT_EQ(steal.wait_activity_ns[idx(VcpuActivity::kGuest)], 50u);
+  EXPECT_EQ(queue.acquisitions, 2u);
+  EXPECT_EQ(queue.handoffs, 2u);
+  EXPECT_EQ(queue.handoff_p50_ns, 100u);
+  EXPECT_EQ(queue.handoff_p99_ns, 1000u);
+  EXPECT_EQ(queue.handoff_max_ns, 1000u);
+  EXPECT_EQ(queue.handoff_activity_ns[idx(VcpuActivity::kHalted)], 500u);
+  EXPECT_EQ(queue.handoff_activity_ns[idx(VcpuActivity::kGuest)], 500u);
+  EXPECT_EQ(queue.handoff_activity_ns[idx(VcpuActivity::kPreempted)], 100u);
+  EXPECT_EQ(queue.handoff_activity_ns[idx(VcpuActivity::kExit)], 0u) << "the halt explains its exit";
+  EXPECT_EQ(queue.waits, 2u);
+  EXPECT_EQ(queue.wait_ns, 1050u + 400u);
+  EXPECT_EQ(queue.wait_activity_ns[idx(VcpuActivity::kGuest)], 550u + 300u);
+  EXPECT_EQ(queue.wait_activity_ns[idx(VcpuActivity::kHalted)], 500u);
+  EXPECT_EQ(queue.wait_activity_ns[idx(VcpuActivity::kPreempted)], 100u);
+
+  const std::string text = format_lock_time(locks);
+  EXPECT_NE(text.find("  queue            2 acquisitions (50.0 %); handoff p50 0.10 us, p99 1.00 us, max 1.00 us; "
+                      "while it was free the acquirer was running guest code 45.5 %, halted 45.5 %, preempted by "
+                      "the host 9.1 %"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  steal            1 acquisitions (25.0 %); handoff p50 0.00 us"), std::string::npos) << text;
+
+  const nlohmann::json j = lock_time_json(locks);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["paths"]["queue"]["acquisitions"], 2u);
+  EXPECT_EQ(j[0]["paths"]["queue"]["handoff_p99_ns"], 1000u);
+  EXPECT_EQ(j[0]["paths"]["queue"]["acquirer_during_handoff_ns"]["halted"], 500u);
+  EXPECT_EQ(j[0]["paths"]["queue"]["acquirer_during_wait_ns"]["preempted"], 100u);
+  EXPECT_FALSE(j[0]["paths"].contains("reserved")) << "only paths that were taken";
 }
 
 }  // namespace

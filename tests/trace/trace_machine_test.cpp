@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -21,7 +22,9 @@
 #include "vmm/lockstat/lock_metrics.h"
 #include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/machine.h"
+#include "vmm/trace/lock_time.h"
 #include "vmm/trace/trace.h"
+#include "vmm/trace/trace_reader.h"
 #include "vmm/trace/trace_service.h"
 #include "vmm/trace/trace_writer.h"
 
@@ -169,6 +172,12 @@ TEST(TraceMachine, EveryRecordsPathAddsUpToTheLocksPathCounts) {
         all[p] += f.by_path[p];
       }
     }
+    // trace-check's per-path lines (lock_time) read the same counts back from the file.
+    std::istringstream file(doc.dump());
+    const auto by_lock = lock_time(read_trace_json(file, lock), 20000);
+    ASSERT_EQ(by_lock.size(), 1u) << lock;
+    for (unsigned p = 0; p < locks::kAcqPathCount; ++p)
+      EXPECT_EQ(by_lock[0].paths[p].acquisitions, all[p]) << lock << " " << locks::kAcqPathNames[p];
     std::string seen;
     for (unsigned p = 0; p < locks::kAcqPathCount; ++p)
       if (all[p] != 0) seen += fmt::format(" {} {}", locks::kAcqPathNames[p], all[p]);
