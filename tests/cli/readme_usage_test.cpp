@@ -119,8 +119,9 @@ std::vector<UsageCommand> usage_commands() {
       {"lockvisor bench [--startup] [--contended] [--json F] [--image F]", "bench", true,
        "$LV bench --repeat 1 --kick-rounds 8 --lock-runs 1 --lock-iterations 1000 --contended "
        "--contended-seconds 0.02 --json b.json"},
-      {"lockvisor lab --preset NAME | --scenario F --out DIR [--resume] [--native] [--shard I/N]", "lab", true,
-       scenario + " && $LV lab --scenario s.toml --out lab && $LV lab --scenario s.toml --out lab --resume"},
+      {"lockvisor lab --preset NAME | --scenario F --out DIR [--resume] [--native] [--shard I/N] [--jobs N]", "lab", true,
+       scenario + " && $LV lab --scenario s.toml --out lab && $LV lab --scenario s.toml --out lab --resume && "
+                  "$LV lab --scenario s.toml --jobs 2 --out lab2"},
       {"lockvisor lab ... --set NAME=VALUE | --kernel FILE", "lab_set", true,
        scenario + " && $LV lab --scenario s.toml --set seed=7 --set duration_s=0.02 --out lab"},
       {"lockvisor linux initramfs --out F | report LOG", "linux_parts", false,

@@ -22,7 +22,7 @@ expect_usage "--vm 2 'label=x': label 'x' is already another VM's" --vm label=x 
 expect_usage "--vm 1 'lock=nosuch': lock=nosuch:" --vm lock=nosuch --vm lock=ticket
 expect_usage "--vm 1 'no-pv=yes': no-pv=yes: a switch takes true or false" --vm no-pv=yes --vm lock=ticket
 expect_usage "--vm 1 'label=a b': label 'a b'" --vm "label=a b" --vm lock=ticket
-expect_usage "--vm 2 '': empty" --vm lock=ticket --vm ""
+expect_usage "--vm: the value is empty" --vm lock=ticket --vm ""
 expect_usage "unknown key 'json'" --vm json=/tmp/x --vm lock=ticket
 expect_usage "--native cannot be combined" --native --vm lock=ticket --vm lock=unfair
 expect_usage "--vm 1 'pcpus=0,x': 'x' is not key=value" --vm pcpus=0,x --vm lock=ticket
