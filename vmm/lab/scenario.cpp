@@ -1,3 +1,7 @@
+// Reading a scenario from TOML into vmm/lab/scenario.h's types. One file (over
+// 500 lines) because it is one job with one error style: every table and key
+// a scenario may hold is checked here, so each refusal names its key and
+// value the same way, and nothing past this file sees an unchecked setting.
 #include "vmm/lab/scenario.h"
 
 #include <fcntl.h>

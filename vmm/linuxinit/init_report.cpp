@@ -1,3 +1,6 @@
+// The parser of the /init's console report (init_report.h). One file (over
+// 500 lines) because every record's reader shares the frame check, the field
+// limits and the problem list that keep untrusted console input bounded.
 #include "vmm/linuxinit/init_report.h"
 
 #include <charconv>
