@@ -523,7 +523,7 @@ WaitResult hog_and_waiter(int ms) {
 // makes in `ms` of its own CPU time, at its pace over the run. A waiter that
 // waits while its thread is off the CPU past T stops the hog (the lock is
 // its after T), so such a wait adds no acquisitions.
-double hog_pace_bound(const WaitResult& r, double ms) {
+[[maybe_unused]] double hog_pace_bound(const WaitResult& r, double ms) {  // unused under TSan (below)
   return static_cast<double>(r.hog_acquisitions) / std::max(r.hog_cpu_ms, 1.0) * ms;
 }
 
