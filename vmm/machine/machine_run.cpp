@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -118,6 +119,10 @@ class Machine::Run {
   boost::asio::io_context io_;
   boost::asio::steady_timer watchdog_{io_};
   boost::asio::steady_timer ticker_{io_};
+  // What the services were started with. They keep the reference until
+  // stop() (the control socket reads the vCPUs through it for the whole
+  // run), so it lives as long as the run, not as long as start_services().
+  std::optional<RunContext> context_;
   std::size_t finished_ = 0;  // vCPU threads that have ended (counted on the loop's thread)
   std::chrono::steady_clock::time_point start_;
   bool deadlock_seen_ = false;      // at the last tick
@@ -147,8 +152,8 @@ void Machine::Run::stop_by(int signal) {
 }
 
 void Machine::Run::start_services() {
-  RunContext context{io_, s_.control, *s_.backend, s_.vcpus, s_.origin};
-  for (auto& service : s_.services) service->start(context);
+  context_.emplace(RunContext{io_, s_.control, *s_.backend, s_.vcpus, s_.origin});
+  for (auto& service : s_.services) service->start(*context_);
 }
 
 // --vnuma: the vCPU's node's CPUs (or one of them with --pin spread);

@@ -70,6 +70,7 @@ class RunService {
  public:
   virtual ~RunService() = default;
   virtual void before_boot(BootContext& /*boot*/) {}
+  // `context` stays valid until stop(): a service may keep it for the run.
   virtual void start(RunContext& context) = 0;
   // The run has ended and every vCPU thread has left its loop. Cancel timers
   // and sockets here.
