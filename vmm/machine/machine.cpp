@@ -111,6 +111,9 @@ void validate_config(const MachineConfig& config) {
 }
 
 void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
+  const kvm::VcpuLimit limit = kvm.vcpu_limit();
+  if (config.vcpus > limit.vcpus)
+    fail("--vcpus {}: this host's KVM allows at most {} vCPUs per VM ({})", config.vcpus, limit.vcpus, limit.source);
   const bool pvm = kvm::detect_backend() == kvm::Backend::kPvm;
   if (pvm && config.backend_kind == pvlock::BackendKind::kKvm)
     fail("--backend kvm: not possible on this PVM host (vmcall never completes; use --backend userspace)");

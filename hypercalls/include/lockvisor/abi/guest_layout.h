@@ -26,7 +26,19 @@
 
 namespace lockvisor::abi {
 
-inline constexpr u32 kMaxVcpus = 128;
+// The most vCPUs the freestanding guest's layout holds; below it, the host
+// KVM's own limit (KVM_CAP_MAX_VCPUS) is checked at start. 256 because:
+// - the TSS array has one kTssStride slot per vCPU between kTssAddr and
+//   kStealTimeAddr (static_assert below), and
+// - the guest checks its APIC ID against CPUID.1 EBX[31:24], one byte, and
+//   kicks by xAPIC ID: ids 0..255. KVM treats an xAPIC kick to 255 as a
+//   broadcast, so with 256 vCPUs a kick meant for vCPU 255 also wakes the
+//   other halted vCPUs (they re-check their lock and halt again).
+// More needs x2APIC ids (CPUID leaf 0xB) and the TSS array moved; every other
+// per-vCPU array (GDT, steal time, lock probe, BootInfo, stacks, the guest's
+// per-CPU tables) is sized from this constant and checked below or where it
+// is declared.
+inline constexpr u32 kMaxVcpus = 256;
 
 inline constexpr u64 kGdtAddr = 0x1000;
 inline constexpr u64 kBootInfoAddr = 0x8000;
