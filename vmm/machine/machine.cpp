@@ -228,8 +228,6 @@ void Machine::map_runstate_page(const kvm::KvmSystem& kvm) {
     s.runstate_detail = "--runstate off";
   } else if (!readonly_mem) {
     s.runstate_detail = "KVM lacks KVM_CAP_READONLY_MEM (the page must be a read-only memslot)";
-  } else if (vcpus > abi::kRunStateMaxVcpus) {
-    s.runstate_detail = fmt::format("the page describes at most {} vCPUs, this VM has {}", abi::kRunStateMaxVcpus, vcpus);
   } else if (std::string why = runstate::RunStatePage::why_unavailable(vcpus); !why.empty()) {
     s.runstate_detail = fmt::format("vCPU run-state page unavailable: {}", why);
   } else {
