@@ -66,9 +66,10 @@ using lockvisor::abi::u64;
 using lockvisor::abi::u8;
 
 // Compile-time CPU limit for per-CPU lock state (queue nodes, waiter slots,
-// the PV hash table size).  Equal to the VMM's vCPU limit.
+// the PV hash table size).  Equal to the VMM's vCPU limit.  A lock whose
+// word holds a CPU number in fewer bits states its own, smaller limit as
+// `static constexpr unsigned kMaxLockCpus` (registry.h: LockInfo::max_cpus).
 inline constexpr unsigned kMaxCpus = lockvisor::abi::kMaxVcpus;
-static_assert(kMaxCpus == 128, "lock layouts below are sized for 128 CPUs");
 
 // Assumed cache-line size for alignment of per-CPU and per-bucket data.
 inline constexpr unsigned kCacheLine = 64;

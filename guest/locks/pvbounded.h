@@ -249,7 +249,8 @@ namespace pvb {
 using q::QNode;
 using q::QSpinWord;
 
-// Byte 1: bit 15 is N, bits 8..14 the head's cpu (kMaxCpus == 128 fits).
+// Byte 1: bit 15 is N, bits 8..14 the head's cpu: this lock serves CPUs
+// 0..127 only (PvBoundedLock::kMaxLockCpus, refused above by the VMM).
 inline constexpr u32 kHeadCpuOffset = q::kPendingOffset;
 inline constexpr u32 kHeadCpuMask = 0x7fu << kHeadCpuOffset;
 inline constexpr u32 kNoSteal = 0x80u << kHeadCpuOffset;
@@ -259,7 +260,8 @@ inline constexpr u32 kByte1Mask = kHeadCpuMask | kNoSteal;
 inline constexpr u32 kBorrowedVal = 5u << q::kLockedOffset;
 static_assert((kBorrowedVal & q::kLockedMask) == kBorrowedVal && kBorrowedVal != q::kSlowVal);
 static_assert(kByte1Mask == q::kPendingMask, "N and head cpu use byte 1");
-static_assert(kMaxCpus <= 0x80, "head cpu must fit in 7 bits");
+inline constexpr unsigned kMaxHeadCpus = (kHeadCpuMask >> kHeadCpuOffset) + 1;
+static_assert(kMaxHeadCpus == 0x80 && kMaxHeadCpus <= kMaxCpus, "head cpu fits in 7 bits");
 
 [[gnu::always_inline]] inline constexpr u32 head_cpu_bits(unsigned cpu) { return cpu << kHeadCpuOffset; }
 [[gnu::always_inline]] inline constexpr unsigned head_cpu(u32 v) { return (v & kHeadCpuMask) >> kHeadCpuOffset; }
@@ -627,6 +629,8 @@ class PvBoundedLock {
   static constexpr bool kNeedsPv = false;
   // Bypassing is bounded in time, not forbidden: not FIFO.
   static constexpr bool kFair = false;
+  // The lock word names the queue head's CPU in 7 bits.
+  static constexpr unsigned kMaxLockCpus = pvb::kMaxHeadCpus;
 
   void lock() {
     u32 v = 0;

@@ -183,6 +183,8 @@ void run(WorkloadKind kind) {
   const lockvisor::locks::LockInfo* info = lockvisor::locks::find_lock(name);
   if (info != nullptr && info->needs_pv && !g_lock_features.pv_unhalt)
     assert_fail(__FILE__, __LINE__, Text().str(name).str(" needs KVM_FEATURE_PV_UNHALT, which this VM hides").c_str());
+  if (info != nullptr && nr_cpus() > info->max_cpus)
+    assert_fail(__FILE__, __LINE__, Text().str(name).str(" serves fewer CPUs than this VM has").c_str());
   const u32 cpu = this_cpu();
   lock_trace_init();
   g_trace[cpu].log = lock_trace_block(cpu);

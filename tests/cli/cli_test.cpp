@@ -77,6 +77,8 @@ TEST(CliBadInput, UsageErrors) {
   expect_one_line_error(lockvisor("frobnicate"), 2, "frobnicate");
   expect_one_line_error(lockvisor("run --workload torture --lock nope"), 2, "unknown lock");
   expect_one_line_error(lockvisor("run --workload lockbench --lock pvqspinlock --no-pv"), 2, "PV_UNHALT");
+  expect_one_line_error(lockvisor("run --vcpus 257"), 2, "--vcpus 257");
+  expect_one_line_error(lockvisor("run --workload lockbench --lock pvbounded --vcpus 129"), 2, "at most 128 CPUs");
   expect_one_line_error(lockvisor("run --workload lockbench --cs-lines 17"), 2, "--cs-lines");
   expect_one_line_error(lockvisor("run --workload lockbench --duration 0"), 2, "--duration");
   expect_one_line_error(lockvisor("run --backend kvm --kick lossy"), 2, "sticky");

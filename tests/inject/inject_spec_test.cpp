@@ -65,7 +65,7 @@ TEST(InjectSpec, BadSpecsAreOneLineUsageErrors) {
       "periodic:vcpu=0,every=1ms,for=5",          // no unit
       "periodic:vcpu=0,every=1xs,for=1us",        // bad unit
       "periodic:vcpu=-1,every=1ms,for=1us",       // negative
-      "periodic:vcpu=128,every=1ms,for=1us",      // above kMaxVcpus
+      "periodic:vcpu=256,every=1ms,for=1us",      // above kMaxVcpus
       "periodic:vcpu=0,every=1ms,for=100ns",      // below 1 us
       "periodic:vcpu=0,every=99s,for=1ms",        // above 10 s
       "periodic:vcpu=0,every=1ms,for=1us,for=2us",  // twice

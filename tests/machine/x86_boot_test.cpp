@@ -100,9 +100,10 @@ TEST(BootRegs, EntersWithIoplZeroAndInterruptsOff) {
 namespace lockvisor::machine {
 namespace {
 
-// The run-state page (guest_layout.h): one 4 KiB user page, read-only, at
-// kRunStateGpa, walked as the CPU walks it; nothing else in its GiB mapped.
-TEST(BootTablesRunState, ThePageIsMappedUserReadOnlyAndAlone) {
+// The run-state pages (guest_layout.h): kRunStatePages 4 KiB user pages,
+// read-only, from kRunStateGpa, walked as the CPU walks them; nothing else in
+// their GiB mapped.
+TEST(BootTablesRunState, ThePagesAreMappedUserReadOnlyAndAlone) {
   kvm::GuestMemory memory(64u << 20);
   write_boot_tables(memory, 2);
   const auto entry = [&](std::uint64_t table, std::uint64_t index) {
@@ -120,13 +121,17 @@ TEST(BootTablesRunState, ThePageIsMappedUserReadOnlyAndAlone) {
   const std::uint64_t pde = entry(pdpte & kAddrMask, gpa >> 21 & 511);
   ASSERT_TRUE(pde & 1);
   EXPECT_FALSE(pde & 0x80) << "not a 2 MiB page";
-  const std::uint64_t pte = entry(pde & kAddrMask, gpa >> 12 & 511);
-  EXPECT_EQ(pte & kAddrMask, gpa);
-  EXPECT_TRUE(pte & 1) << "present";
-  EXPECT_FALSE(pte & 2) << "read-only";
-  EXPECT_TRUE(pte & 4) << "user";
+  ASSERT_GT(abi::kRunStatePages, 1u);
+  for (std::uint64_t p = 0; p < abi::kRunStatePages; ++p) {
+    SCOPED_TRACE(p);
+    const std::uint64_t pte = entry(pde & kAddrMask, (gpa >> 12 & 511) + p);
+    EXPECT_EQ(pte & kAddrMask, gpa + p * 4096);
+    EXPECT_TRUE(pte & 1) << "present";
+    EXPECT_FALSE(pte & 2) << "read-only";
+    EXPECT_TRUE(pte & 4) << "user";
+  }
   EXPECT_TRUE((pml4e & 4) && (pdpte & 4) && (pde & 4)) << "U/S at every level";
-  EXPECT_EQ(entry(pde & kAddrMask, (gpa >> 12 & 511) + 1), 0u) << "the next 4 KiB is not mapped";
+  EXPECT_EQ(entry(pde & kAddrMask, (gpa >> 12 & 511) + abi::kRunStatePages), 0u) << "the next 4 KiB is not mapped";
   EXPECT_EQ(entry(pdpte & kAddrMask, (gpa >> 21 & 511) + 1), 0u) << "the next 2 MiB is not mapped";
   // RAM above 64 MiB stays unmapped too.
   EXPECT_EQ(entry(entry(abi::kPageTableAddr + 0x1000, 0) & kAddrMask, 32), 0u);

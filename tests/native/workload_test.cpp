@@ -339,7 +339,7 @@ TEST(WorkloadConfig, ErrorsAreOneLine) {
   cfg.lock = "ticket";
   cfg.params.cpus = 0;
   EXPECT_THROW(run_native(cfg), Error);
-  cfg.params.cpus = 129;
+  cfg.params.cpus = abi::kMaxVcpus + 1;
   EXPECT_THROW(run_native(cfg), Error);
   cfg.params = abi::default_workload_params(WorkloadKind::kTorture);
   cfg.params.nlocks = 17;

@@ -4,10 +4,16 @@
 //
 // Label "kvm" (boots guests). The page needs BPF (root, kernel BTF): without
 // it the live-page test skips with the reason, except with CI=true, where it
-// fails. The off / on / read-only tests need only KVM.
+// fails. The off and read-only tests need only KVM; the "on fails" test needs
+// root (it drops the BPF privilege in a child).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -41,6 +47,30 @@ RunResult run(const kvm::KvmSystem& kvm, MachineConfig config) {
   return vm.run();
 }
 
+// Runs `config` (--runstate on); nullopt with the reason in `why` when the
+// page cannot be published here.
+std::optional<RunResult> run_with_page(const kvm::KvmSystem& kvm, const MachineConfig& config, std::string& why) {
+  try {
+    return run(kvm, config);
+  } catch (const Error& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+}
+
+// Declares `const RunResult& name`, a completed run with a live page; skips
+// the test with the reason when the page cannot load (fails with CI=true).
+#define LOCKVISOR_RUN_WITH_PAGE(name, kvm, config)                                                  \
+  std::string name##_why_;                                                                         \
+  const std::optional<RunResult> name##_ran_ = run_with_page(kvm, config, name##_why_);            \
+  if (!name##_ran_) {                                                                              \
+    if (test::in_ci()) FAIL() << "the run-state page must be live in CI (CI=true): " << name##_why_; \
+    GTEST_SKIP() << "the run-state page cannot load here: " << name##_why_;                        \
+  }                                                                                                \
+  const RunResult& name = *name##_ran_;                                                            \
+  ASSERT_EQ(name.outcome, Outcome::kCompleted) << test::run_failure(name);                         \
+  ASSERT_EQ(name.runstate, "bpf") << name.runstate_detail
+
 std::uint64_t value(const RunResult& r, unsigned vcpu, const char* key) {
   const ResultValue* v = r.result(vcpu, key);
   if (v == nullptr || v->values.size() != 1) {
@@ -62,16 +92,7 @@ TEST(RunStateMachine, PinnedVcpusPageCountsEqualInvoluntarySwitches) {
     SCOPED_TRACE(fmt::format("{} vCPUs on host CPU 0", vcpus));
     auto config = runstate_config(vcpus, "ms=500", RunStateMode::kOn);
     config.pcpus = {0};
-    std::optional<RunResult> ran;
-    try {
-      ran = run(*kvm, config);
-    } catch (const Error& e) {
-      if (test::in_ci()) FAIL() << "the run-state page must be live in CI (CI=true): " << e.what();
-      GTEST_SKIP() << "the run-state page cannot load here: " << e.what();
-    }
-    const RunResult& r = *ran;
-    ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
-    ASSERT_EQ(r.runstate, "bpf") << r.runstate_detail;
+    LOCKVISOR_RUN_WITH_PAGE(r, *kvm, config);
     const auto json = report::run_to_json(r, config);
     EXPECT_EQ(json["runstate"], "bpf");
     EXPECT_EQ(json["vcpus"][0]["runstate"]["preemptions"], r.vcpus[0].runstate->preemptions);
@@ -157,6 +178,23 @@ TEST(RunStateMachine, PageArrivingAfterBootIsNeverMisread) {
   }
 }
 
+// As many vCPUs as a VM may have, all on host CPU 0: every vCPU finds its
+// own record (the ones past the first page included) and sees it "running".
+TEST(RunStateMachine, EveryVcpuOfTheLargestVmFindsItsRecord) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  auto config = runstate_config(abi::kMaxVcpus, "ms=300 until_live=1", RunStateMode::kOn);
+  config.pcpus = {0};
+  LOCKVISOR_RUN_WITH_PAGE(r, *kvm, config);
+  ASSERT_EQ(r.vcpus.size(), abi::kMaxVcpus);
+  EXPECT_EQ(value(r, 0, "foreign_reads"), 0u);
+  for (const auto& v : r.vcpus) {
+    SCOPED_TRACE(fmt::format("vCPU {}", v.index));
+    EXPECT_EQ(value(r, v.index, "live"), 1u);
+    ASSERT_TRUE(v.runstate.has_value()) << "the vCPU thread never registered";
+    EXPECT_GT(value(r, v.index, "self_running"), 0u) << "the guest never read its own record as running";
+  }
+}
+
 // --runstate off: a page of zeros, every slot "unknown" from the guest.
 TEST(RunStateMachine, OffReadsUnknownForEveryVcpu) {
   LOCKVISOR_REQUIRE_KVM(kvm);
@@ -185,27 +223,39 @@ TEST(RunStateMachine, OffReadsUnknownForEveryVcpu) {
 }
 
 // --runstate on fails with the reason when the page cannot be published:
-// here because it describes at most 64 vCPUs.
+// here because the process has no BPF privilege (a root test drops it in a
+// child by becoming nobody; the KVM device stays open). --runstate auto with
+// the same VM runs, with a page of "unknown".
 TEST(RunStateMachine, OnFailsAsAHostErrorWhenThePageCannotBePublished) {
   LOCKVISOR_REQUIRE_KVM(kvm);
-  auto config = runstate_config(65, "ms=1", RunStateMode::kOn);
-  config.memory_mib = 64;
-  try {
-    Machine vm(*kvm, config, embedded_guest_image());
-    FAIL() << "--runstate on built a VM without the page";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kHost);
-    EXPECT_NE(std::string(e.what()).find("--runstate on: the vCPU run-state page cannot be published: the page "
-                                         "describes at most 64 vCPUs"),
-              std::string::npos)
-        << e.what();
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to drop the BPF privilege in a child";
+  auto config = runstate_config(4, "ms=1", RunStateMode::kOn);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0) << std::strerror(errno);
+  if (child == 0) {
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(20);
+    try {
+      Machine vm(*kvm, config, embedded_guest_image());
+      ::_exit(10);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kHost) ::_exit(11);
+      if (std::string(e.what()).find("--runstate on: the vCPU run-state page cannot be published: ") ==
+          std::string::npos)
+        ::_exit(12);
+    }
+    config.runstate = RunStateMode::kAuto;
+    const RunResult r = run(*kvm, config);
+    if (r.outcome != Outcome::kCompleted) ::_exit(13);
+    if (r.runstate != "unknown") ::_exit(14);
+    if (value(r, 3, "self_unknown") != value(r, 3, "samples")) ::_exit(15);
+    ::_exit(0);
   }
-  // auto with the same VM runs, with a page of "unknown".
-  config.runstate = RunStateMode::kAuto;
-  const RunResult r = run(*kvm, config);
-  ASSERT_EQ(r.outcome, Outcome::kCompleted) << test::run_failure(r);
-  EXPECT_EQ(r.runstate, "unknown");
-  EXPECT_EQ(value(r, 64, "self_unknown"), value(r, 64, "samples"));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: on built a VM without the page, 11: not a host error, 12: another "
+                                       "message, 13: auto did not complete, 14: auto had a page, 15: a read was "
+                                       "not unknown, 20: could not drop privilege";
 }
 
 // A guest write to the page (after making its own PTE writable) is dropped by

@@ -113,7 +113,7 @@ bool all_zero(const abi::VcpuRunState& record) {
 
 TEST(RunStateAbi, ZeroPageReadsUnknownForEveryVcpu) {
   static_assert(sizeof(abi::VcpuRunState) == 64);
-  static_assert(abi::kRunStateMaxVcpus * sizeof(abi::VcpuRunState) == abi::kRunStatePageSize);
+  static_assert(abi::kRunStateMaxVcpus * sizeof(abi::VcpuRunState) == abi::kRunStateBytes);
   static_assert(LOCKVISOR_RUNSTATE_UNKNOWN == 0);
   // What a VMM without the program maps: zeros. Never "running".
   alignas(4096) static abi::VcpuRunState zero_page[abi::kRunStateMaxVcpus] = {};
@@ -343,7 +343,7 @@ TEST(RunStatePage, PreemptedThreadsAreSeenPreemptedFromAnotherCpu) {
 TEST(RunStatePage, UnregisteredSlotsStayUnknown) {
   LOCKVISOR_REQUIRE_RUNSTATE(page, 8);
   std::span<const std::byte> bytes = page->page();
-  ASSERT_EQ(bytes.size(), abi::kRunStatePageSize);
+  ASSERT_EQ(bytes.size(), abi::kRunStateBytes);
   for (std::byte b : bytes) ASSERT_EQ(b, std::byte{0}) << "a fresh page is all zeros";
   std::vector<int> cpus = experiment::allowed_cpus();
   experiment::PinnedOptions options;
@@ -389,7 +389,7 @@ TEST(RunStatePage, ConsumerMappingIsReadOnly) {
   if (child == 0) {
     void* base = const_cast<std::byte*>(page->page().data());
     // The kernel cleared VM_MAYWRITE: mprotect cannot add write.
-    if (::mprotect(base, abi::kRunStatePageSize, PROT_READ | PROT_WRITE) == 0) ::_exit(30);
+    if (::mprotect(base, abi::kRunStateBytes, PROT_READ | PROT_WRITE) == 0) ::_exit(30);
     static_cast<volatile std::uint32_t*>(base)[1] = LOCKVISOR_RUNSTATE_RUNNING;  // must fault
     ::_exit(31);
   }
@@ -410,9 +410,9 @@ TEST(RunStatePage, DestroyingDetachesTheProgram) {
   // A second read-only mapping of the same map, which outlives the page.
   UniqueFd map_fd(bpf_map_get_fd_by_id(page->page_map_id()));
   ASSERT_TRUE(map_fd.valid()) << std::strerror(errno);
-  void* address = ::mmap(nullptr, abi::kRunStatePageSize, PROT_READ, MAP_SHARED, map_fd.get(), 0);
+  void* address = ::mmap(nullptr, abi::kRunStateBytes, PROT_READ, MAP_SHARED, map_fd.get(), 0);
   ASSERT_NE(address, MAP_FAILED) << std::strerror(errno);
-  Mapping observer(address, abi::kRunStatePageSize);
+  Mapping observer(address, abi::kRunStateBytes);
   const abi::VcpuRunState& record = static_cast<const abi::VcpuRunState*>(observer.data())[0];
 
   // A thread that blocks 20 times per command: 20 sleeps and 20 runs.
@@ -558,7 +558,7 @@ TEST(RunStatePageKvm, AcceptedAsReadOnlyMemslot) {
   region.slot = 0;
   region.flags = KVM_MEM_READONLY;
   region.guest_phys_addr = 0x100000;
-  region.memory_size = abi::kRunStatePageSize;
+  region.memory_size = abi::kRunStateBytes;
   region.userspace_addr = reinterpret_cast<std::uintptr_t>(page->page().data());
   EXPECT_EQ(::ioctl(vm.get(), KVM_SET_USER_MEMORY_REGION, &region), 0) << std::strerror(errno);
   // Removing the slot before the page goes (as the VMM must, or let the VM go first).

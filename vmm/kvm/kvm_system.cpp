@@ -104,6 +104,16 @@ void KvmSystem::require_extension(long capability, const char* name) const {
   if (check_extension(capability) <= 0) fail_host("this KVM lacks the capability {}, which lockvisor needs", name);
 }
 
+VcpuLimit vcpu_limit(int max_vcpus_cap, int nr_vcpus_cap) {
+  if (max_vcpus_cap > 0) return {static_cast<unsigned>(max_vcpus_cap), "KVM_CAP_MAX_VCPUS"};
+  if (nr_vcpus_cap > 0) return {static_cast<unsigned>(nr_vcpus_cap), "KVM_CAP_NR_VCPUS"};
+  return {4, "the KVM API's default without KVM_CAP_NR_VCPUS"};
+}
+
+VcpuLimit KvmSystem::vcpu_limit() const {
+  return kvm::vcpu_limit(check_extension(KVM_CAP_MAX_VCPUS), check_extension(KVM_CAP_NR_VCPUS));
+}
+
 int KvmSystem::vcpu_mmap_size() const {
   const int size = ::ioctl(fd_.get(), KVM_GET_VCPU_MMAP_SIZE, 0);
   if (size < static_cast<int>(sizeof(kvm_run))) fail_host("KVM_GET_VCPU_MMAP_SIZE failed: {}", std::strerror(errno));

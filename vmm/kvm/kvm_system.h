@@ -32,6 +32,16 @@ inline constexpr const char* kKvmDeviceVariable = "LOCKVISOR_KVM_DEVICE";
 inline constexpr const char* kDefaultKvmDevice = "/dev/kvm";
 std::string kvm_device_path();
 
+// The most vCPUs one VM may have on this KVM, and which answer said so.
+struct VcpuLimit {
+  unsigned vcpus = 0;
+  const char* source = "";  // the capability that gave it, or the API's documented default
+};
+// From the KVM_CHECK_EXTENSION answers (0: absent): KVM_CAP_MAX_VCPUS is the
+// hard limit; a KVM without it documents KVM_CAP_NR_VCPUS as the limit, and
+// one without either allows 4 (Documentation/virt/kvm/api.rst).
+VcpuLimit vcpu_limit(int max_vcpus_cap, int nr_vcpus_cap);
+
 class KvmSystem {
  public:
   // Opens the KVM device (kvm_device_path()) and checks the API version;
@@ -46,6 +56,8 @@ class KvmSystem {
   int check_extension(long capability) const;
   // Throws lockvisor::Error naming the capability when it is absent.
   void require_extension(long capability, const char* name) const;
+  // vcpu_limit() of this KVM's answers.
+  VcpuLimit vcpu_limit() const;
   int vcpu_mmap_size() const;
   std::vector<kvm_cpuid_entry2> supported_cpuid() const;
   UniqueFd create_vm() const;

@@ -111,6 +111,9 @@ void validate_config(const MachineConfig& config) {
 }
 
 void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
+  const kvm::VcpuLimit limit = kvm.vcpu_limit();
+  if (config.vcpus > limit.vcpus)
+    fail("--vcpus {}: this host's KVM allows at most {} vCPUs per VM ({})", config.vcpus, limit.vcpus, limit.source);
   const bool pvm = kvm::detect_backend() == kvm::Backend::kPvm;
   if (pvm && config.backend_kind == pvlock::BackendKind::kKvm)
     fail("--backend kvm: not possible on this PVM host (vmcall never completes; use --backend userspace)");
@@ -225,8 +228,6 @@ void Machine::map_runstate_page(const kvm::KvmSystem& kvm) {
     s.runstate_detail = "--runstate off";
   } else if (!readonly_mem) {
     s.runstate_detail = "KVM lacks KVM_CAP_READONLY_MEM (the page must be a read-only memslot)";
-  } else if (vcpus > abi::kRunStateMaxVcpus) {
-    s.runstate_detail = fmt::format("the page describes at most {} vCPUs, this VM has {}", abi::kRunStateMaxVcpus, vcpus);
   } else if (std::string why = runstate::RunStatePage::why_unavailable(vcpus); !why.empty()) {
     s.runstate_detail = fmt::format("vCPU run-state page unavailable: {}", why);
   } else {

@@ -103,13 +103,15 @@ void write_boot_tables(const kvm::GuestMemory& memory, unsigned vcpu_count) {
       table(pd)[e] = address | kTableFlags | kPageLarge;
     }
   }
-  // The vCPU run-state page, outside RAM (guest_layout.h): one 4 KiB page,
+  // The vCPU run-state pages, outside RAM (guest_layout.h): 4 KiB pages,
   // user-accessible and read-only (R/W = 0 in its PTE; CR0.WP makes that hold
   // at CPL0 too). The memslot behind it is read-only as well.
   static_assert(abi::kRunStateGpa / kOneGiB >= abi::kMaxMemoryBytes / kOneGiB, "run-state PDPT entry collides with RAM");
   table(pdpt)[abi::kRunStateGpa / kOneGiB] = abi::kRunStatePdAddr | kTableFlags;
   table(abi::kRunStatePdAddr)[(abi::kRunStateGpa % kOneGiB) / kTwoMiB] = abi::kRunStatePtAddr | kTableFlags;
-  table(abi::kRunStatePtAddr)[(abi::kRunStateGpa % kTwoMiB) / 4096] = abi::kRunStateGpa | kPagePresent | kPageUser;
+  for (std::uint64_t p = 0; p < abi::kRunStatePages; ++p)
+    table(abi::kRunStatePtAddr)[(abi::kRunStateGpa % kTwoMiB) / 4096 + p] =
+        (abi::kRunStateGpa + p * 4096) | kPagePresent | kPageUser;
 
   auto* gdt = reinterpret_cast<std::uint64_t*>(memory.range(abi::kGdtAddr, abi::kTssAddr - abi::kGdtAddr)->data());
   gdt[0] = 0;

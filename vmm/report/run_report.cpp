@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <utility>
+#include <vector>
 
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/emulation.h"
@@ -47,6 +50,10 @@ nlohmann::json pv_counts_json(const pvlock::PvCounts& counts) {
   return j;
 }
 
+// Beyond a screen of vCPUs the text report summarises each column; the JSON
+// keeps every vCPU.
+constexpr std::size_t kTableVcpus = 32;
+
 // Halt polling, yields, boosts and steal time, when any of them happened.
 void print_knob_lines(const machine::RunResult& result, std::FILE* out) {
   pvlock::PvCounts sum;
@@ -59,7 +66,15 @@ void print_knob_lines(const machine::RunResult& result, std::FILE* out) {
                sum.kick_yields, sum.yield_to_calls, sum.boosts, sum.boosts_expired);
   bool any_steal = false;
   for (const auto& v : result.vcpus) any_steal = any_steal || v.steal_time_ns.has_value();
-  if (any_steal) {
+  if (any_steal && result.vcpus.size() > kTableVcpus) {
+    double steal_ns = 0, wait_ns = 0;
+    for (const auto& v : result.vcpus) {
+      steal_ns += static_cast<double>(v.steal_time_ns.value_or(0));
+      wait_ns += static_cast<double>(v.runqueue_wait_ns.value_or(0));
+    }
+    fmt::print(out, "steal time (guest record / host runqueue wait, ms), all vCPUs: {:.1f}/{:.1f}\n", steal_ns / 1e6,
+               wait_ns / 1e6);
+  } else if (any_steal) {
     fmt::print(out, "steal time (guest record / host runqueue wait, ms):");
     for (const auto& v : result.vcpus)
       fmt::print(out, " {}:{}/{}", v.index, v.steal_time_ns ? fmt::format("{:.1f}", *v.steal_time_ns / 1e6) : "-",
@@ -111,7 +126,9 @@ nlohmann::json wake_latency_json(const machine::RunResult& result) {
           {"p999", s.p999},   {"max", s.max}, {"mean", s.mean}};
 }
 
-void print_run_table(const machine::RunResult& result, std::FILE* out) {
+namespace {
+
+void print_vcpu_rows(const machine::RunResult& result, std::FILE* out) {
   fmt::print(out, "{:>4} {:>8} {:>6} {:>9} {:>9} {:>6} {:>6} {:>7} {:>7} {:>8} {:>9} {:>7} {:>7} {:>8} {:>8}\n", "vCPU",
              "state", "pCPUs", "halts", "immediate", "woken", "kicks", "kicked", "dropped", "exits", "emulated",
              "preempt", "cpu-s", "invol-cs", "wake-p50");
@@ -126,9 +143,27 @@ void print_run_table(const machine::RunResult& result, std::FILE* out) {
                v.cpu_seconds, v.involuntary_switches,
                wake.count ? fmt::format("{:.1f}us", wake.p50 / 1000.0) : std::string("-"));
   }
+}
+
+void print_runstate_lines(const machine::RunResult& result, std::FILE* out) {
   if (result.runstate == "bpf") {
     fmt::print(out, "run-state page: bpf ({}); per vCPU: page preemptions / involuntary switches while registered, sleeps\n",
                result.runstate_detail);
+    if (result.vcpus.size() > kTableVcpus) {
+      machine::VcpuRunStateCounts sum{};
+      unsigned registered = 0;
+      for (const auto& v : result.vcpus) {
+        if (!v.runstate) continue;
+        ++registered;
+        sum.preemptions += v.runstate->preemptions;
+        sum.involuntary_switches += v.runstate->involuntary_switches;
+        sum.sleeps += v.runstate->sleeps;
+        sum.anomalies += v.runstate->anomalies;
+      }
+      fmt::print(out, "  all {} registered vCPUs: {} / {}, {} sleeps, {} missed switches\n", registered,
+                 sum.preemptions, sum.involuntary_switches, sum.sleeps, sum.anomalies);
+      return;
+    }
     for (const auto& v : result.vcpus)
       if (v.runstate)
         fmt::print(out, "  vCPU {}: {} / {}, {} sleeps{}\n", v.index, v.runstate->preemptions,
@@ -137,6 +172,57 @@ void print_run_table(const machine::RunResult& result, std::FILE* out) {
   } else {
     fmt::print(out, "run-state page: unknown ({})\n", result.runstate_detail);
   }
+}
+
+// One summarised column: its total, nearest-rank percentiles and extremes.
+void print_column_summary(std::FILE* out, const char* name, const std::vector<machine::VcpuReport>& vcpus,
+                          double (*value)(const machine::VcpuReport&)) {
+  std::vector<std::pair<double, unsigned>> values;
+  double sum = 0;
+  for (const auto& v : vcpus) {
+    values.emplace_back(value(v), v.index);
+    sum += values.back().first;
+  }
+  std::sort(values.begin(), values.end());
+  const auto at = [&](double p) { return values[metrics::nearest_rank(values.size(), p) - 1].first; };
+  fmt::print(out, "{:>9} {:>12.6g} {:>10.6g} {:>10.6g} {:>10.6g} {:>10.6g}  vCPU {} / vCPU {}\n", name, sum,
+             values.front().first, at(50), at(90), values.back().first, values.front().second, values.back().second);
+}
+
+void print_run_summary(const machine::RunResult& result, std::FILE* out) {
+  std::map<std::string, unsigned> states;
+  for (const auto& v : result.vcpus) ++states[machine::vcpu_state_name(v.final_state)];
+  std::string state_text;
+  for (const auto& [state, n] : states) state_text += fmt::format("{}{} {}", state_text.empty() ? "" : ", ", n, state);
+  fmt::print(out, "{} vCPUs ({}); summarised per column, every vCPU is in the JSON (--json):\n", result.vcpus.size(),
+             state_text);
+  fmt::print(out, "{:>9} {:>12} {:>10} {:>10} {:>10} {:>10}  {}\n", "column", "total", "min", "p50", "p90", "max",
+             "least / most");
+  using R = const machine::VcpuReport&;
+  print_column_summary(out, "halts", result.vcpus, [](R v) { return double(v.pv.halts); });
+  print_column_summary(out, "immediate", result.vcpus, [](R v) { return double(v.pv.halts_immediate); });
+  print_column_summary(out, "woken", result.vcpus, [](R v) { return double(v.pv.halts_woken + v.pv.halts_polled); });
+  print_column_summary(out, "kicks", result.vcpus, [](R v) { return double(v.pv.kicks_sent); });
+  print_column_summary(out, "kicked", result.vcpus, [](R v) { return double(v.pv.kicks_received); });
+  print_column_summary(out, "dropped", result.vcpus, [](R v) { return double(v.pv.kicks_dropped); });
+  print_column_summary(out, "exits", result.vcpus, [](R v) { return double(total_exits(v)); });
+  print_column_summary(out, "emulated", result.vcpus, [](R v) { return double(stat(v.kvm, "insn_emulation")); });
+  print_column_summary(out, "preempt", result.vcpus, [](R v) {
+    return double(stat(v.kvm, "preemption_reported") + stat(v.kvm, "preemption_other"));
+  });
+  print_column_summary(out, "cpu-s", result.vcpus, [](R v) { return v.cpu_seconds; });
+  print_column_summary(out, "invol-cs", result.vcpus, [](R v) { return double(v.involuntary_switches); });
+}
+
+}  // namespace
+
+void print_run_table(const machine::RunResult& result, std::FILE* out) {
+  if (result.vcpus.size() > kTableVcpus) {
+    print_run_summary(result, out);
+  } else {
+    print_vcpu_rows(result, out);
+  }
+  print_runstate_lines(result, out);
   print_knob_lines(result, out);
   print_injected_lines(result, out);
   const auto wake = wake_latency_json(result);

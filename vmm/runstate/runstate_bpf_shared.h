@@ -8,12 +8,12 @@
 #include "lockvisor/abi/vcpu_runstate.h"
 
 /* BPF_MAP_TYPE_ARRAY, BPF_F_MMAPABLE: LOCKVISOR_RUNSTATE_MAX_VCPUS records of
- * struct lockvisor_vcpu_runstate, i.e. exactly one page, mmapped by the VMM. */
+ * struct lockvisor_vcpu_runstate, i.e. exactly LOCKVISOR_RUNSTATE_PAGES pages, mmapped by the VMM. */
 #define LOCKVISOR_RUNSTATE_PAGE_MAP "runstate_page"
 /* BPF_MAP_TYPE_HASH: global thread id (the kernel's task->pid, what gettid()
  * returns in the initial PID namespace) -> vCPU index. */
 #define LOCKVISOR_RUNSTATE_THREAD_MAP "runstate_tids"
-/* Room for every vCPU thread of one page and as many stale entries again. */
+/* Room for every vCPU thread the pages describe and as many stale entries again. */
 #define LOCKVISOR_RUNSTATE_MAX_THREADS (2 * LOCKVISOR_RUNSTATE_MAX_VCPUS)
 
 /* BPF_MAP_TYPE_ARRAY, BPF_F_MMAPABLE, one entry per vCPU, VMM-only (never

@@ -20,9 +20,9 @@ constexpr int kLoaderNice = 10;
 
 RunStateLoader::RunStateLoader(Load load, unsigned max_waiters) : load_(std::move(load)), waiting_(max_waiters) {
   // Private and never written: every read finds the kernel's zero page.
-  void* p = ::mmap(nullptr, abi::kRunStatePageSize, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = ::mmap(nullptr, abi::kRunStateBytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) fail_host("mmap of the run-state zero page: {}", std::strerror(errno));
-  view_ = Mapping(p, abi::kRunStatePageSize);
+  view_ = Mapping(p, abi::kRunStateBytes);
   view_address_ = p;
   if (!load_) finished_ = true;
 }

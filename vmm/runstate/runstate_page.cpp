@@ -37,7 +37,7 @@ extern "C" const unsigned char lockvisor_runstate_bpf_end[];
 namespace lockvisor::runstate {
 namespace {
 
-static_assert(sizeof(abi::VcpuRunState) * abi::kRunStateMaxVcpus == abi::kRunStatePageSize);
+static_assert(sizeof(abi::VcpuRunState) * abi::kRunStateMaxVcpus == abi::kRunStateBytes);
 // The kernel lays out array entries at round_up(value_size, 8): the mapping's
 // stride is sizeof() only if that is already a multiple of 8.
 static_assert(sizeof(lockvisor_preemption_history) % 8 == 0);
@@ -239,12 +239,12 @@ namespace {
 
 // Maps the page (and, if it can, the history ring) read-only.
 bool map_views(RunStatePage::Impl& impl, int page_fd, int history_fd, LoadFailure& failure) {
-  void* address = ::mmap(nullptr, abi::kRunStatePageSize, PROT_READ, MAP_SHARED, page_fd, 0);
+  void* address = ::mmap(nullptr, abi::kRunStateBytes, PROT_READ, MAP_SHARED, page_fd, 0);
   if (address == MAP_FAILED) {
     failure = {fmt::format("cannot map the run-state page: {}", errno_text(errno)), true};
     return false;
   }
-  impl.page = Mapping(address, abi::kRunStatePageSize);
+  impl.page = Mapping(address, abi::kRunStateBytes);
   // The history is a convenience of the timeline: without it (mmap refused)
   // the page still works and the trace reads records instead.
   const std::size_t history_size = (sizeof(lockvisor_preemption_history) * abi::kRunStateMaxVcpus + 4095) / 4096 * 4096;
@@ -386,7 +386,7 @@ bool reset_maps(const RunStatePage::Impl& impl, int page_fd, int history_fd) {
         bpf_map_update_elem(history_fd, &i, &zero_history, BPF_ANY) != 0)
       return false;
   }
-  return is_zero(records, abi::kRunStatePageSize);
+  return is_zero(records, abi::kRunStateBytes);
 }
 
 // The program pinned in a leased slot, attached for this run; nullptr (and
@@ -509,16 +509,16 @@ std::string RunStatePage::why_unavailable(unsigned max_vcpus) {
 }
 
 void RunStatePage::take_view(Mapping& view) {
-  if (view.data() == nullptr || view.size() != abi::kRunStatePageSize)
-    fail("run-state page: a view must be one page, not {} bytes", view.size());
+  if (view.data() == nullptr || view.size() != abi::kRunStateBytes)
+    fail("run-state page: a view must be {} bytes, not {}", abi::kRunStateBytes, view.size());
   // MAP_FIXED replaces the old mapping in one step under the address
   // space's lock: a reader (or KVM, whose MMU notifier drops what it
   // translated through the old one) sees either page, never a hole.
-  if (::mmap(view.data(), abi::kRunStatePageSize, PROT_READ, MAP_SHARED | MAP_FIXED, impl_->page_fd, 0) == MAP_FAILED) {
+  if (::mmap(view.data(), abi::kRunStateBytes, PROT_READ, MAP_SHARED | MAP_FIXED, impl_->page_fd, 0) == MAP_FAILED) {
     const int code = errno;
     // A failed MAP_FIXED may have unmapped the range already: put zeros
     // ("unknown") back, so the view stays a valid page.
-    ::mmap(view.data(), abi::kRunStatePageSize, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    ::mmap(view.data(), abi::kRunStateBytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     fail_host("run-state page: cannot map it over its view: {}", errno_text(code));
   }
   impl_->page = std::move(view);  // unmaps the first view; the range is now this page's

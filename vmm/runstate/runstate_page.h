@@ -46,7 +46,7 @@ enum class Attach { kAuto, kTpBtf, kRawTp };
 class RunStatePage {
  public:
   // Loads, attaches and maps, for vCPU indexes 0..max_vcpus-1 (at most
-  // abi::kRunStateMaxVcpus = 64, one page). Throws Error (kHost) with the
+  // abi::kRunStateMaxVcpus = 256, abi::kRunStatePages pages). Throws Error (kHost) with the
   // reason when this host cannot, Error (kUsage) for a bad max_vcpus.
   static RunStatePage open(unsigned max_vcpus, Attach attach = Attach::kAuto);
 
@@ -69,7 +69,7 @@ class RunStatePage {
   // is found by open() itself.)
   static std::string why_unavailable(unsigned max_vcpus);
 
-  // Maps the page over `view` (one page, e.g. the zero page a read-only
+  // Maps the pages over `view` (kRunStateBytes, e.g. the zeros a read-only
   // memslot already shows the guest) and takes that range over: on return
   // `view` is empty, page() is view's old address, and the first mapping is
   // gone. The range reads zeros or the page at every instant, never

@@ -16,17 +16,31 @@
 //   ...          free memory for the guest (BootInfo::free_start..free_end)
 //   top          per-vCPU stacks (kernel then user), vCPU 0 highest
 //
-//   0x1_0000_0000  the vCPU run-state page (vcpu_runstate.h, docs/runstate.md):
-//                one 4 KiB read-only memslot at kRunStateGpa, just above the
+//   0x1_0000_0000  the vCPU run-state pages (vcpu_runstate.h, docs/runstate.md):
+//                one read-only memslot of kRunStateBytes at kRunStateGpa, just above the
 //                largest possible RAM (kMaxMemoryBytes), so it can never
-//                collide with guest memory. Mapped by one 4 KiB PTE, present,
+//                collide with guest memory. Mapped by 4 KiB PTEs, present,
 //                U/S = 1, read-only (R/W = 0); the rest of that GiB is unmapped.
 #pragma once
 #include "lockvisor/abi/types.h"
+#include "lockvisor/abi/vcpu_runstate.h"
 
 namespace lockvisor::abi {
 
-inline constexpr u32 kMaxVcpus = 128;
+// The most vCPUs the freestanding guest's layout holds; below it, the host
+// KVM's own limit (KVM_CAP_MAX_VCPUS) is checked at start. 256 because:
+// - the TSS array has one kTssStride slot per vCPU between kTssAddr and
+//   kStealTimeAddr (static_assert below), and
+// - the guest checks its APIC ID against CPUID.1 EBX[31:24], one byte, and
+//   kicks by xAPIC ID: ids 0..255. KVM treats an xAPIC kick to 255 as a
+//   broadcast, so with 256 vCPUs a kick meant for vCPU 255 also wakes the
+//   other halted vCPUs (they re-check their lock and halt again).
+// More needs x2APIC ids (CPUID leaf 0xB) and the TSS array moved; every other
+// per-vCPU array (GDT, steal time, lock probe, BootInfo, stacks, the guest's
+// per-CPU tables) is sized from this constant and checked below or where it
+// is declared.
+inline constexpr u32 kMaxVcpus = 256;
+static_assert(kRunStateMaxVcpus >= kMaxVcpus, "the run-state pages describe every vCPU");
 
 inline constexpr u64 kGdtAddr = 0x1000;
 inline constexpr u64 kBootInfoAddr = 0x8000;
@@ -57,9 +71,9 @@ inline constexpr u64 kMaxMemoryBytes = 4ull << 30;
 
 // The vCPU run-state page: guest-physical (= virtual, identity-mapped)
 // address, outside RAM. PDPT entry 4 points at kRunStatePdAddr, whose entry 0
-// points at kRunStatePtAddr, whose entry 0 maps the page read-only.
+// points at kRunStatePtAddr, whose entries 0..kRunStatePages-1 map the pages
+// read-only (kRunStateBytes, vcpu_runstate.h).
 inline constexpr u64 kRunStateGpa = kMaxMemoryBytes;
-inline constexpr u64 kRunStateBytes = 0x1000;
 inline constexpr u64 kRunStatePdAddr = kPageTableAddr + 0x6000;
 inline constexpr u64 kRunStatePtAddr = kPageTableAddr + 0x7000;
 static_assert(kRunStateGpa % (1ull << 30) == 0, "the run-state page starts its own GiB (its own PD)");

@@ -30,11 +30,14 @@
 #define LOCKVISOR_RUNSTATE_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
 
-/* One page, one 64-byte record per vCPU, indexed by vCPU index (= APIC ID in
- * lockvisor): at most 64 vCPUs are described. */
-#define LOCKVISOR_RUNSTATE_PAGE_SIZE 4096u
+/* LOCKVISOR_RUNSTATE_PAGES contiguous 4 KiB pages, one 64-byte record per
+ * vCPU, indexed by vCPU index (= APIC ID in lockvisor): vCPU i's record is at
+ * byte 64 * i. Four pages describe 256 vCPUs, the most a lockvisor VM has
+ * (guest_layout.h kMaxVcpus, checked there). */
+#define LOCKVISOR_RUNSTATE_PAGES 4u
+#define LOCKVISOR_RUNSTATE_BYTES (LOCKVISOR_RUNSTATE_PAGES * 4096u)
 #define LOCKVISOR_RUNSTATE_RECORD_SIZE 64u
-#define LOCKVISOR_RUNSTATE_MAX_VCPUS (LOCKVISOR_RUNSTATE_PAGE_SIZE / LOCKVISOR_RUNSTATE_RECORD_SIZE)
+#define LOCKVISOR_RUNSTATE_MAX_VCPUS (LOCKVISOR_RUNSTATE_BYTES / LOCKVISOR_RUNSTATE_RECORD_SIZE)
 
 /* Values of lockvisor_vcpu_runstate.state. */
 #define LOCKVISOR_RUNSTATE_UNKNOWN 0u   /* never written: no publisher, or no switch seen yet */
@@ -70,14 +73,15 @@ struct lockvisor_vcpu_runstate {
 LOCKVISOR_RUNSTATE_STATIC_ASSERT(sizeof(struct lockvisor_vcpu_runstate) == LOCKVISOR_RUNSTATE_RECORD_SIZE,
                                  "a run-state record is one 64-byte cache line");
 LOCKVISOR_RUNSTATE_STATIC_ASSERT(LOCKVISOR_RUNSTATE_MAX_VCPUS * LOCKVISOR_RUNSTATE_RECORD_SIZE ==
-                                     LOCKVISOR_RUNSTATE_PAGE_SIZE,
-                                 "the records fill exactly one page");
+                                     LOCKVISOR_RUNSTATE_BYTES,
+                                 "the records fill exactly the pages");
 LOCKVISOR_RUNSTATE_STATIC_ASSERT(LOCKVISOR_RUNSTATE_UNKNOWN == 0, "a zero page must read unknown");
 
 #ifdef __cplusplus
 namespace lockvisor::abi {
 using VcpuRunState = ::lockvisor_vcpu_runstate;
-inline constexpr unsigned kRunStatePageSize = LOCKVISOR_RUNSTATE_PAGE_SIZE;
+inline constexpr unsigned kRunStatePages = LOCKVISOR_RUNSTATE_PAGES;
+inline constexpr unsigned kRunStateBytes = LOCKVISOR_RUNSTATE_BYTES;
 inline constexpr unsigned kRunStateMaxVcpus = LOCKVISOR_RUNSTATE_MAX_VCPUS;
 enum class RunState : __UINT32_TYPE__ {
   kUnknown = LOCKVISOR_RUNSTATE_UNKNOWN,
