@@ -116,6 +116,15 @@ TEST(CliBadInput, LinuxGuestOptions) {
   expect_one_line_error(lockvisor("run --kernel /nonexistent/vmlinuz"), 2, "No such file");
   expect_one_line_error(lockvisor("run --kernel /dev/null"), 2, "not a regular file");
   expect_one_line_error(lockvisor("run --kernel " + not_a_kernel + " --native"), 2, "--native");
+  // A one-CPU kernel keeps its native lock: asking it for pv or tas is refused
+  // before the kernel is read; native with one vCPU is what it will get.
+  for (const char* lock : {"pv", "tas"})
+    expect_one_line_error(lockvisor("run --kernel /nonexistent/vmlinuz --vcpus 1 --guest-lock " + std::string(lock)),
+                          2, "needs --vcpus 2 or more");
+  expect_one_line_error(lockvisor("run --kernel /nonexistent/vmlinuz --vcpus 1 --guest-lock native"), 2,
+                        "No such file");
+  expect_one_line_error(lockvisor("run --vm label=a,guest-lock=tas --vm label=b --kernel /nonexistent/vmlinuz --vcpus 1"),
+                        2, "needs --vcpus 2 or more");
 }
 
 TEST(CliBadInput, ImageFiles) {

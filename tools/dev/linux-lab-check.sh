@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The lab with Linux guests, end to end: one point of preset
-# linux-two-guests (two Debian kernels side by side on host CPU 0: the
-# native-qspinlock guest beside the unfair test-and-set one, futex-hash, one
-# run), then checks that the run completed, each kernel chose the lock it was
+# linux-two-guests (two Debian kernels side by side on host CPU 0, 2 vCPUs
+# each, as a one-CPU kernel keeps its native lock: the native-qspinlock guest
+# beside the unfair test-and-set one, futex-hash, one run), then checks that the run completed, each kernel chose the lock it was
 # given, each VM's summary row has a throughput and KVM's halt count, and the
 # report and plot were written. One point, not more: inside tools/nested-kvm
 # every minute of two guests side by side risks the emulator's freeze
@@ -33,7 +33,7 @@ start=$(date +%s)
 # The lab's progress lines as they come (a stall shows which point it is in).
 rc=0
 timeout --signal=TERM --kill-after=10 "$budget" \
-	"$lv" lab --preset linux-two-guests --kernel "$kernel" --set pcpus=0 --repeats 1 --shard 1/8 --out "$out" \
+	"$lv" lab --preset linux-two-guests --kernel "$kernel" --set pcpus=0 --set vcpus=2 --repeats 1 --shard 1/8 --out "$out" \
 	2>&1 | tee "$out.log" | sed -u 's/^/      | /' || rc=$?
 if [ "$rc" != 0 ]; then
 	if [ "$rc" = 124 ]; then

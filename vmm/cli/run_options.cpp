@@ -14,6 +14,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/inject/injector.h"
 #include "vmm/inject/inject_spec.h"
+#include "vmm/machine/linux_cpuid.h"
 #include "vmm/machine/machine.h"
 #include "vmm/util/error.h"
 
@@ -117,6 +118,16 @@ CheckedOptions validate_linux_run(RunOptions& o) {
   if (config.pv_wake != abi::PvWake::kHypercall)
     fail("--pv-wake {}: not with --kernel (the kernel's PV spinlock chooses its own wake-up: the KICK_CPU hypercall)",
          abi::pv_wake_name(config.pv_wake));
+  // A kernel with one CPU keeps its native queued spinlock whatever CPUID
+  // offers (kvm_spinlock_init checks the CPU count before PV_UNHALT), so a
+  // one-vCPU point asking for pv or tas would silently measure native.
+  if (cmd.count("--guest-lock") > 0 && config.vcpus == 1) {
+    const auto asked = machine::parse_guest_lock(o.linux_guest.guest_lock);
+    if (asked && *asked != machine::GuestLockPolicy::kNative)
+      fail("--guest-lock {}: needs --vcpus 2 or more (a kernel with one CPU keeps its native spinlock: "
+           "\"PV spinlocks disabled, single CPU\")",
+           o.linux_guest.guest_lock);
+  }
   if (cmd.count("--backend") > 0 && config.backend_kind != pvlock::BackendKind::kKvm)
     fail("--kernel: a Linux guest uses KVM's in-kernel PV lock hypercalls (--backend kvm)");
   config.backend_kind = pvlock::BackendKind::kKvm;
