@@ -9,6 +9,7 @@
 #include "vmm/experiment/run_settings.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/lab/metrics.h"
+#include "vmm/lab/numa_bounds.h"
 #include "vmm/lab/settings.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/util/error.h"
@@ -391,6 +392,7 @@ std::string summary_markdown(const Scenario& s, const Summary& summary) {
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", p.key, cell(p, "latency_max_ns", 1e-6),
                        cell(p, "latency_max_slices"), cell(p, "latency_p999_ns", 1e-6), cell(p, "latency_p999_slices"),
                        cell(p, "cpu_s_per_mop"), cell(p, "vmm_exits_per_acq"), cell(p, "window_jain_min"));
+  out += numa_bounds_markdown(summary);
   if (!summary.claims.empty()) {
     out += "\n## Comparisons\n\n";
     for (const auto& c : summary.claims) {

@@ -34,13 +34,17 @@ bool off_cpu(const TraceTimeline& t, unsigned v, std::uint64_t begin, std::uint6
 
 }  // namespace
 
-NumaBoundRules numa_bound_rules_from(const nlohmann::json& metadata) {
+bool states_numa_bound(std::string_view lock) {
+  return lock == "cna" || lock == "pvcna" || lock == "hq" || lock == "pvhq";
+}
+
+NumaBoundRules numa_bound_rules(std::string_view lock, const std::vector<std::pair<std::string, std::string>>& params) {
   namespace pvb = locks::pvb;
   NumaBoundRules r;
+  r.lock = std::string(lock);
   std::uint64_t cna = pvb::kDefaultCnaThreshold, cna_us = pvb::kDefaultCnaThresholdUs;
   std::uint64_t hq = pvb::kDefaultHqFairness, hq_us = pvb::kDefaultHqFairnessUs;
-  for (const auto& [key, value] : run_args(metadata)) {
-    if (key == "lock") r.lock = value;
+  for (const auto& [key, value] : params) {
     const pvb::TuningKey* k = pvb::find_tuning_key(key.data(), key.size());
     locks::u64 n = 0;
     if (k == nullptr || pvb::check_tuning_value(*k, value.c_str(), &n) != pvb::TuningCheck::kValid) continue;
@@ -49,18 +53,32 @@ NumaBoundRules numa_bound_rules_from(const nlohmann::json& metadata) {
     if (k->field == &pvb::Tuning::hq_fairness) hq = n;
     if (k->field == &pvb::Tuning::hq_fairness_us) hq_us = n;
   }
-  const bool is_cna = r.lock == "cna" || r.lock == "pvcna";
-  const bool is_hq = r.lock == "hq" || r.lock == "pvhq";
+  const bool is_cna = lock == "cna" || lock == "pvcna";
   r.holders = is_cna ? cna : hq;
   r.time_ns = (is_cna ? cna_us : hq_us) * 1000;
-  r.per_node_extra = is_hq;
+  r.per_node_extra = states_numa_bound(lock) && !is_cna;
   r.fast_means_unqueued = is_cna;
+  return r;
+}
+
+NumaBoundRules numa_bound_rules_from(const nlohmann::json& metadata) {
+  const auto args = run_args(metadata);
+  std::string lock;
+  for (const auto& [key, value] : args)
+    if (key == "lock") lock = value;
+  NumaBoundRules r = numa_bound_rules(lock, args);
   const auto nodes = metadata.find("vcpu_node");
   if (nodes != metadata.end() && nodes->is_array())
     for (const auto& n : *nodes)
       r.vcpu_node.push_back(n.is_number_integer() && n.get<long long>() >= 0 ? n.get<unsigned>() : 0u);
-  r.judged = (is_cna || is_hq) && !r.vcpu_node.empty();
+  r.judged = states_numa_bound(lock) && !r.vcpu_node.empty();
   return r;
+}
+
+std::string promised_bound_text(const NumaBoundRules& rules) {
+  return fmt::format("runs of at most {} holders{}{}", rules.holders,
+                     rules.per_node_extra ? " (plus one per vCPU of the node)" : "",
+                     rules.time_ns ? fmt::format(" or {} us", rules.time_ns / 1000) : std::string());
 }
 
 NumaBoundReport check_numa_bound(const TraceTimeline& t, const NumaBoundRules& rules) {
@@ -167,10 +185,7 @@ std::string format_numa_bound_report(const TraceTimeline& t, const NumaBoundRepo
                        r.rules.vcpu_node.empty() ? "no --vnuma topology in the trace" : "not a NUMA lock");
     return out;
   }
-  const std::string bound =
-      fmt::format("runs of at most {} holders{}{}", r.rules.holders,
-                  r.rules.per_node_extra ? " (plus one per vCPU of the node)" : "",
-                  r.rules.time_ns ? fmt::format(" or {} us", r.rules.time_ns / 1000) : std::string());
+  const std::string bound = promised_bound_text(r.rules);
   out += fmt::format(
       "numa bound: {}, promised {}: longest wait {} ms (vCPU {}); {} waits, {} checked, {} runs of bypasses by "
       "another node, longest {} holders, decided up to {} ms after their first; runs over the bound {} (and {} "

@@ -26,6 +26,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "vmm/trace/trace_reader.h"
@@ -46,10 +48,21 @@ struct NumaBoundRules {
   std::vector<unsigned> vcpu_node;   // the run's topology (empty: none)
 };
 
-// The lock and its thresholds as the traced run had them (metadata.args,
-// else the defaults of pvbounded_tuning.h), the topology from
-// metadata.vcpu_node.
+// Whether `lock` is one of the NUMA locks whose header states a bypass
+// bound (cna, pvcna, hq, pvhq).
+bool states_numa_bound(std::string_view lock);
+
+// The bound `lock`'s header promises with these key=value parameters (the
+// run's --param values; a key not given keeps pvbounded_tuning.h's
+// default). No topology: `judged` stays false.
+NumaBoundRules numa_bound_rules(std::string_view lock, const std::vector<std::pair<std::string, std::string>>& params);
+
+// The lock and its thresholds as the traced run had them (metadata.args),
+// the topology from metadata.vcpu_node.
 NumaBoundRules numa_bound_rules_from(const nlohmann::json& metadata);
+
+// "runs of at most N holders[ (plus one per vCPU of the node)][ or T us]".
+std::string promised_bound_text(const NumaBoundRules& rules);
 
 struct NumaRun {
   std::size_t wait = 0;        // TraceTimeline::acquisitions index of W
