@@ -24,6 +24,9 @@ packages=(
   # names the package's Depends with dpkg-shlibdeps (dpkg-dev), which finds
   # the binaries with `file`; the tests render the man page with man-db
   man-db dpkg-dev file
+  # The riscv64 preset (docs/riscv.md): the cross compiler and C library,
+  # GoogleTest's sources to build for riscv64, qemu-user to run the tests
+  g++-riscv64-linux-gnu libc6-dev-riscv64-cross googletest qemu-user-static
 )
 
 missing=()

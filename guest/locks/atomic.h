@@ -14,9 +14,13 @@
 //   cmpxchg_acquire / cmpxchg_release   the _acquire/_release variants
 //   fetch_or / fetch_and / fetch_add    atomic_fetch_*() with explicit order
 //   smp_mb()                            a full fence
-//   cpu_relax()                         x86 `pause` (spin-wait hint)
-//   read_tsc()                          x86 `rdtsc` (a lock's clock, see below)
+//
+// The CPU primitives beside them, cpu_relax() (the spin-wait hint) and
+// read_lock_clock() (the clock of the locks that bound a wait by time), are
+// per architecture: locks/arch/primitives.h picks them.
 #pragma once
+
+#include "locks/arch/primitives.h"
 
 namespace lockvisor::locks {
 
@@ -105,30 +109,5 @@ template <class T>
 
 // Compiler-only barrier (barrier()).
 [[gnu::always_inline]] inline void barrier() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
-
-// Spin-wait hint.  On x86 `pause` de-pipelines the spin loop (saves power,
-// avoids the memory-order machine clear on exit) and is what KVM's
-// pause-loop exiting (PLE) counts to detect a spinning vCPU.
-[[gnu::always_inline]] inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  barrier();
-#endif
-}
-
-// The time-stamp counter, for locks that bound a wait by time (pvbounded.h).
-// `rdtsc` is allowed at guest CPL3 (PVM runs it natively; `rdtscp` is not
-// used because it may be intercepted).  Not serialising: a lock only compares
-// ages against a bound of a millisecond or so, where a few cycles of skew do
-// not matter.  The TSC is invariant and synchronised across CPUs on every
-// host lockvisor supports; natively it is the host's TSC.
-[[gnu::always_inline]] inline unsigned long long read_tsc() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_ia32_rdtsc();
-#else
-  return 0;
-#endif
-}
 
 }  // namespace lockvisor::locks

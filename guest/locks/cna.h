@@ -104,7 +104,7 @@ struct alignas(32) Record {
   QNode* sec_tail;  // last one (its next is nullptr)
   u32 numa;         // NUMA node of the waiter
   u32 intra;        // same-node handoffs of the run up to this head (0: no run)
-  u64 since;        // TSC when the run started (valid while intra > 0)
+  u64 since;        // lock clock when the run started (valid while intra > 0)
 };
 static_assert(sizeof(Record) == 32);
 
@@ -113,8 +113,8 @@ static_assert(sizeof(Record) == 32);
 inline bool run_may_continue(const Record* rec) {
   if (rec->intra == 0) return true;
   if (rec->intra >= pvb::tuning(&pvb::Tuning::cna_threshold)) return false;
-  const u64 span = pvb::tuning(&pvb::Tuning::cna_threshold_cycles);
-  return span == 0 || read_tsc() - rec->since < span;
+  const u64 span = pvb::tuning(&pvb::Tuning::cna_threshold_ticks);
+  return span == 0 || read_lock_clock() - rec->since < span;
 }
 
 template <class Env>
@@ -223,7 +223,7 @@ inline QNode* pick_successor(Record* rec, QNode* next) {
             store_relaxed(&st->next, next);
           } else {
             sh = next;
-            since = read_tsc();  // a run starts with the first waiter moved
+            since = read_lock_clock();  // a run starts with the first waiter moved
           }
           st = prev;
           store_relaxed(&prev->next, static_cast<QNode*>(nullptr));

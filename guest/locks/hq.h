@@ -121,7 +121,7 @@ struct alignas(kCacheLine) Local {
   QNode node;          // next, locked (kQueued/kLocalHead/kOwner), cpu, state
   u32 handoffs;        // consecutive local handoffs that led to this owner
   u32 numa;
-  u64 since;           // TSC when this node's run began (its local head took the global lock)
+  u64 since;           // lock clock when this node's run began (its local head took the global lock)
   QSpinWord* lock;     // the lock it is held for (nullptr: free)
   Meta* meta;
 };
@@ -228,8 +228,8 @@ inline void pass_local(QNode* next, u32 how) {
 // on, younger than hq_fairness_threshold_us.
 inline bool run_may_continue(const Local* l) {
   if (l->handoffs + 1 >= pvb::tuning(&pvb::Tuning::hq_fairness)) return false;
-  const u64 span = pvb::tuning(&pvb::Tuning::hq_fairness_cycles);
-  return span == 0 || read_tsc() - l->since < span;
+  const u64 span = pvb::tuning(&pvb::Tuning::hq_fairness_ticks);
+  return span == 0 || read_lock_clock() - l->since < span;
 }
 
 }  // namespace hq
@@ -304,7 +304,7 @@ class HqLockBase {
     } else {
       l->handoffs = 0;
       Global::lock_word(&w_);  // remote handoff: through the global queue
-      if (pvb::tuning(&pvb::Tuning::hq_fairness_cycles) != 0) l->since = read_tsc();  // the node's run begins
+      if (pvb::tuning(&pvb::Tuning::hq_fairness_ticks) != 0) l->since = read_lock_clock();  // the node's run begins
     }
     l->lock = &w_;
     l->meta = m;

@@ -27,7 +27,7 @@
 //   2. The queue.  Non-head waiters spin pvb_node_spins iterations on their
 //      node, then halt (pv::wait_node_halting, as pvqspinlock) until made
 //      head.  The head competes with stealers on the word.
-//   3. The bound.  Every waiter stamps its arrival time t0 (TSC).  A queue
+//   3. The bound.  Every waiter stamps its arrival time t0 (lock clock).  A queue
 //      head whose age (now - t0) reaches T (pvb_bound_us) sets N with its CPU
 //      number.  N is STICKY: only the head's own acquisition clears it,
 //        (n,N|me,0) -> (n,0,1)     (or (0,0,1) when it is also the tail),
@@ -54,7 +54,7 @@
 //      stamp of the cpu in byte 1; if that CPU heads THIS lock and is due,
 //      it sets N for it instead of stealing, (n,h,0) -> (n,N|h,0), and
 //      queues; if the hint says h is preempted it also asks the host to run
-//      h (pvb_boost, as the unlock's boost).  One more load and a TSC read
+//      h (pvb_boost, as the unlock's boost).  One more load and a lock-clock read
 //      on the steal path past a queue, nothing on the fast path or the
 //      empty-queue spin path.
 //
@@ -66,7 +66,7 @@
 //      both say h cannot take it now: the run-state hint reports h's vCPU
 //      preempted (Env::vcpu_is_preempted; not "sleeping": see
 //      head_cannot_run()), AND h's head loop, which stamps a per-CPU
-//      heartbeat (TSC) every iteration, has been silent for pvb_stale_us.
+//      heartbeat (lock clock) every iteration, has been silent for pvb_stale_us.
 //      So the lock goes to a RUNNING waiter while the reserved head cannot
 //      run, and back to the reservation as soon as it can: a head that runs
 //      again flips the hint at once, and even if the hint missed that
@@ -180,7 +180,7 @@
 //     one critical section per time the head is descheduled.  A hint stuck
 //     at "preempted" cannot starve a running head: its heartbeat is fresh.
 //     Limits (the oracle, `lockvisor trace-check`, explains them): a
-//     newcomer that read the TSC, was descheduled and then stole made its
+//     newcomer that read the clock, was descheduled and then stole made its
 //     check before the head was due; a head descheduled in the few
 //     instructions between joining an empty queue and its first loop
 //     iteration is not named in byte 1 yet, so it gets N only once it runs
@@ -268,20 +268,20 @@ static_assert(kMaxHeadCpus == 0x80 && kMaxHeadCpus <= kMaxCpus, "head cpu fits i
 [[gnu::always_inline]] inline constexpr bool no_steal(u32 v) { return (v & kNoSteal) != 0; }
 [[gnu::always_inline]] inline constexpr bool locked(u32 v) { return (v & q::kLockedMask) != 0; }
 
-// Per CPU, on its own cache line: when this CPU's head loop last ran (TSC).
+// Per CPU, on its own cache line: when this CPU's head loop last ran (lock clock).
 struct alignas(kCacheLine) HeadLife {
   u64 alive;
 };
 
 // Per CPU, on its own cache line: the lock this CPU is the queue head of
-// (nullptr: none) and when that head's reservation is due (TSC: t0 + T, or
+// (nullptr: none) and when that head's reservation is due (lock clock: t0 + T, or
 // later with T_head).  Written when the node becomes head, by the owner that
 // passes headship (kick_node) and by the head itself (its loop's first
 // iteration); cleared by the head's acquisition, which happens with the lock
 // held and before the owner's unlock, so while a lock is free no CPU's stamp
 // names it except its current head's.  Read by newcomers about to steal.
 //
-// Also for rule 5: since when this CPU is head (TSC), and when the lock was
+// Also for rule 5: since when this CPU is head (lock clock), and when the lock was
 // last left free while reserved for it (freed: written by the unlock that
 // released a reserved lock, and by a newcomer that reserved a free lock;
 // a value older than `since` belongs to an earlier headship and is ignored).
@@ -303,14 +303,14 @@ struct Arrival {
     const auto idx = static_cast<unsigned>(node - q::QNodePool<Env>::node(cpu, 0));
     return &t0[cpu][idx];
   }
-  // Rule 5's working bound T_now in TSC cycles; 0 until first raised.  Read
+  // Rule 5's working bound T_now in lock-clock ticks; 0 until first raised.  Read
   // through bound_now(), which clamps it into [T, max(T, T_max)], so that a
   // T or T_max set after it was raised (as the tests do) needs no reset.
   struct alignas(kCacheLine) Adaptive {
-    u64 cycles;
+    u64 ticks;
     u64 handoffs;  // head acquisitions counted in the current window
-    u64 idle;      // of the window, cycles a reserved lock sat free for its head
-    u64 since;     // when the window began (TSC)
+    u64 idle;      // of the window, ticks a reserved lock sat free for its head
+    u64 since;     // when the window began (lock clock)
   };
   // The steering looks at windows of kWindow head acquisitions and at the
   // share of the window's time the lock sat free, reserved for a head that
@@ -327,16 +327,16 @@ struct Arrival {
   static inline Adaptive adaptive;
 
   static u64 bound_now() {
-    const u64 t = tuning(&Tuning::bound_cycles);
-    const u64 t_max = tuning(&Tuning::bound_max_cycles);
-    const u64 now = load_relaxed(&adaptive.cycles);
+    const u64 t = tuning(&Tuning::bound_ticks);
+    const u64 t_max = tuning(&Tuning::bound_max_ticks);
+    const u64 now = load_relaxed(&adaptive.ticks);
     if (now <= t) return t;
     return now < t_max ? now : (t_max > t ? t_max : t);
   }
-  // Measured on another CPU than the node's: a TSC a little behind the
+  // Measured on another CPU than the node's: a clock a little behind the
   // node's reads as age 0, not as a huge age.
-  // `now` is a TSC value the caller has just read: the handoff path reads
-  // it once and uses it for every question (a TSC read costs about as much
+  // `now` is a lock-clock value the caller has just read: the handoff path reads
+  // it once and uses it for every question (a lock-clock read costs about as much
   // as a short critical section; docs/pvbounded.md, "Where a 1:1 handoff's
   // time goes"). A value a few instructions old makes the node look younger
   // by that much, never older.
@@ -345,13 +345,13 @@ struct Arrival {
     return now > t0 ? now - t0 : 0;
   }
   static bool older_than_bound(QNode* node, u64 now) { return age(node, now) >= bound_now(); }
-  static bool older_than_bound(QNode* node) { return older_than_bound(node, static_cast<u64>(read_tsc())); }
+  static bool older_than_bound(QNode* node) { return older_than_bound(node, static_cast<u64>(read_lock_clock())); }
 
   // Rule 5: a head that has just taken the lock steers T_now with the time
   // the lock sat free reserved for it (`idle`, 0 for a lock won unreserved).
-  static void steer_bound(u64 idle, u64 now_tsc) {
-    const u64 t = tuning(&Tuning::bound_cycles);
-    const u64 t_max = tuning(&Tuning::bound_max_cycles);
+  static void steer_bound(u64 idle, u64 now_clock) {
+    const u64 t = tuning(&Tuning::bound_ticks);
+    const u64 t_max = tuning(&Tuning::bound_max_ticks);
     if (t_max <= t) return;  // a fixed bound
     const u64 handoffs = load_relaxed(&adaptive.handoffs) + 1;
     const u64 idle_sum = load_relaxed(&adaptive.idle) + idle;
@@ -361,10 +361,10 @@ struct Arrival {
       return;
     }
     const u64 since = load_relaxed(&adaptive.since);
-    const u64 span = now_tsc > since ? now_tsc - since : 0;
+    const u64 span = now_clock > since ? now_clock - since : 0;
     store_relaxed(&adaptive.handoffs, u64{0});
     store_relaxed(&adaptive.idle, u64{0});
-    store_relaxed(&adaptive.since, now_tsc);
+    store_relaxed(&adaptive.since, now_clock);
     const u64 now = bound_now();
     u64 next = now;
     if (kIdleUp * idle_sum >= span) {
@@ -375,7 +375,7 @@ struct Arrival {
       if (next < t) next = t;
     }
     if (next != now) {
-      store_relaxed(&adaptive.cycles, next);
+      store_relaxed(&adaptive.ticks, next);
       lockevent_inc<Env>(next > now ? LockEvent::pv_bound_up : LockEvent::pv_bound_down);
     }
   }
@@ -384,7 +384,7 @@ struct Arrival {
   static inline HeadStamp stamp[kMaxCpus];
 
   // The lock is free now and reserved for head `h` (rule 5's idle clock).
-  static void mark_freed(unsigned h) { store_relaxed(&stamp[h].freed, static_cast<u64>(read_tsc())); }
+  static void mark_freed(unsigned h) { store_relaxed(&stamp[h].freed, static_cast<u64>(read_lock_clock())); }
   // How long the lock sat free reserved for `h` before h took it at `now`.
   // The unlock marks the time just after its release, so a head that takes
   // the lock at once may read an older mark (ignored) or none: then 0, which
@@ -395,12 +395,12 @@ struct Arrival {
     return now - freed;
   }
 
-  // `node` (of `cpu`) is now the head of `lock`, since `since` (TSC).  Its
+  // `node` (of `cpu`) is now the head of `lock`, since `since` (lock clock).  Its
   // reservation is due at t0 + T, and (T_head > 0) not before since + T_head.
   // The due time is stored first: a reader that sees the lock also sees it.
   static void publish_head(const QSpinWord* lock, QNode* node, unsigned cpu, u64 since) {
     u64 due = load_relaxed(of(node)) + bound_now();
-    if (const u64 th = tuning(&Tuning::head_cycles); th != 0 && since + th > due) due = since + th;
+    if (const u64 th = tuning(&Tuning::head_ticks); th != 0 && since + th > due) due = since + th;
     store_relaxed(&stamp[cpu].due, due);
     store_relaxed(&stamp[cpu].since, since);
     store_release(&stamp[cpu].lock, lock);
@@ -410,7 +410,7 @@ struct Arrival {
   // is "no": the steal goes ahead, as before this rule.
   static bool head_due(const QSpinWord* lock, unsigned h) {
     if (load_acquire(&stamp[h].lock) != lock) return false;
-    return static_cast<u64>(read_tsc()) >= load_relaxed(&stamp[h].due);
+    return static_cast<u64>(read_lock_clock()) >= load_relaxed(&stamp[h].due);
   }
 
   // Lending rule (running mode): the reserved head `h` can take no lock now.
@@ -421,9 +421,9 @@ struct Arrival {
   // M without lending, worst waits 212-228 ms against 17-30 ms).
   static bool head_cannot_run(unsigned h) {
     if (!vcpu_preempted_hint<Env>(h)) return false;
-    const u64 now = read_tsc();
+    const u64 now = read_lock_clock();
     const u64 alive = load_relaxed(&life[h].alive);
-    return now > alive && now - alive >= tuning(&Tuning::stale_cycles);  // alive > now: TSC skew, not silence
+    return now > alive && now - alive >= tuning(&Tuning::stale_ticks);  // alive > now: clock skew, not silence
   }
 };
 
@@ -468,7 +468,7 @@ struct Hooks {
   static void init_node(QNode* node) {
     store_relaxed(&node->cpu, Env::cpu());
     store_relaxed(&node->state, u8{q::kVcpuRunning});
-    store_relaxed(Arrival<Env>::of(node), static_cast<u64>(read_tsc()));
+    store_relaxed(Arrival<Env>::of(node), static_cast<u64>(read_lock_clock()));
   }
 
   // Running mode: borrow a free lock reserved for a head that cannot run.
@@ -517,11 +517,11 @@ struct Hooks {
   // reserve for it once it is due even if it never runs meanwhile.
   static void kick_node(QSpinWord* lock, QNode* next) {
     const unsigned cpu = load_relaxed(&next->cpu);
-    const u64 now = read_tsc();
+    const u64 now = read_lock_clock();
     Arrival<Env>::publish_head(lock, next, cpu, now);
     // Reserve at once only without T_head: with it, the new head must first
     // compete that long.
-    const bool old = Arrival<Env>::older_than_bound(next, now) && tuning(&Tuning::head_cycles) == 0;
+    const bool old = Arrival<Env>::older_than_bound(next, now) && tuning(&Tuning::head_ticks) == 0;
     const bool halted = Env::pv_available() &&
                         cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuHashed}, Order::seq_cst) == q::kVcpuHalted;
     const u32 cpu_bits = head_cpu_bits(cpu);
@@ -542,13 +542,13 @@ struct Hooks {
     const unsigned me = load_relaxed(&node->cpu);
     const u32 reserve = kNoSteal | head_cpu_bits(me);
     store_relaxed(&node->state, u8{q::kVcpuRunning});  // for successors' wait_early
-    const u64 head_since = read_tsc();
+    const u64 head_since = read_lock_clock();
     u64* const alive = &Arrival<Env>::life[me].alive;
     HeadStamp* const stamp = &Arrival<Env>::stamp[me];
     u64 spins = 0;
     for (;;) {
-      // One TSC read per iteration: the heartbeat, and our age below.
-      const u64 now = read_tsc();
+      // One lock-clock read per iteration: the heartbeat, and our age below.
+      const u64 now = read_lock_clock();
       store_relaxed(alive, now);  // heartbeat: no lending past a running head
       // Made head by an owner (kick_node), we are stamped already; the head
       // of a queue we found empty stamps itself, and so does a head whose
@@ -569,7 +569,7 @@ struct Hooks {
         const u32 mine = (v & q::kTailMask) | q::kLockedVal;
         if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) {
           // Rule 5: what this handoff cost the lock steers T_now (up to
-          // this iteration's TSC read: a release after it reads as none).
+          // this iteration's clock read: a release after it reads as none).
           Arrival<Env>::steer_bound(no_steal(v) ? Arrival<Env>::idle_before(me, now) : 0, now);
           // No longer a head: stealers must not reserve for us (we clear the
           // stamp while holding the lock, i.e. before it is free again).
@@ -583,7 +583,7 @@ struct Hooks {
         continue;
       }
       if (!no_steal(v)) {
-        if (Arrival<Env>::older_than_bound(node, now) && now - head_since >= tuning(&Tuning::head_cycles)) {
+        if (Arrival<Env>::older_than_bound(node, now) && now - head_since >= tuning(&Tuning::head_ticks)) {
           // (n,b,l) -> (n,N|me,l): sticky until our acquisition.
           u32 w = v;
           while (!no_steal(w) && !try_cmpxchg(&lock->val, &w, (w & ~kByte1Mask) | reserve, Order::relaxed)) {

@@ -98,27 +98,27 @@ using lockvisor::abi::u32;
 using lockvisor::abi::u64;
 
 struct Tuning {
-  u64 bound_cycles;  // T in TSC cycles (bound_us * tsc_khz / 1000)
+  u64 bound_ticks;  // T in lock-clock ticks (us_to_ticks of bound_us)
   u64 bound_us;      // T as set, for reports
-  u64 bound_max_cycles;  // T_max in TSC cycles
+  u64 bound_max_ticks;  // T_max in lock-clock ticks
   u64 bound_max_us;      // T_max as set
-  u64 head_cycles;   // T_head in TSC cycles
+  u64 head_ticks;   // T_head in lock-clock ticks
   u64 head_us;       // T_head as set
   u64 steal_spins;
   u64 node_spins;
   u64 head_spins;
   u64 boost;
   u64 handoff;       // kHandoffHead or kHandoffRunning
-  u64 stale_cycles;  // pvb_stale_us in TSC cycles
+  u64 stale_ticks;  // pvb_stale_us in lock-clock ticks
   u64 stale_us;
   u64 q_pending;   // qspinlock: 1 pending-bit path, 0 none
   u64 pvq_unfair;  // pvqspinlock/pvconfer: 1 one unconditional steal before the PV slow path
   u64 cna_threshold;         // cna/pvcna: same-node handoffs while remote waiters wait
   u64 cna_threshold_us;      // cna/pvcna: the same in time, 0: off
-  u64 cna_threshold_cycles;  // cna_threshold_us in TSC cycles
+  u64 cna_threshold_ticks;  // cna_threshold_us in lock-clock ticks
   u64 hq_fairness;           // hq/pvhq: consecutive local handoffs
   u64 hq_fairness_us;        // hq/pvhq: the same in time, 0: off
-  u64 hq_fairness_cycles;    // hq_fairness_us in TSC cycles
+  u64 hq_fairness_ticks;    // hq_fairness_us in lock-clock ticks
 };
 
 inline constexpr u64 kHandoffHead = 0;
@@ -132,31 +132,35 @@ inline constexpr u64 kDefaultCnaThreshold = u64{1} << 16;
 inline constexpr u64 kDefaultCnaThresholdUs = 1000;
 inline constexpr u64 kDefaultHqFairness = 1000;
 inline constexpr u64 kDefaultHqFairnessUs = 0;
-// Used only until set_bound_us() learns the real TSC rate (a 2.5 GHz guess).
-inline constexpr u64 kAssumedTscKhz = 2500000;
+// Time bounds: set in microseconds, compared against the lock clock
+// (locks/arch/primitives.h: the TSC on x86-64, the `time` CSR on RISC-V),
+// whose rate the run measures (the guest: BootInfo; natively: calibrated).
+// The defaults below use the architecture's assumed rate until set_tuning()
+// gets the real one.
+constexpr u64 us_to_ticks(u64 us, u64 clock_khz) { return us * clock_khz / 1000; }
 
 inline Tuning g_tuning = {
-    .bound_cycles = kDefaultBoundUs * kAssumedTscKhz / 1000,
+    .bound_ticks = us_to_ticks(kDefaultBoundUs, kAssumedLockClockKhz),
     .bound_us = kDefaultBoundUs,
-    .bound_max_cycles = kDefaultBoundMaxUs * kAssumedTscKhz / 1000,
+    .bound_max_ticks = us_to_ticks(kDefaultBoundMaxUs, kAssumedLockClockKhz),
     .bound_max_us = kDefaultBoundMaxUs,
-    .head_cycles = kDefaultHeadUs * kAssumedTscKhz / 1000,
+    .head_ticks = us_to_ticks(kDefaultHeadUs, kAssumedLockClockKhz),
     .head_us = kDefaultHeadUs,
     .steal_spins = 256,
     .node_spins = 1024,
     .head_spins = 1024,
     .boost = 1,
     .handoff = kHandoffHead,
-    .stale_cycles = kDefaultStaleUs * kAssumedTscKhz / 1000,
+    .stale_ticks = us_to_ticks(kDefaultStaleUs, kAssumedLockClockKhz),
     .stale_us = kDefaultStaleUs,
     .q_pending = 1,
     .pvq_unfair = 0,
     .cna_threshold = kDefaultCnaThreshold,
     .cna_threshold_us = kDefaultCnaThresholdUs,
-    .cna_threshold_cycles = kDefaultCnaThresholdUs * kAssumedTscKhz / 1000,
+    .cna_threshold_ticks = us_to_ticks(kDefaultCnaThresholdUs, kAssumedLockClockKhz),
     .hq_fairness = kDefaultHqFairness,
     .hq_fairness_us = kDefaultHqFairnessUs,
-    .hq_fairness_cycles = kDefaultHqFairnessUs * kAssumedTscKhz / 1000,
+    .hq_fairness_ticks = us_to_ticks(kDefaultHqFairnessUs, kAssumedLockClockKhz),
 };
 
 // Reads used by the lock (relaxed: set before the CPUs start, read-only after).
@@ -256,16 +260,16 @@ inline TuningCheck check_tuning_value(const TuningKey& k, const char* text, u64*
 }
 
 // Sets one parameter.  Returns false (and changes nothing) if the value is
-// out of range.  The *_us times also set their cycles from the TSC rate.
-inline bool set_tuning(const TuningKey& k, u64 value, u64 tsc_khz) {
+// out of range.  The *_us times also set their ticks from the lock clock's rate.
+inline bool set_tuning(const TuningKey& k, u64 value, u64 clock_khz) {
   if (value < k.min || value > k.max) return false;
   store_relaxed(&(g_tuning.*k.field), value);
-  if (k.field == &Tuning::bound_us) store_relaxed(&g_tuning.bound_cycles, value * tsc_khz / 1000);
-  if (k.field == &Tuning::bound_max_us) store_relaxed(&g_tuning.bound_max_cycles, value * tsc_khz / 1000);
-  if (k.field == &Tuning::head_us) store_relaxed(&g_tuning.head_cycles, value * tsc_khz / 1000);
-  if (k.field == &Tuning::stale_us) store_relaxed(&g_tuning.stale_cycles, value * tsc_khz / 1000);
-  if (k.field == &Tuning::cna_threshold_us) store_relaxed(&g_tuning.cna_threshold_cycles, value * tsc_khz / 1000);
-  if (k.field == &Tuning::hq_fairness_us) store_relaxed(&g_tuning.hq_fairness_cycles, value * tsc_khz / 1000);
+  if (k.field == &Tuning::bound_us) store_relaxed(&g_tuning.bound_ticks, us_to_ticks(value, clock_khz));
+  if (k.field == &Tuning::bound_max_us) store_relaxed(&g_tuning.bound_max_ticks, us_to_ticks(value, clock_khz));
+  if (k.field == &Tuning::head_us) store_relaxed(&g_tuning.head_ticks, us_to_ticks(value, clock_khz));
+  if (k.field == &Tuning::stale_us) store_relaxed(&g_tuning.stale_ticks, us_to_ticks(value, clock_khz));
+  if (k.field == &Tuning::cna_threshold_us) store_relaxed(&g_tuning.cna_threshold_ticks, us_to_ticks(value, clock_khz));
+  if (k.field == &Tuning::hq_fairness_us) store_relaxed(&g_tuning.hq_fairness_ticks, us_to_ticks(value, clock_khz));
   return true;
 }
 

@@ -78,7 +78,8 @@ static_assert((kTailMask | kLockedPendingMask) == 0xffffffffu, "fields cover the
 struct QSpinWord {
   u32 val;
 
-  // Byte 0 (the locked byte) as seen by Env::wait() (little-endian x86).
+  // Byte 0 (the locked byte) as seen by Env::wait() (both x86-64 and RV64 are
+  // little-endian; clear_locked_release() asserts it).
   volatile u8* locked_byte() { return reinterpret_cast<volatile u8*>(&val); }
 };
 static_assert(sizeof(QSpinWord) == 4);
@@ -222,8 +223,13 @@ static_assert(tail_cpu(encode_tail(127, 3)) == 127 && tail_idx(encode_tail(127, 
 // uncontended unlock needs no locked instruction. It cannot clobber a
 // concurrent pending/tail update, because every other writer of the word
 // uses an atomic RMW (cmpxchg loops, fetch_or/fetch_and) that either sees
-// the new byte or retries. ThreadSanitizer has no model of mixed-size
-// atomics, so TSan builds keep the 32-bit RMW (the cost noted above).
+// the new byte or retries. RISC-V is the same: the release store is
+// `fence rw,w; sb` (Linux's RISC-V qspinlock unlocks the same way), RVWMO
+// defines mixed-size accesses byte by byte, and a byte store by another hart
+// inside an LR/SC's reserved word makes the SC fail, so the RMW loop retries;
+// a 32-bit AMO (fetch_or/fetch_and) is single-copy atomic with it.
+// ThreadSanitizer has no model of mixed-size atomics, so TSan builds keep the
+// 32-bit RMW (the cost noted above).
 [[gnu::always_inline]] inline void clear_locked_release(QSpinWord* l) {
 #if defined(__SANITIZE_THREAD__)
   fetch_and(&l->val, ~kLockedMask, Order::release);

@@ -12,7 +12,7 @@ namespace guest {
 void apply_lock_tuning(const char* report_for) {
   using lockvisor::locks::pvb::g_tuning;
   for (const auto& k : lockvisor::locks::pvb::kTuningKeys) {
-    // Every key is always (re)set: the *_us ones convert with this guest's TSC rate.
+    // Every key is always (re)set: the *_us ones convert with this guest's lock-clock rate (its TSC's).
     u64 value = g_tuning.*k.field;
     char text[32];
     if (arg_str(k.key, text, sizeof text) && !lockvisor::locks::pvb::parse_tuning_value(k, text, &value))

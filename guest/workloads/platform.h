@@ -7,10 +7,14 @@
 // members):
 //
 //   struct Platform {
-//     static u64 now();                // TSC cycles (rdtsc); synchronised across CPUs
-//     static u64 ns_to_cycles(u64 ns); // ns -> TSC cycles (see ns_to_cycles() below)
-//     static u64 tsc_khz();            // TSC frequency, reported in WorkloadStats::tsc_khz
+//     static u64 now();                // lock-clock ticks; synchronised across CPUs
+//     static u64 ns_to_cycles(u64 ns); // ns -> lock-clock ticks (see ns_to_cycles() below)
+//     static u64 tsc_khz();            // the lock clock's rate, reported in WorkloadStats::tsc_khz
 //   };
+//
+// The lock clock is locks::read_lock_clock() (locks/arch/primitives.h): the
+// TSC on x86-64, whence the names "cycles" and "tsc_khz", which the report
+// ABI keeps; the `time` CSR on RISC-V, whose ticks are not CPU cycles.
 //
 // Optional members (detected with `requires`, defaults in brackets):
 //   static void barrier_relax();          one iteration of a start/end barrier

@@ -28,11 +28,12 @@
 //                contention", which also looks like lock-holder preemption).
 //
 // WHAT IS TIMED
-//   * Acquisition latency: now() before lock() to now() after it, in TSC
-//     cycles, into out.latency_buckets (abi::latency_bucket) with count, sum
-//     and max.  now() is a plain rdtsc (not serialising): the error is a few
-//     tens of cycles, small next to contended acquisitions, and the same for
-//     every lock.  The random draws of torture happen before t0.
+//   * Acquisition latency: now() before lock() to now() after it, in
+//     lock-clock ticks (TSC cycles on x86; platform.h), into
+//     out.latency_buckets (abi::latency_bucket) with count, sum and max.
+//     now() is a plain rdtsc (not serialising): the error is a few tens of
+//     cycles, small next to contended acquisitions, and the same for every
+//     lock.  The random draws of torture happen before t0.
 //   * elapsed_cycles: from the common start (the start barrier's release
 //     time) to this CPU's end of loop -- its finish time, whose spread over
 //     CPUs is the fairness of a fixed-work (iterations) run; for

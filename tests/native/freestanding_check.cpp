@@ -1,7 +1,7 @@
 // freestanding_check.cpp: proves every lock header compiles as guest code.
 //
 // Built as an OBJECT library with the guest's flags
-//   -ffreestanding -fno-exceptions -fno-rtti -nostdlib -mno-red-zone -O2
+//   -ffreestanding -fno-exceptions -fno-rtti -nostdlib -O2 (x86: -mno-red-zone)
 // (see CMakeLists.txt): no libc/libstdc++ headers, no exceptions, no RTTI.
 // It instantiates every lock (including busted and the PV variants with
 // non-default thresholds) with a dummy Env and references every operation so
@@ -36,8 +36,13 @@ volatile unsigned g_cpu;
 struct DummyEnv {
   static unsigned cpu() { return g_cpu; }
   static unsigned nr_cpus() { return 4; }
+  // Suspends as the guest's Env does: HLT on x86, WFI on RISC-V.
   static void wait(volatile u8* ptr, u8 val) {
+#if defined(__riscv)
+    if (*ptr == val) __asm__ volatile("wfi" ::: "memory");
+#else
     if (*ptr == val) __asm__ volatile("hlt" ::: "memory");
+#endif
   }
   static void kick(unsigned cpu) { __asm__ volatile("" ::"r"(cpu) : "memory"); }
   static bool pv_available() { return true; }

@@ -86,8 +86,8 @@ TEST(PvBounded, TheWorkingBoundDoublesWhileReservedLocksSitIdleAndReturnsToT) {
   WordEnv::bind_cpu(0);
   const pvb::Tuning saved = pvb::g_tuning;
   ASSERT_EQ(native::apply_lock_tuning({"pvb_bound_us=1000", "pvb_bound_max_us=16000"}), nullptr);
-  const u64 t = pvb::g_tuning.bound_cycles;
-  const u64 t_max = pvb::g_tuning.bound_max_cycles;
+  const u64 t = pvb::g_tuning.bound_ticks;
+  const u64 t_max = pvb::g_tuning.bound_max_ticks;
   ASSERT_EQ(t_max, 16 * t);
   // A synthetic clock: each acquisition 1000 cycles after the last, so a
   // window spans kWindow * 1000 cycles; `per_mille` of that sat idle.
@@ -127,7 +127,7 @@ TEST(PvBounded, TheWorkingBoundDoublesWhileReservedLocksSitIdleAndReturnsToT) {
   // The reservation follows T_now: a node 2 T old is not old at 4 T.
   q::QNode* node = q::QNodePool<WordEnv>::node(0, 0);
   node->cpu = 0;
-  *A::of(node) = locks::read_tsc() - 2 * t;
+  *A::of(node) = locks::read_lock_clock() - 2 * t;
   EXPECT_TRUE(A::older_than_bound(node));
   window(1000);
   window(1000);
@@ -156,12 +156,12 @@ TEST(PvBounded, AReservedLocksIdleTimeRunsFromItsReleaseWithinTheHeadship) {
   const u32 tail = q::encode_tail(2, 0);
   q::QNode* node = q::QNodePool<WordEnv>::node(1, 0);
   node->cpu = 1;
-  *A::of(node) = locks::read_tsc();
+  *A::of(node) = locks::read_lock_clock();
   A::stamp[1] = {};
 
   Word l = with_word<Word>(tail | pvb::kNoSteal | pvb::head_cpu_bits(1) | q::kLockedVal);
-  A::publish_head(l.word(), node, 1, locks::read_tsc());
-  const u64 before = locks::read_tsc();
+  A::publish_head(l.word(), node, 1, locks::read_lock_clock());
+  const u64 before = locks::read_lock_clock();
   l.unlock();
   const u64 freed = A::stamp[1].freed;
   EXPECT_GE(freed, before) << "the release of a reserved lock marks when it became free";
@@ -203,7 +203,7 @@ TEST(PvBounded, ANewcomerReservesForADueHeadInsteadOfStealing) {
   EXPECT_EQ(other.value(), named | q::kLockedVal);
 
   Word young = with_word<Word>(named);
-  stamp.due = locks::read_tsc() + (u64{1} << 40);  // due far in the future
+  stamp.due = locks::read_lock_clock() + (u64{1} << 40);  // due far in the future
   stamp.lock = young.word();
   EXPECT_TRUE(young.try_lock()) << "a head not yet due may be stolen past (rule 1)";
   EXPECT_EQ(young.value(), named | q::kLockedVal);
@@ -402,7 +402,7 @@ TEST(PvBounded, RunningModeLendsOnlyWhileTheReservedHeadIsPreemptedAndSilent) {
   }
   {
     LendEnv::preempted[1] = true;
-    pvb::Arrival<LendEnv>::life[1].alive = locks::read_tsc();  // its loop ran just now...
+    pvb::Arrival<LendEnv>::life[1].alive = locks::read_lock_clock();  // its loop ran just now...
     HandoffScope slow("running", 1000000);                       // ...and may be silent for 1 s
     Lend l = with_word<Lend>(reserved);
     EXPECT_FALSE(Hooks::trylock(l.word())) << "lent past a head whose loop is alive (a stuck hint)";

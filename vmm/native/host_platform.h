@@ -12,13 +12,16 @@
 
 namespace lockvisor::native {
 
-// The host TSC frequency in kHz, measured once per process against
+// The host's lock-clock rate in kHz (locks/arch/primitives.h: the TSC on
+// x86-64, the `time` CSR on RISC-V), measured once per process against
 // CLOCK_MONOTONIC_RAW over ~20 ms (thread-safe; later calls are free).
-std::uint64_t host_tsc_khz();
+std::uint64_t host_lock_clock_khz();
 
+// now() and tsc_khz() are the lock clock and its rate: the workloads time
+// with the clock the locks bound their waits with.
 struct HostPlatform {
-  static std::uint64_t now() { return __builtin_ia32_rdtsc(); }
-  static std::uint64_t tsc_khz() { return host_tsc_khz(); }
+  static std::uint64_t now() { return locks::read_lock_clock(); }
+  static std::uint64_t tsc_khz() { return host_lock_clock_khz(); }
   static std::uint64_t ns_to_cycles(std::uint64_t ns) { return workloads::ns_to_cycles(ns, tsc_khz()); }
   // The thread's node: the runner's lock Env's map (--vnuma, native_runner.h),
   // so that the workload's handoff counts see the nodes the locks see.

@@ -213,9 +213,10 @@ struct NativeEnvT {
   static u64 ld(const u64* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 };
 
-// The host's TSC rate in kHz, measured once (20 ms against CLOCK_MONOTONIC)
-// and cached: what the guest reads from BootInfo, for time-based locks.
-inline u64 tsc_khz() {
+// The host's lock-clock rate in kHz (locks/arch/primitives.h: the TSC on
+// x86-64), measured once (20 ms against CLOCK_MONOTONIC) and cached: what the
+// guest reads from BootInfo, for time-based locks.
+inline u64 lock_clock_khz() {
   static const u64 khz = [] {
     auto ns = [] {
       struct timespec ts;
@@ -223,10 +224,10 @@ inline u64 tsc_khz() {
       return static_cast<u64>(ts.tv_sec) * 1000000000ull + static_cast<u64>(ts.tv_nsec);
     };
     const u64 n0 = ns();
-    const u64 c0 = locks::read_tsc();
+    const u64 c0 = locks::read_lock_clock();
     while (ns() - n0 < 20000000ull) {
     }
-    const u64 c1 = locks::read_tsc();
+    const u64 c1 = locks::read_lock_clock();
     const u64 n1 = ns();
     return (c1 - c0) * 1000000ull / (n1 - n0);
   }();
@@ -235,7 +236,7 @@ inline u64 tsc_khz() {
 
 // The native equivalent of guest/runtime/lock_tuning.cpp: applies
 // "key=value" lock parameters (locks/pvbounded_tuning.h keys) to
-// locks::pvb::g_tuning, converting T with the host's TSC rate; keys it does
+// locks::pvb::g_tuning, converting T with the host's lock-clock rate; keys it does
 // not know are left alone (they belong to someone else).  Always re-derives
 // T's cycles from the current bound_us.  Returns nullptr, or the first
 // "key=value" whose value is not a number (or one of the key's words, e.g.
@@ -249,7 +250,7 @@ inline const char* apply_lock_tuning(const std::vector<std::string>& params) {
       if (eq == std::string::npos || p.compare(0, eq, k.key) != 0 || eq != std::strlen(k.key)) continue;
       if (!pvb::parse_tuning_value(k, p.c_str() + eq + 1, &value)) return p.c_str();
     }
-    if (!pvb::set_tuning(k, value, tsc_khz())) return k.key;
+    if (!pvb::set_tuning(k, value, lock_clock_khz())) return k.key;
   }
   return nullptr;
 }

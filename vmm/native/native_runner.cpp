@@ -10,14 +10,14 @@
 
 namespace lockvisor::native {
 
-std::uint64_t host_tsc_khz() {
+std::uint64_t host_lock_clock_khz() {
   static const std::uint64_t khz = [] {
-    // Two CLOCK_MONOTONIC_RAW/rdtsc pairs ~20 ms apart; each pair is taken
-    // back to back, so the sleep's overshoot does not matter.
-    auto stamp = [](std::uint64_t& tsc) {
+    // Two CLOCK_MONOTONIC_RAW/lock-clock pairs ~20 ms apart; each pair is
+    // taken back to back, so the sleep's overshoot does not matter.
+    auto stamp = [](std::uint64_t& ticks) {
       timespec ts{};
       clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-      tsc = __builtin_ia32_rdtsc();
+      ticks = locks::read_lock_clock();
       return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
     };
     std::uint64_t c0 = 0, c1 = 0;
