@@ -950,6 +950,7 @@ TEST(CliKvm, BenchStartupSweepReportsEveryCountAndMemoryGrows) {
   EXPECT_GE(mapped["kvm_run"].get<std::uint64_t>(), 4096u) << mapped.dump();
   EXPECT_GT(mapped["thread_stack"].get<std::uint64_t>(), 0u) << mapped.dump();
   EXPECT_EQ(mapped["guest_stacks"], lockvisor::abi::kVcpuStackBlockBytes);
+  EXPECT_TRUE(sweep.contains("transparent_hugepages")) << sweep.dump();
   const auto& limit = sweep["vcpu_limit"];
   EXPECT_EQ(limit["lockvisor"], lockvisor::abi::kMaxVcpus);
   EXPECT_EQ(limit["here"].get<unsigned>(), std::min(limit["kvm"].get<unsigned>(), lockvisor::abi::kMaxVcpus));

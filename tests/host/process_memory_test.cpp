@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
 
 #include "vmm/host/process_memory.h"
 #include "vmm/util/mapping.h"
@@ -50,6 +51,15 @@ TEST(ProcessMemory, TheHostHasFreeMemory) {
   const auto free = host_free_kib();
   ASSERT_TRUE(free.has_value());
   EXPECT_GT(*free, 0u);
+}
+
+TEST(ProcessMemory, TransparentHugePagesIsOneOfTheKernelsModes) {
+  const auto mode = transparent_hugepages();
+  if (!mode) {  // only a kernel without them has no mode to tell
+    EXPECT_FALSE(std::filesystem::exists("/sys/kernel/mm/transparent_hugepage/enabled"));
+    return;
+  }
+  EXPECT_TRUE(*mode == "always" || *mode == "madvise" || *mode == "never") << *mode;
 }
 
 }  // namespace

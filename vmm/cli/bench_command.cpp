@@ -434,9 +434,12 @@ void startup_sweep(const std::map<unsigned, StartupSamples>& samples, const Star
              "(inside --memory): stacks {} KiB, TSS {} B, steal-time {} B; run-state record {} B\n",
              mapped["kvm_run"].get<int>(), mapped["thread_stack"].get<std::size_t>() / 1024,
              abi::kVcpuStackBlockBytes / 1024, abi::kTssStride, abi::kStealTimeStride, sizeof(abi::VcpuRunState));
-  fmt::print("  peak RSS+: the process's peak over build and run; build RSS+/PSS+: after the build, before any vCPU "
-             "runs; kernel~: the host's free memory lost over that build beyond the process's anonymous growth "
-             "(whole host: other work shows in it)\n");
+  const auto thp = host::transparent_hugepages();
+  fmt::print("  peak RSS+: the process's peak over build and run (guest RAM the guest touched included; transparent "
+             "huge pages here: {}); build RSS+/PSS+: after the build, before any vCPU runs; kernel~: the host's free "
+             "memory lost over that build beyond the process's anonymous growth (whole host: other work shows in "
+             "it)\n",
+             thp.value_or("unknown"));
   out["startup_by_vcpus"] = {{"points", points},
                              {"growth_per_vcpu", growth},
                              {"growth_method", fmt::format("least-squares slope over {} vCPU counts", x.size())},
@@ -446,6 +449,7 @@ void startup_sweep(const std::map<unsigned, StartupSamples>& samples, const Star
                                              {"kvm_source", kvm_limit.source},
                                              {"lockvisor", abi::kMaxVcpus}}},
                              {"memory_mib", machine::MachineConfig{}.memory_mib},
+                             {"transparent_hugepages", thp ? nlohmann::json(*thp) : nlohmann::json(nullptr)},
                              {"cold", o.cold},
                              {"runs", o.repeat}};
 }

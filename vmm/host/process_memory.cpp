@@ -71,4 +71,11 @@ void reset_peak_rss() {
 
 std::optional<std::uint64_t> host_free_kib() { return kib_field(read_text("/proc/meminfo"), "MemFree"); }
 
+std::optional<std::string> transparent_hugepages() {
+  const std::string modes = read_text("/sys/kernel/mm/transparent_hugepage/enabled");
+  const auto open = modes.find('['), close = modes.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  return modes.substr(open + 1, close - open - 1);
+}
+
 }  // namespace lockvisor::host

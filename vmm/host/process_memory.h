@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace lockvisor::host {
@@ -34,5 +35,12 @@ void reset_peak_rss();
 // resident memory; the drop in free memory shows it, along with whatever
 // else the host did meanwhile.
 std::optional<std::uint64_t> host_free_kib();
+
+// The host's transparent huge page mode for anonymous memory ("always",
+// "madvise" or "never": the bracketed word of
+// /sys/kernel/mm/transparent_hugepage/enabled), nullopt when unreadable.
+// With "always", guest RAM becomes resident 2 MiB at a time: one touched
+// byte of a vCPU's guest stack makes its whole 2 MiB region resident.
+std::optional<std::string> transparent_hugepages();
 
 }  // namespace lockvisor::host
