@@ -64,5 +64,11 @@ TEST(StartupVcpus, CountsAboveTheHostKvmsLimitAreRefused) {
   EXPECT_EQ(resolve_startup_vcpus(parse_startup_vcpus("16"), kSmallKvm), (std::vector<unsigned>{16}));
 }
 
+TEST(StartupVcpus, TheDefaultListLeavesOutWhatTheHostKvmCannotRun) {
+  // On a KVM that allows 16 vCPUs the default measures 1 and 16 (its `limit`), not 64 or 256.
+  EXPECT_EQ(resolve_startup_vcpus(parse_startup_vcpus(kDefaultStartupVcpus), kSmallKvm, AboveLimit::kLeaveOut),
+            (std::vector<unsigned>{1, 16}));
+}
+
 }  // namespace
 }  // namespace lockvisor::bench

@@ -33,12 +33,16 @@ StartupVcpus parse_startup_vcpus(std::string_view text) {
 
 unsigned vcpu_limit_here(const kvm::VcpuLimit& kvm_limit) { return std::min(kvm_limit.vcpus, abi::kMaxVcpus); }
 
-std::vector<unsigned> resolve_startup_vcpus(const StartupVcpus& list, const kvm::VcpuLimit& kvm_limit) {
-  std::vector<unsigned> counts = list.counts;
-  for (const unsigned count : counts)
-    if (count > kvm_limit.vcpus)
+std::vector<unsigned> resolve_startup_vcpus(const StartupVcpus& list, const kvm::VcpuLimit& kvm_limit,
+                                            AboveLimit above) {
+  std::vector<unsigned> counts;
+  for (const unsigned count : list.counts) {
+    if (count <= kvm_limit.vcpus)
+      counts.push_back(count);
+    else if (above == AboveLimit::kRefuse)
       fail("--startup-vcpus {}: this host's KVM allows at most {} vCPUs per VM ({})", count, kvm_limit.vcpus,
            kvm_limit.source);
+  }
   if (list.limit) counts.push_back(vcpu_limit_here(kvm_limit));
   std::sort(counts.begin(), counts.end());
   counts.erase(std::unique(counts.begin(), counts.end()), counts.end());

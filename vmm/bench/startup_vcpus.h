@@ -26,9 +26,15 @@ StartupVcpus parse_startup_vcpus(std::string_view text);
 // The most vCPUs one lockvisor VM may have on a KVM with this limit.
 unsigned vcpu_limit_here(const kvm::VcpuLimit& kvm_limit);
 
+// What to do with a listed count above the host KVM's limit: a count the
+// user wrote is refused; the default list's are left out (its `limit`
+// stands for them), so that the default runs on any KVM.
+enum class AboveLimit { kRefuse, kLeaveOut };
+
 // The counts to measure, ascending and each once (`limit` resolved, so it
-// may coincide with a listed count). Throws a usage lockvisor::Error for a
-// count above the host KVM's limit.
-std::vector<unsigned> resolve_startup_vcpus(const StartupVcpus& list, const kvm::VcpuLimit& kvm_limit);
+// may coincide with a listed count). With kRefuse, throws a usage
+// lockvisor::Error for a count above the host KVM's limit.
+std::vector<unsigned> resolve_startup_vcpus(const StartupVcpus& list, const kvm::VcpuLimit& kvm_limit,
+                                            AboveLimit above = AboveLimit::kRefuse);
 
 }  // namespace lockvisor::bench

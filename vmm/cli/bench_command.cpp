@@ -52,6 +52,7 @@ struct BenchOptions {
   bool contended = false;
   bool startup_only = false;
   std::string startup_vcpus = bench::kDefaultStartupVcpus;  // with --startup: the sweep's vCPU counts
+  bool startup_vcpus_given = false;                          // the user's list, not the default
   bool cold = false;  // --cold: no pooled run-state program, every run loads its own
   double contended_seconds = 0.5;
   std::uint64_t lock_iterations = 1u << 20;  // 4x the 256K loop of Waiman Long's qspinlock series: steadier medians
@@ -486,7 +487,11 @@ int bench_all(const BenchOptions& o) {
   const auto image = select_guest_image(o.image, storage);
   const auto kvm = kvm::KvmSystem::open();
   StartupCounts counts;  // a count above the host KVM's limit is refused here, before anything runs
-  if (o.startup_only) counts = {bench::resolve_startup_vcpus(listed, kvm.vcpu_limit()), listed.limit};
+  if (o.startup_only)
+    counts = {bench::resolve_startup_vcpus(listed, kvm.vcpu_limit(),
+                                           o.startup_vcpus_given ? bench::AboveLimit::kRefuse
+                                                                 : bench::AboveLimit::kLeaveOut),
+              listed.limit};
   nlohmann::json out;
   out["kvm"] = kvm::backend_name(kvm::detect_backend());
   out["settings"] = report::settings_json(machine::MachineConfig{});  // bench runs with the defaults
@@ -603,11 +608,13 @@ Action add_bench_command(CLI::App& app) {
       "--startup", options->startup_only,
       "Measure only the start-up (beside the bare-KVM floor) and the whole empty run, then start-up and memory at "
       "each --startup-vcpus count with their growth per vCPU");
-  command
-      ->add_option("--startup-vcpus", options->startup_vcpus,
-                   fmt::format("With --startup: the vCPU counts to measure, comma-separated, each 1..{} or '{}' (the "
-                               "most this host's KVM and lockvisor allow)",
-                               abi::kMaxVcpus, bench::kVcpuLimitWord))
+  auto* startup_vcpus =
+      command
+          ->add_option("--startup-vcpus", options->startup_vcpus,
+                       fmt::format("With --startup: the vCPU counts to measure, comma-separated, each 1..{} or '{}' "
+                                   "(the most this host's KVM and lockvisor allow); a count above the host KVM's "
+                                   "limit is refused (the default's are left out)",
+                                   abi::kMaxVcpus, bench::kVcpuLimitWord))
       ->type_name("LIST")
       ->default_str(bench::kDefaultStartupVcpus)
       ->needs(startup);
@@ -622,8 +629,9 @@ Action add_bench_command(CLI::App& app) {
   command->add_option("--lock-iterations", options->lock_iterations, "Lock/unlock pairs per uncontended run, up to 10^10")
       ->transform(unsigned_in(1, 10000000000));
   auto knobs = add_knobs_bench_options(*command);
-  return [options, knobs] {
+  return [options, knobs, startup_vcpus] {
     knobs->json = options->json;
+    options->startup_vcpus_given = startup_vcpus->count() > 0;
     return knobs->enabled ? run_knobs_bench(*knobs) : bench(*options);
   };
 }
