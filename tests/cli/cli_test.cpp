@@ -266,6 +266,16 @@ TEST(CliNoKvm, BadOptionsStillExit2) {
       {"conformance --no-such-option", "no-such-option"},
       {"conformance --filter no-such-case", "matches no case"},
       {"bench --repeat many", "many"},
+      {"bench --startup --startup-vcpus 0", "--startup-vcpus: 0 is out of range 1..256"},
+      {"bench --startup --startup-vcpus 1,257", "--startup-vcpus: 257 is out of range 1..256"},
+      {"bench --startup --startup-vcpus 99999999999", "out of range"},
+      {"bench --startup --startup-vcpus 1,,8", "an empty item"},
+      {"bench --startup --startup-vcpus 8,", "an empty item"},
+      {"bench --startup --startup-vcpus -1", "'-1' is neither a vCPU count nor 'limit'"},
+      {"bench --startup --startup-vcpus 0x10", "'0x10'"},
+      {"bench --startup --startup-vcpus 1,max", "'max'"},
+      {"bench --startup --startup-vcpus ''", "--startup-vcpus: the value is empty"},
+      {"bench --startup-vcpus 1,8", "--startup-vcpus requires --startup"},
   };
   for (const auto& [args, mention] : cases) {
     const auto o = lockvisor_env(kNoDevice, args);
@@ -777,7 +787,8 @@ TEST(CliOptions, NumbersAtTheEdgesOfTheirRangesAreAccepted) {
   for (const std::string args :
        {"run --timeout 0 --memory 4096 --seed 18446744073709551615 --kick-delay-us 1000000 --halt-poll-us 0",
         "run --timeout 1000000 --memory 64 --seed 0x10", "run --timeout 0.001",
-        "run --workload torture --duration 3600 --locks 16 --cs 1000000000", "conformance --case-timeout 0.001"}) {
+        "run --workload torture --duration 3600 --locks 16 --cs 1000000000", "conformance --case-timeout 0.001",
+        "bench --startup --startup-vcpus 1,8,limit", "bench --startup --startup-vcpus 256,1"}) {
     const auto o = lockvisor_env(kNoDevice, args);
     expect_stderr_line(o, 6, {"no usable KVM"}, args);
   }
@@ -895,6 +906,54 @@ TEST(CliKvm, BenchGuestFaultExits3) {
   const auto image = HandMadeGuest().code({0x0F, 0x0B}).write(dir / "fault.elf");
   const auto o = lockvisor_env("", "bench --image " + image);
   expect_stderr_line(o, 3, {"benchmark run failed: guest-fault"}, "bench");
+}
+
+// bench --startup's sweep over vCPU counts: every count reported once, the
+// 1-vCPU figures as before, and memory that grows with the vCPUs (each one
+// adds its own thread stack, kvm_run mapping and guest stack pages, fresh in
+// every run). Times are only checked to be there: the host scheduler decides
+// them.
+TEST(CliKvm, BenchStartupSweepReportsEveryCountAndMemoryGrows) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  ScratchDir dir;
+  const std::string json = dir / "b.json";
+  const auto o = lockvisor_env("", "bench --startup --startup-vcpus 8,1 --repeat 2 --json " + json);
+  ASSERT_EQ(o.exit_code, 0) << o.err << o.out;
+  EXPECT_NE(o.out.find("start-up and memory by vCPU count"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("growth per vCPU (least squares over 2 counts)"), std::string::npos) << o.out;
+  const auto j = read_json(json);
+  EXPECT_EQ(j["startup_ms"]["vcpus"], 1) << j.dump();
+  EXPECT_GT(j["startup_ms"]["first_entry"].get<double>(), 0.0);
+  const auto& sweep = j["startup_by_vcpus"];
+  EXPECT_EQ(sweep["runs"], 2);
+  const auto& points = sweep["points"];
+  ASSERT_EQ(points.size(), 2u) << sweep.dump();
+  EXPECT_EQ(points[0]["vcpus"], 1);
+  EXPECT_EQ(points[1]["vcpus"], 8);
+  for (const auto& p : points) {
+    EXPECT_EQ(p["limit"], false);
+    for (const char* key : {"first_entry_ms", "first_exit_ms", "floor_first_entry_ms", "floor_first_exit_ms"})
+      EXPECT_GT(p[key].get<double>(), 0.0) << key << " " << p.dump();
+    EXPECT_TRUE(p["breakdown_ms"].contains("vcpus")) << p.dump();
+    EXPECT_TRUE(p["floor_breakdown_ms"].contains("vcpus")) << p.dump();
+    EXPECT_GT(p["peak_rss_growth_kib"].get<double>(), 0.0) << p.dump();
+    EXPECT_GE(p["peak_rss_growth_kib"].get<double>(), p["build_rss_growth_kib"].get<double>()) << p.dump();
+  }
+  EXPECT_GT(points[1]["peak_rss_growth_kib"].get<double>(), points[0]["peak_rss_growth_kib"].get<double>())
+      << sweep.dump();
+  EXPECT_GT(sweep["growth_per_vcpu"]["peak_rss_kib"].get<double>(), 0.0) << sweep.dump();
+  for (const char* key : {"first_entry_us", "floor_first_entry_us", "vcpus_step_us", "floor_vcpus_step_us",
+                          "build_rss_kib", "build_pss_kib", "host_kernel_kib"})
+    EXPECT_TRUE(sweep["growth_per_vcpu"][key].is_number()) << key << " " << sweep.dump();
+  const auto& mapped = sweep["mapped_per_vcpu_bytes"];
+  EXPECT_GE(mapped["kvm_run"].get<std::uint64_t>(), 4096u) << mapped.dump();
+  EXPECT_GT(mapped["thread_stack"].get<std::uint64_t>(), 0u) << mapped.dump();
+  EXPECT_EQ(mapped["guest_stacks"], lockvisor::abi::kVcpuStackBlockBytes);
+  EXPECT_TRUE(sweep.contains("transparent_hugepages")) << sweep.dump();
+  const auto& limit = sweep["vcpu_limit"];
+  EXPECT_EQ(limit["lockvisor"], lockvisor::abi::kMaxVcpus);
+  EXPECT_EQ(limit["here"].get<unsigned>(), std::min(limit["kvm"].get<unsigned>(), lockvisor::abi::kMaxVcpus));
 }
 
 // Exit code 1: a guest program that exits non-zero.

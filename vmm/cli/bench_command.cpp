@@ -3,17 +3,22 @@
 #include <fmt/format.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 
 #include "locks/registry.h"
+#include "lockvisor/abi/guest_layout.h"
+#include "lockvisor/abi/vcpu_runstate.h"
 #include "vmm/bench/exit_costs.h"
+#include "vmm/bench/startup_vcpus.h"
 #include "vmm/cli/bench_knobs.h"
 #include "vmm/cli/commands.h"
 #include "vmm/cli/option_checks.h"
@@ -23,9 +28,11 @@
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/emulation.h"
+#include "vmm/host/process_memory.h"
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/kvm/startup_floor.h"
 #include "vmm/machine/machine.h"
+#include "vmm/metrics/linear_fit.h"
 #include "vmm/metrics/summary.h"
 #include "vmm/report/run_report.h"
 #include "vmm/report/settings_json.h"
@@ -44,6 +51,8 @@ struct BenchOptions {
   unsigned lock_runs = 11;
   bool contended = false;
   bool startup_only = false;
+  std::string startup_vcpus = bench::kDefaultStartupVcpus;  // with --startup: the sweep's vCPU counts
+  bool startup_vcpus_given = false;                          // the user's list, not the default
   bool cold = false;  // --cold: no pooled run-state program, every run loads its own
   double contended_seconds = 0.5;
   std::uint64_t lock_iterations = 1u << 20;  // 4x the 256K loop of Waiman Long's qspinlock series: steadier medians
@@ -171,111 +180,318 @@ std::optional<double> empty_process_ms(const std::string& image) {
   return ms;
 }
 
+// Nearest-rank median (metrics/summary.h's method), of milliseconds or KiB.
+double rank_median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[(v.size() + 1) / 2 - 1];
+}
+
+// One vCPU count's start-up samples, one per run, ms unless named otherwise.
+struct StartupSamples {
+  std::map<std::string, std::vector<double>> steps, floor_steps, off_path;
+  std::vector<double> entry, exit, total, floor_entry, floor_exit, build_faults, floor_faults;
+  // KiB the VMM process grew by: its peak over build and run, and right
+  // after the build (before any vCPU ran), resident and proportional; and
+  // the host's free memory lost over that build beyond the process's own
+  // anonymous growth (kernel_kib).
+  std::vector<double> peak_rss_kib, build_rss_kib, build_pss_kib, kernel_kib;
+  std::string runstate;
+};
+
+// The sweep's vCPU counts (bench::resolve_startup_vcpus; empty: no sweep),
+// and whether `limit` was one of them.
+struct StartupCounts {
+  std::vector<unsigned> vcpus;
+  bool limit_listed = false;
+};
+
+double kib_growth(std::uint64_t before, std::uint64_t after) {
+  return static_cast<double>(after) - static_cast<double>(before);
+}
+
+// One run of the floor and one of lockvisor with `config`, the lockvisor
+// run timed from opening the device on (the floor opens /dev/kvm inside its
+// window too, and a fresh `lockvisor run` pays it); with `memory`, the
+// process's peak over that run and a second, untimed build for what the
+// build alone leaves (a reading between build and run would sit inside the
+// timed window).
+void sample_startup(std::span<const std::byte> image, const machine::MachineConfig& config, bool memory,
+                    StartupSamples& s) {
+  const auto f = kvm::measure_startup_floor(config.memory_mib << 20, config.vcpus);
+  s.floor_entry.push_back(f.first_entry);
+  s.floor_exit.push_back(f.first_exit);
+  s.floor_steps["open"].push_back(f.opened);
+  s.floor_steps["vm"].push_back(f.vm_created - f.opened);
+  s.floor_steps["memory"].push_back(f.memory - f.vm_created);
+  s.floor_steps["vcpus"].push_back(f.vcpus - f.memory);
+  s.floor_steps["first_kvm_run"].push_back(f.first_exit - f.first_entry);
+  s.floor_faults.push_back(static_cast<double>(f.page_faults));
+
+  std::optional<host::ProcessMemory> before;
+  if (memory) {
+    host::reset_peak_rss();
+    before = host::read_process_memory();
+  }
+  const auto origin = std::chrono::steady_clock::now();
+  const auto device = kvm::KvmSystem::open();
+  const auto run = boot(device, image, config, origin);
+  const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - origin).count();
+  if (memory) s.peak_rss_kib.push_back(kib_growth(before->rss_kib, host::read_process_memory().peak_rss_kib));
+  const auto& m = run.startup;
+  s.entry.push_back(run.seconds_to_first_entry * 1e3);
+  s.exit.push_back(run.seconds_to_first_exit * 1e3);
+  s.total.push_back(wall);
+  s.steps["vm"].push_back(m.vm * 1e3);
+  // The Machine's build order: VM and RAM, the run-state page, the image
+  // (and its boot tables), the vCPUs.
+  s.steps["runstate"].push_back((m.runstate - m.vm) * 1e3);
+  s.steps["image"].push_back((m.image - m.runstate) * 1e3);
+  s.steps["vcpus"].push_back((m.vcpus - m.image) * 1e3);
+  s.steps["threads"].push_back((run.seconds_to_first_entry - m.vcpus) * 1e3);
+  s.steps["first_kvm_run"].push_back((run.seconds_to_first_exit - run.seconds_to_first_entry) * 1e3);
+  s.build_faults.push_back(static_cast<double>(m.build_page_faults));
+  // Off the path: when the live run-state page replaced the zeros.
+  if (m.runstate_live > 0) s.off_path["runstate_live_at"].push_back(m.runstate_live * 1e3);
+  s.runstate = run.runstate;
+  if (!memory) return;
+
+  const auto free_before = host::host_free_kib();
+  const auto built_before = host::read_process_memory();
+  machine::MachineConfig untimed = config;
+  untimed.echo_guest_prints = false;
+  const machine::Machine vm(device, std::move(untimed), image);
+  const auto built = host::read_process_memory();
+  const auto free_after = host::host_free_kib();
+  s.build_rss_kib.push_back(kib_growth(built_before.rss_kib, built.rss_kib));
+  s.build_pss_kib.push_back(kib_growth(built_before.pss_kib, built.pss_kib));
+  if (free_before && free_after)
+    s.kernel_kib.push_back(kib_growth(*free_after, *free_before) - kib_growth(built_before.anon_kib, built.anon_kib));
+}
+
 // 3. start-up of an empty guest (the vCPU count and memory of the defaults
 //    but one vCPU), each run beside the bare-KVM floor with the same memory
 //    and vCPUs (vmm/kvm/startup_floor.h), interleaved so that noise hits both
 //    alike; then the whole empty process.
-void startup_bench(std::span<const std::byte> image, const BenchOptions& o, nlohmann::json& out) {
-  machine::MachineConfig base;
-  base.vcpus = 1;
-  base.program = "empty";
-  // Before any run starts a loader thread (which reads the variable), and
-  // inherited by the empty processes below.
-  if (o.cold) ::setenv(runstate::kPoolVariable, "off", 1);
-  // Each step's own cost, ms: medians over the runs.
-  std::map<std::string, std::vector<double>> steps, floor_steps, off_path;
-  std::vector<double> entry, exit, total, floor_entry, floor_exit, process, build_faults, floor_faults;
-  std::string runstate;
-  for (unsigned r = 0; r < o.repeat; ++r) {
-    const auto f = kvm::measure_startup_floor(base.memory_mib << 20, base.vcpus);
-    floor_entry.push_back(f.first_entry);
-    floor_exit.push_back(f.first_exit);
-    floor_steps["open"].push_back(f.opened);
-    floor_steps["vm"].push_back(f.vm_created - f.opened);
-    floor_steps["memory"].push_back(f.memory - f.vm_created);
-    floor_steps["vcpus"].push_back(f.vcpus - f.memory);
-    floor_steps["first_kvm_run"].push_back(f.first_exit - f.first_entry);
-    floor_faults.push_back(static_cast<double>(f.page_faults));
-
-    // From opening the device on: the floor opens /dev/kvm inside its window
-    // too, and a fresh `lockvisor run` pays it.
-    const auto origin = std::chrono::steady_clock::now();
-    const auto device = kvm::KvmSystem::open();
-    const auto run = boot(device, image, base, origin);
-    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - origin).count();
-    const auto& m = run.startup;
-    entry.push_back(run.seconds_to_first_entry * 1e3);
-    exit.push_back(run.seconds_to_first_exit * 1e3);
-    total.push_back(wall);
-    steps["vm"].push_back(m.vm * 1e3);
-    // The Machine's build order: VM and RAM, the run-state page, the image
-    // (and its boot tables), the vCPUs.
-    steps["runstate"].push_back((m.runstate - m.vm) * 1e3);
-    steps["image"].push_back((m.image - m.runstate) * 1e3);
-    steps["vcpus"].push_back((m.vcpus - m.image) * 1e3);
-    steps["threads"].push_back((run.seconds_to_first_entry - m.vcpus) * 1e3);
-    steps["first_kvm_run"].push_back((run.seconds_to_first_exit - run.seconds_to_first_entry) * 1e3);
-    build_faults.push_back(static_cast<double>(m.build_page_faults));
-    // Off the path: when the live run-state page replaced the zeros.
-    if (m.runstate_live > 0) off_path["runstate_live_at"].push_back(m.runstate_live * 1e3);
-    runstate = run.runstate;
-  }
+void print_startup(const StartupSamples& s, const BenchOptions& o, const machine::MachineConfig& base,
+                   nlohmann::json& out) {
+  std::vector<double> process;
   for (unsigned r = 0; r < o.repeat; ++r) {
     if (const auto ms = empty_process_ms(o.image)) process.push_back(*ms);
   }
-  // Nearest-rank median (metrics/summary.h's method), of milliseconds.
-  const auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v[(v.size() + 1) / 2 - 1];
+  const auto median_of = [](const std::map<std::string, std::vector<double>>& m, const char* key) {
+    const auto it = m.find(key);
+    return it == m.end() ? 0.0 : rank_median(it->second);
   };
-  const double e = median(entry), fl = median(floor_entry);
+  const double e = rank_median(s.entry), fl = rank_median(s.floor_entry);
   fmt::print("empty guest, {} runs          : first guest instruction {:.2f} ms, first exit {:.2f} ms, total {:.2f} ms "
              "(medians; run-state page {})\n",
-             o.repeat, e, median(exit), median(total), runstate);
+             o.repeat, e, rank_median(s.exit), rank_median(s.total), s.runstate);
   fmt::print("  bare-KVM floor, same run     : first guest instruction {:.2f} ms, first exit {:.2f} ms; "
              "lockvisor / floor = {:.2f}\n",
-             fl, median(floor_exit), fl > 0 ? e / fl : 0.0);
+             fl, rank_median(s.floor_exit), fl > 0 ? e / fl : 0.0);
   fmt::print("  lockvisor steps (ms)         : VM+RAM {:.2f}, run-state page {:.2f}, image {:.2f}, vCPUs {:.2f}, "
              "threads to first KVM_RUN {:.2f}, first KVM_RUN {:.2f}\n",
-             median(steps["vm"]), median(steps["runstate"]), median(steps["image"]), median(steps["vcpus"]),
-             median(steps["threads"]), median(steps["first_kvm_run"]));
-  fmt::print("  page faults before KVM_RUN   : lockvisor's build {:.0f}, the floor {:.0f} (medians)\n", median(build_faults),
-             median(floor_faults));
-  if (const auto live = off_path.find("runstate_live_at"); live != off_path.end())
+             median_of(s.steps, "vm"), median_of(s.steps, "runstate"), median_of(s.steps, "image"),
+             median_of(s.steps, "vcpus"), median_of(s.steps, "threads"), median_of(s.steps, "first_kvm_run"));
+  fmt::print("  page faults before KVM_RUN   : lockvisor's build {:.0f}, the floor {:.0f} (medians)\n",
+             rank_median(s.build_faults), rank_median(s.floor_faults));
+  if (const auto live = s.off_path.find("runstate_live_at"); live != s.off_path.end())
     fmt::print("  off the path                 : run-state page live {:.2f} ms after the start ({} of {} runs)\n",
-               median(live->second), live->second.size(), o.repeat);
+               rank_median(live->second), live->second.size(), o.repeat);
   if (!process.empty())
     fmt::print("  whole `lockvisor run --workload empty`, process start to exit: {:.2f} ms (median of {})\n",
-               median(process), process.size());
+               rank_median(process), process.size());
   nlohmann::json breakdown, floor_breakdown, off_path_json = nlohmann::json::object();
-  for (const auto& [name, values] : steps) breakdown[name] = median(values);
-  for (const auto& [name, values] : floor_steps) floor_breakdown[name] = median(values);
-  for (const auto& [name, values] : off_path) off_path_json[name] = median(values);
+  for (const auto& [name, values] : s.steps) breakdown[name] = rank_median(values);
+  for (const auto& [name, values] : s.floor_steps) floor_breakdown[name] = rank_median(values);
+  for (const auto& [name, values] : s.off_path) off_path_json[name] = rank_median(values);
   out["startup_ms"] = {{"first_entry", e},
-                       {"first_exit", median(exit)},
-                       {"total", median(total)},
+                       {"first_exit", rank_median(s.exit)},
+                       {"total", rank_median(s.total)},
                        {"floor", fl},
-                       {"floor_first_exit", median(floor_exit)},
+                       {"floor_first_exit", rank_median(s.floor_exit)},
                        {"ratio_to_floor", fl > 0 ? e / fl : 0.0},
                        {"breakdown", breakdown},
                        {"floor_breakdown", floor_breakdown},
                        {"off_path", off_path_json},
-                       {"page_faults", {{"build", median(build_faults)}, {"floor", median(floor_faults)}}},
+                       {"page_faults", {{"build", rank_median(s.build_faults)}, {"floor", rank_median(s.floor_faults)}}},
                        {"cold", o.cold},
-                       {"empty_process", process.empty() ? nlohmann::json(nullptr) : nlohmann::json(median(process))},
-                       {"runstate", runstate},
+                       {"empty_process", process.empty() ? nlohmann::json(nullptr) : nlohmann::json(rank_median(process))},
+                       {"runstate", s.runstate},
                        {"memory_mib", base.memory_mib},
                        {"vcpus", base.vcpus},
                        {"runs", o.repeat}};
 }
 
+// What lockvisor maps for each vCPU, bytes. Virtual sizes: only what is
+// touched becomes resident (the sweep's memory figures say how much).
+nlohmann::json mapped_per_vcpu(const kvm::KvmSystem& kvm) {
+  std::size_t thread_stack = 0;
+  pthread_attr_t attr;
+  if (::pthread_getattr_default_np(&attr) == 0) {
+    ::pthread_attr_getstacksize(&attr, &thread_stack);
+    ::pthread_attr_destroy(&attr);
+  }
+  return {{"kvm_run", kvm.vcpu_mmap_size()},
+          {"thread_stack", thread_stack},
+          {"guest_stacks", abi::kVcpuStackBlockBytes},
+          {"guest_tss", abi::kTssStride},
+          {"guest_steal_time", abi::kStealTimeStride},
+          {"runstate_record", sizeof(abi::VcpuRunState)}};
+}
+
+// The sweep over vCPU counts (--startup-vcpus): the same runs as above at
+// each count, the counts interleaved run by run, with memory; then each
+// figure's growth per vCPU, the least-squares slope over the counts.
+void startup_sweep(const std::map<unsigned, StartupSamples>& samples, const StartupCounts& counts,
+                   const BenchOptions& o, const kvm::KvmSystem& kvm, nlohmann::json& out) {
+  const kvm::VcpuLimit kvm_limit = kvm.vcpu_limit();
+  const unsigned limit = bench::vcpu_limit_here(kvm_limit);
+  // One figure per count: its table heading and unit, its JSON names (the
+  // median, its slope per vCPU), and the slope's unit per the median's.
+  struct Column {
+    const char* heading;
+    const char* unit;
+    const char* key;
+    const char* growth;
+    double scale;  // ms -> us: 1000
+    std::function<double(const StartupSamples&)> value;
+  };
+  const auto step = [](const char* name, bool floor) {
+    return [name, floor](const StartupSamples& s) {
+      const auto& m = floor ? s.floor_steps : s.steps;
+      const auto it = m.find(name);
+      return it == m.end() ? 0.0 : rank_median(it->second);
+    };
+  };
+  const auto of = [](std::vector<double> StartupSamples::*member) {
+    return [member](const StartupSamples& s) { return rank_median(s.*member); };
+  };
+  const std::vector<Column> columns = {
+      {"1st instr", "ms", "first_entry_ms", "first_entry_us", 1000, of(&StartupSamples::entry)},
+      {"floor", "ms", "floor_first_entry_ms", "floor_first_entry_us", 1000, of(&StartupSamples::floor_entry)},
+      {"1st exit", "ms", "first_exit_ms", "first_exit_us", 1000, of(&StartupSamples::exit)},
+      {"floor", "ms", "floor_first_exit_ms", "floor_first_exit_us", 1000, of(&StartupSamples::floor_exit)},
+      {"vCPU step", "ms", "vcpus_step_ms", "vcpus_step_us", 1000, step("vcpus", false)},
+      {"floor", "ms", "floor_vcpus_step_ms", "floor_vcpus_step_us", 1000, step("vcpus", true)},
+      {"threads", "ms", "threads_step_ms", "threads_step_us", 1000, step("threads", false)},
+      {"peak RSS+", "KiB", "peak_rss_growth_kib", "peak_rss_kib", 1, of(&StartupSamples::peak_rss_kib)},
+      {"build RSS+", "KiB", "build_rss_growth_kib", "build_rss_kib", 1, of(&StartupSamples::build_rss_kib)},
+      {"build PSS+", "KiB", "build_pss_growth_kib", "build_pss_kib", 1, of(&StartupSamples::build_pss_kib)},
+      {"kernel~", "KiB", "host_kernel_kib", "host_kernel_kib", 1, of(&StartupSamples::kernel_kib)},
+  };
+
+  fmt::print("start-up and memory by vCPU count ({} runs each, medians; `limit` here is {}: the host KVM allows {} "
+             "({}), lockvisor {}):\n",
+             o.repeat, limit, kvm_limit.vcpus, kvm_limit.source, abi::kMaxVcpus);
+  constexpr int kWidth = 10;
+  fmt::print("  {:>9}", "vCPUs");
+  for (const auto& c : columns) fmt::print(" {:>{}}", c.heading, kWidth);
+  fmt::print("\n  {:>9}", "");
+  for (const auto& c : columns) fmt::print(" {:>{}}", c.unit, kWidth);
+  fmt::print("\n");
+  nlohmann::json points = nlohmann::json::array();
+  std::vector<double> x;
+  std::map<std::string, std::vector<double>> y;
+  for (const unsigned n : counts.vcpus) {
+    const StartupSamples& s = samples.at(n);
+    const bool is_limit = counts.limit_listed && n == limit;
+    nlohmann::json point = {{"vcpus", n}, {"limit", is_limit}};
+    fmt::print("  {:>9}", is_limit ? fmt::format("{} limit", n) : std::to_string(n));
+    for (const auto& c : columns) {
+      const double v = c.value(s);
+      point[c.key] = v;
+      y[c.key].push_back(v);
+      fmt::print(" {:>{}.{}f}", v, kWidth, c.scale == 1 ? 0 : 2);
+    }
+    fmt::print("\n");
+    nlohmann::json breakdown, floor_breakdown;
+    for (const auto& [name, values] : s.steps) breakdown[name] = rank_median(values);
+    for (const auto& [name, values] : s.floor_steps) floor_breakdown[name] = rank_median(values);
+    point["breakdown_ms"] = breakdown;
+    point["floor_breakdown_ms"] = floor_breakdown;
+    point["page_faults"] = {{"build", rank_median(s.build_faults)}, {"floor", rank_median(s.floor_faults)}};
+    points.push_back(point);
+    x.push_back(n);
+  }
+  nlohmann::json growth = nlohmann::json::object();
+  for (const auto& c : columns) {
+    const auto fit = metrics::fit_line(x, y[c.key]);
+    growth[c.growth] = fit ? nlohmann::json(fit->slope * c.scale) : nlohmann::json(nullptr);
+  }
+  const auto mapped = mapped_per_vcpu(kvm);
+  if (x.size() >= 2) {
+    const auto g = [&growth](const char* key) { return growth[key].get<double>(); };
+    fmt::print("  growth per vCPU (least squares over {} counts): first guest instruction {:+.1f} us (floor {:+.1f}), "
+               "vCPUs step {:+.1f} us (floor {:+.1f}); peak RSS {:+.1f} KiB, build RSS {:+.1f} KiB, build PSS {:+.1f} "
+               "KiB, host kernel ~{:+.1f} KiB\n",
+               x.size(), g("first_entry_us"), g("floor_first_entry_us"), g("vcpus_step_us"), g("floor_vcpus_step_us"),
+               g("peak_rss_kib"), g("build_rss_kib"), g("build_pss_kib"), g("host_kernel_kib"));
+  } else {
+    fmt::print("  growth per vCPU: needs two vCPU counts\n");
+  }
+  fmt::print("  mapped per vCPU: kvm_run {} B (KVM_GET_VCPU_MMAP_SIZE), thread stack {} KiB reserved; in guest RAM "
+             "(inside --memory): stacks {} KiB, TSS {} B, steal-time {} B; run-state record {} B\n",
+             mapped["kvm_run"].get<int>(), mapped["thread_stack"].get<std::size_t>() / 1024,
+             abi::kVcpuStackBlockBytes / 1024, abi::kTssStride, abi::kStealTimeStride, sizeof(abi::VcpuRunState));
+  const auto thp = host::transparent_hugepages();
+  fmt::print("  peak RSS+: the process's peak over build and run (guest RAM the guest touched included; transparent "
+             "huge pages here: {}); build RSS+/PSS+: after the build, before any vCPU runs; kernel~: the host's free "
+             "memory lost over that build beyond the process's anonymous growth (whole host: other work shows in "
+             "it)\n",
+             thp.value_or("unknown"));
+  out["startup_by_vcpus"] = {{"points", points},
+                             {"growth_per_vcpu", growth},
+                             {"growth_method", fmt::format("least-squares slope over {} vCPU counts", x.size())},
+                             {"mapped_per_vcpu_bytes", mapped},
+                             {"vcpu_limit", {{"here", limit},
+                                             {"kvm", kvm_limit.vcpus},
+                                             {"kvm_source", kvm_limit.source},
+                                             {"lockvisor", abi::kMaxVcpus}}},
+                             {"memory_mib", machine::MachineConfig{}.memory_mib},
+                             {"transparent_hugepages", thp ? nlohmann::json(*thp) : nlohmann::json(nullptr)},
+                             {"cold", o.cold},
+                             {"runs", o.repeat}};
+}
+
+// Start-up: the 1-vCPU figures (section 3), and with --startup the sweep
+// over --startup-vcpus; every count's runs interleaved with the others'.
+void startup_bench(std::span<const std::byte> image, const BenchOptions& o, const kvm::KvmSystem& kvm,
+                   const StartupCounts& counts, nlohmann::json& out) {
+  machine::MachineConfig base;
+  base.vcpus = 1;
+  base.program = "empty";
+  // Before any run starts a loader thread (which reads the variable), and
+  // inherited by the empty processes (print_startup).
+  if (o.cold) ::setenv(runstate::kPoolVariable, "off", 1);
+  std::vector<unsigned> measured = counts.vcpus;
+  if (std::find(measured.begin(), measured.end(), base.vcpus) == measured.end())
+    measured.insert(measured.begin(), base.vcpus);
+  std::map<unsigned, StartupSamples> samples;
+  for (unsigned r = 0; r < o.repeat; ++r)
+    for (const unsigned n : measured) {
+      machine::MachineConfig config = base;
+      config.vcpus = n;
+      sample_startup(image, config, !counts.vcpus.empty(), samples[n]);
+    }
+  print_startup(samples[base.vcpus], o, base, out);
+  if (!counts.vcpus.empty()) startup_sweep(samples, counts, o, kvm, out);
+}
+
 int bench_all(const BenchOptions& o) {
+  const auto listed = bench::parse_startup_vcpus(o.startup_vcpus);  // checked before the KVM device is opened
   std::optional<OutputFile> json;  // checked before anything runs, not after
   if (!o.json.empty()) json.emplace(o.json, "--json");
   std::vector<std::byte> storage;
   const auto image = select_guest_image(o.image, storage);
   const auto kvm = kvm::KvmSystem::open();
+  StartupCounts counts;  // a count above the host KVM's limit is refused here, before anything runs
+  if (o.startup_only)
+    counts = {bench::resolve_startup_vcpus(listed, kvm.vcpu_limit(),
+                                           o.startup_vcpus_given ? bench::AboveLimit::kRefuse
+                                                                 : bench::AboveLimit::kLeaveOut),
+              listed.limit};
   nlohmann::json out;
   out["kvm"] = kvm::backend_name(kvm::detect_backend());
   out["settings"] = report::settings_json(machine::MachineConfig{});  // bench runs with the defaults
@@ -283,7 +499,7 @@ int bench_all(const BenchOptions& o) {
   fmt::print("lockvisor bench on KVM {}, {} host CPUs\n", out["kvm"].get<std::string>(), host::host_cpu_count());
   host::print_emulation_warning(stdout);
   if (o.startup_only) {
-    startup_bench(image, o, out);
+    startup_bench(image, o, kvm, counts, out);
     if (json) report::write_json_file(*json, out);
     return 0;
   }
@@ -322,7 +538,7 @@ int bench_all(const BenchOptions& o) {
                                    {"vmm_median", vmm["p50"]}, {"vmm_p99", vmm["p99"]}};
   }
 
-  startup_bench(image, o, out);
+  startup_bench(image, o, kvm, {}, out);
   {  // 4. uncontended lock/unlock: the same code in the guest and on a host thread,
      //    runs interleaved (guest, native, guest, ...) so that noise hits both alike.
     fmt::print("uncontended lock/unlock, {} pairs, median of {} runs each (guest CPL3 vs native host thread):\n",
@@ -388,8 +604,20 @@ Action add_bench_command(CLI::App& app) {
       ->transform(unsigned_in(1, 10000));
   command->add_option("--kick-rounds", options->kick_rounds, "Kick->wake rounds per placement (1..4096)")
       ->transform(unsigned_in(1, 4096));
-  command->add_flag("--startup", options->startup_only,
-                    "Measure only the start-up (beside the bare-KVM floor) and the whole empty run");
+  auto* startup = command->add_flag(
+      "--startup", options->startup_only,
+      "Measure only the start-up (beside the bare-KVM floor) and the whole empty run, then start-up and memory at "
+      "each --startup-vcpus count with their growth per vCPU");
+  auto* startup_vcpus =
+      command
+          ->add_option("--startup-vcpus", options->startup_vcpus,
+                       fmt::format("With --startup: the vCPU counts to measure, comma-separated, each 1..{} or '{}' "
+                                   "(the most this host's KVM and lockvisor allow); a count above the host KVM's "
+                                   "limit is refused (the default's are left out)",
+                                   abi::kMaxVcpus, bench::kVcpuLimitWord))
+      ->type_name("LIST")
+      ->default_str(bench::kDefaultStartupVcpus)
+      ->needs(startup);
   command->add_flag("--cold", options->cold,
                     "Start-up as after a reboot or a new build: every run loads its own run-state program "
                     "(LOCKVISOR_RUNSTATE_PIN=off) instead of leasing a pinned one");
@@ -401,8 +629,9 @@ Action add_bench_command(CLI::App& app) {
   command->add_option("--lock-iterations", options->lock_iterations, "Lock/unlock pairs per uncontended run, up to 10^10")
       ->transform(unsigned_in(1, 10000000000));
   auto knobs = add_knobs_bench_options(*command);
-  return [options, knobs] {
+  return [options, knobs, startup_vcpus] {
     knobs->json = options->json;
+    options->startup_vcpus_given = startup_vcpus->count() > 0;
     return knobs->enabled ? run_knobs_bench(*knobs) : bench(*options);
   };
 }
