@@ -116,9 +116,9 @@ std::vector<UsageCommand> usage_commands() {
        "echo \"$out\" | grep -q \"cannot run on this PVM host\"; else [ $rc -eq 0 ] && "
        "echo \"$out\" | grep -q \"PASS truncated-kernel-refused\"; fi"},
       {"lockvisor locks", "locks", false, "$LV locks"},
-      {"lockvisor bench [--startup] [--contended] [--json F] [--image F]", "bench", true,
+      {"lockvisor bench [--startup [--startup-vcpus LIST]] [--contended] [--json F] [--image F]", "bench", true,
        "$LV bench --repeat 1 --kick-rounds 8 --lock-runs 1 --lock-iterations 1000 --contended "
-       "--contended-seconds 0.02 --json b.json"},
+       "--contended-seconds 0.02 --json b.json && $LV bench --startup --startup-vcpus 2,1 --repeat 1"},
       {"lockvisor lab --preset NAME | --scenario F --out DIR [--resume] [--native] [--shard I/N] [--jobs N]", "lab", true,
        scenario + " && $LV lab --scenario s.toml --out lab && $LV lab --scenario s.toml --out lab --resume && "
                   "$LV lab --scenario s.toml --jobs 2 --out lab2"},
