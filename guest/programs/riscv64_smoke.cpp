@@ -65,12 +65,14 @@ struct HartResult {
 };
 HartResult g_results[lk::kLockCount][kRiscvMaxHarts];
 u32 g_done[lk::kLockCount];  // harts finished with lock i
+// Each hart's WorkloadStats, out of its 16 KiB stack (they are kilobytes).
+WorkloadStats g_stats[kRiscvMaxHarts];
 
 // Lock `index` on this hart: the workload, then its result published.
 template <class L>
 void run_lock(unsigned index) {
   const unsigned hart = this_hart();
-  WorkloadStats stats;
+  WorkloadStats& stats = g_stats[hart];
   const u64 halts0 = g_halts[hart];
   wl::run_workload<RiscvLockEnv, L, Platform>(g_params, g_shared<L>, hart, stats);
   g_results[index][hart] = HartResult{stats.ops, stats.violations,

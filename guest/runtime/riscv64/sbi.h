@@ -28,8 +28,8 @@ SbiRet sbi_call(u32 eid, u32 fid, u64 a0 = 0, u64 a1 = 0, u64 a2 = 0, u64 a3 = 0
 bool sbi_probe(u32 eid);
 
 // The console: the legacy SBI putchar, one ecall per byte (slow, and only for
-// a few lines of results). Not serialised between harts: callers print from
-// one hart at a time (console_lock()) or accept interleaving.
+// a few lines of results). Not serialised between harts: print_line
+// (hart.h) takes turns.
 void console_putchar(char c);
 void console_write(const char* s);
 
