@@ -10,13 +10,15 @@ namespace guest::riscv {
 namespace {
 using lockvisor::locks::Order;
 
-// Each hart's stack (16 KiB: the workloads keep their per-run counters on
-// it, well under 2 KiB, and the lock code a few frames). entry.S reads the
-// base and the two sizes below, so they are defined here only.
+// Each hart's stack: 16 KiB, where the deepest frame (a workload's loop with
+// its per-run counters) is under 1 KiB and the lock code adds a few small ones.
 constexpr u64 kHartStackBytes = 16 * 1024;
 }  // namespace
 }  // namespace guest::riscv
 
+// What entry.S reads (by name, so its sizes are defined here only): the
+// stacks, their size and how many there are. The `extern` declarations give
+// the two constants external linkage.
 extern "C" {
 alignas(16) char rv_hart_stacks[lockvisor::abi::kRiscvMaxHarts][guest::riscv::kHartStackBytes];
 extern const lockvisor::abi::u64 rv_hart_stack_bytes;
