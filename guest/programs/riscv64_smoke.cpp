@@ -1,10 +1,12 @@
-// The first RV64 guest program: boots every hart, runs the torture workload
-// (guest/workloads) on every lock of the registry, one lock after another, on
-// all harts at once, and reports one line per lock:
+// The first RV64 guest program: boots every hart, checks the wait/kick latch,
+// runs the torture workload (guest/workloads) on every lock of the registry,
+// one lock after another, on all harts at once, and reports one line per lock:
 //
 //   lockvisor rv64 guest: 4 harts, boot hart 0
 //   sbi pvlock 0x50564c4b: absent            (one line per PVLOCK EID)
-//   lock ticket: ok acquisitions=8000/8000 counted=8000 violations=0 waits=0 halts=0 kicks=0
+//   wake kick-to-self: ok
+//   wake kick-before-wait: ok
+//   lock ticket: ok acquisitions=4000/4000 counted=4000 violations=0 waits=0 halts=0 kicks=0
 //   ...
 //   PASS                                       (or FAIL; then SBI SRST)
 //
@@ -138,7 +140,46 @@ bool run_all_locks() {
   return ok;
 }
 
-void other_hart() { run_all_locks(); }
+// The wait/kick latch (runtime/riscv64/wake.h), checked before any lock
+// relies on it. Each wait below is on a byte that never changes, so it
+// executes WFI and returns only because a kick is pending: a latch that lost
+// the kick would hang the hart, and the test's time limit would fail it.
+// Kicks coalesce, so the two cases must not overlap: the self-kick runs
+// before the other harts start.
+u8 g_never_changes;
+u32 g_kicked;  // the kicker hart has sent its kick
+
+unsigned kicker_hart() { return boot_hart() == 0 ? 1 : 0; }
+
+bool print_wait_result(const char* name, u64 halts0) {
+  const bool ok = g_halts[this_hart()] == halts0 + 1;
+  print_line(Text().str("wake ").str(name).str(ok ? ": ok" : ": FAILED (the wait did not execute WFI)"));
+  return ok;
+}
+
+// A kick to oneself, then a wait.
+bool check_kick_to_self() {
+  const u64 halts0 = g_halts[this_hart()];
+  RiscvLockEnv::kick(this_hart());
+  RiscvLockEnv::wait(&g_never_changes, 0);
+  return print_wait_result("kick-to-self", halts0);
+}
+
+// Another hart kicks this one while it spins; the wait comes after.
+bool check_kick_before_wait() {
+  while (lk::load_acquire(&g_kicked) == 0) lk::cpu_relax();
+  const u64 halts0 = g_halts[this_hart()];
+  RiscvLockEnv::wait(&g_never_changes, 0);
+  return print_wait_result("kick-before-wait", halts0);
+}
+
+void other_hart() {
+  if (this_hart() == kicker_hart()) {  // check_kick_before_wait's kicker
+    RiscvLockEnv::kick(boot_hart());
+    lk::store_release(&g_kicked, u32{1});
+  }
+  run_all_locks();
+}
 
 // SBI PVLOCK at each of its EIDs: nothing below this guest serves it yet
 // (OpenSBI does not; stock KVM answers the proposals itself with "not
@@ -158,8 +199,11 @@ void program_main() {
   if (!g_ipi_available) fail("SBI IPI is missing: the PV locks could not kick");
   g_params = torture_params();
   if (const char* why = wl::check_params(g_params)) fail(why);
+  bool ok = check_kick_to_self();
   start_other_harts(&other_hart);
-  if (!run_all_locks()) finish(false);
+  if (hart_count() >= 2) ok = check_kick_before_wait() && ok;
+  ok = run_all_locks() && ok;
+  if (!ok) finish(false);
 }
 
 }  // namespace guest::riscv

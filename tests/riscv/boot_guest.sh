@@ -3,7 +3,8 @@
 # its console (guest/programs/riscv64_smoke.cpp and riscv64_fault.cpp print
 # the lines read here).
 # Usage: boot_guest.sh pass|fault IMAGE
-#   pass   the banner with 4 harts; each SBI PVLOCK EID probed "absent"; one
+#   pass   the banner with 4 harts; each SBI PVLOCK EID probed "absent"; the
+#          wait/kick latch's two cases "ok" (a lost kick hangs: the limit); one
 #          "lock NAME: ok" line for every lock of guest/locks/registry.h, with
 #          violations=0 and acquisitions equal to the count; "PASS" last; and
 #          QEMU ends by itself (the guest's SBI SRST power-off).
@@ -50,6 +51,9 @@ case $mode in
   pass)
     for eid in 0x50564c4b 0xab0401 0x850564c; do
       grep -qx "sbi pvlock $eid: absent" "$log.guest" || fail "no 'sbi pvlock $eid: absent' line"
+    done
+    for case in kick-to-self kick-before-wait; do
+      grep -qx "wake $case: ok" "$log.guest" || fail "no 'wake $case: ok' line"
     done
     # Every registry name, read from its one list (the X rows of LOCKVISOR_LOCKS).
     names=$(sed -n 's/^ *X([a-z_]*, *[A-Za-z]*, *"\([a-z-]*\)").*/\1/p' "$registry")
