@@ -3,13 +3,12 @@
 // ("FAIL: hart 0: trap: illegal instruction ...") and power off with
 // "system failure": tests/riscv/boot_guest.sh checks that a faulting guest
 // is seen to fail, not to hang or pass.
-#include "runtime/format.h"
 #include "runtime/riscv64/hart.h"
 
 namespace guest::riscv {
 
 void program_main() {
-  print_line(Text().str("lockvisor rv64 guest: ").u(hart_count()).str(" harts, boot hart ").u(boot_hart()));
+  print_banner();
   print_line("executing an illegal instruction on purpose");
   asm volatile("unimp");
   print_line("the illegal instruction did not trap");

@@ -2,7 +2,7 @@
 // runs the torture workload (guest/workloads) on every lock of the registry,
 // one lock after another, on all harts at once, and reports one line per lock:
 //
-//   lockvisor rv64 guest: 4 harts, boot hart 0
+//   lockvisor rv64 guest: 4 harts, boot hart 0, lock clock 10000 kHz
 //   sbi pvlock 0x50564c4b: absent            (one line per PVLOCK EID)
 //   wake kick-to-self: ok
 //   wake kick-before-wait: ok
@@ -40,9 +40,7 @@ constexpr u64 kHoldNs = 2000;
 
 struct Platform {
   static u64 now() { return lk::read_lock_clock(); }
-  // The timebase of QEMU's `virt` (10 MHz) until the guest reads the device
-  // tree's timebase-frequency: only the hold lengths depend on it.
-  static u64 tsc_khz() { return lk::kAssumedLockClockKhz; }
+  static u64 tsc_khz() { return lock_clock_khz(); }
   static u64 ns_to_cycles(u64 ns) { return wl::ns_to_cycles(ns, tsc_khz()); }
 };
 
@@ -193,7 +191,7 @@ void probe_pvlock() {
 }  // namespace
 
 void program_main() {
-  print_line(Text().str("lockvisor rv64 guest: ").u(hart_count()).str(" harts, boot hart ").u(boot_hart()));
+  print_banner();
   probe_pvlock();
   set_lock_env_features();
   if (!g_ipi_available) fail("SBI IPI is missing: the PV locks could not kick");

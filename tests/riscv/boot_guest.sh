@@ -3,13 +3,14 @@
 # its console (guest/programs/riscv64_smoke.cpp and riscv64_fault.cpp print
 # the lines read here).
 # Usage: boot_guest.sh pass|fault IMAGE
-#   pass   the banner with 4 harts; each SBI PVLOCK EID probed "absent"; the
-#          wait/kick latch's two cases "ok" (a lost kick hangs: the limit); one
-#          "lock NAME: ok" line for every lock of guest/locks/registry.h, with
-#          violations=0 and acquisitions equal to the count; "PASS" last; and
-#          QEMU ends by itself (the guest's SBI SRST power-off).
-#   fault  the trap handler names the illegal instruction, "FAIL" comes last,
-#          and QEMU ends by itself: a faulting guest fails, never hangs.
+#   both   the banner: 4 harts, and the lock clock's rate read from the device
+#          tree (10 MHz on `virt`); QEMU ends by itself (SBI SRST power-off).
+#   pass   each SBI PVLOCK EID probed "absent"; the wait/kick latch's two cases
+#          "ok" (a lost kick hangs: the time limit); one "lock NAME: ok" line
+#          for every lock of guest/locks/registry.h, with violations=0 and
+#          acquisitions equal to harts x iterations; "PASS" last.
+#   fault  the trap handler names the illegal instruction and "FAIL" comes
+#          last: a faulting guest fails, never hangs.
 # Exit 0 when the lines are right, 1 when not, 77 (skip) without
 # qemu-system-riscv64 or OpenSBI; under CI=true a skip is a failure.
 set -u
@@ -44,7 +45,9 @@ tr -d '\r' <"$log" | sed -n '/^lockvisor rv64 guest:/,$p' | tee "$log.guest"
 trap 'rm -f "$log" "$log.guest"' EXIT
 [ "$rc" = 124 ] && fail "the guest did not power off within $limit_s s"
 [ "$rc" = 0 ] || fail "qemu-system-riscv64 exited with $rc"
-grep -q "^lockvisor rv64 guest: $harts harts" "$log.guest" || fail "no banner naming $harts harts"
+# QEMU's `virt` has a 10 MHz timebase: the guest read it from the device tree.
+grep -q "^lockvisor rv64 guest: $harts harts, boot hart [0-9]*, lock clock 10000 kHz$" "$log.guest" ||
+  fail "no banner naming $harts harts and the 10000 kHz lock clock"
 last=$(tail -n 1 "$log.guest")
 
 case $mode in

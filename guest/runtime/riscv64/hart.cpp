@@ -3,6 +3,7 @@
 #include "runtime/riscv64/hart.h"
 
 #include "locks/atomic.h"
+#include "runtime/riscv64/fdt.h"
 #include "runtime/riscv64/sbi.h"
 #include "runtime/riscv64/wake.h"
 
@@ -33,6 +34,7 @@ namespace {
 
 unsigned g_hart_count;
 unsigned g_boot_hart;
+u64 g_lock_clock_khz;
 u32 g_console_busy;
 u32 g_started;           // harts that reached rv_secondary_main
 void (*g_hart_fn)();     // what they run, set before the first hart_start
@@ -86,6 +88,7 @@ void hart_init() { enable_wake_interrupt(); }
 
 unsigned hart_count() { return g_hart_count; }
 unsigned boot_hart() { return g_boot_hart; }
+u64 lock_clock_khz() { return g_lock_clock_khz; }
 
 void print_line(const char* line) {
   while (lockvisor::locks::xchg(&g_console_busy, u32{1}, Order::acquire) != 0) lockvisor::locks::cpu_relax();
@@ -94,6 +97,17 @@ void print_line(const char* line) {
   lockvisor::locks::store_release(&g_console_busy, u32{0});
 }
 void print_line(const Text& line) { print_line(line.c_str()); }
+
+void print_banner() {
+  print_line(Text()
+                 .str("lockvisor rv64 guest: ")
+                 .u(g_hart_count)
+                 .str(" harts, boot hart ")
+                 .u(g_boot_hart)
+                 .str(", lock clock ")
+                 .u(g_lock_clock_khz)
+                 .str(" kHz"));
+}
 
 void finish(bool ok) {
   print_line(ok ? "PASS" : "FAIL");
@@ -123,7 +137,6 @@ using namespace guest::riscv;
 
 extern "C" [[noreturn]] void rv_boot_main(u64 hart, u64 dtb) {
   (void)hart;
-  (void)dtb;
   if (loaded_start() != reinterpret_cast<u64>(g_linked_start))
     fail(guest::Text()
              .str("the image was loaded at ")
@@ -136,6 +149,8 @@ extern "C" [[noreturn]] void rv_boot_main(u64 hart, u64 dtb) {
   g_boot_hart = this_hart();
   g_hart_count = count_harts();
   if (g_boot_hart >= g_hart_count) fail("the boot hart's id is beyond the harts HSM reports");
+  g_lock_clock_khz = fdt_timebase_hz(reinterpret_cast<const void*>(dtb)) / 1000;
+  if (g_lock_clock_khz == 0) fail("the device tree in a1 has no /cpus/timebase-frequency (of 1 kHz or more)");
   program_main();
   finish(true);
 }

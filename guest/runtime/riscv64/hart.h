@@ -19,6 +19,8 @@ inline unsigned this_hart() {
 // Harts of the machine (counted at boot through SBI HSM; ids 0..n-1).
 unsigned hart_count();
 unsigned boot_hart();
+// The rate of the `time` CSR (the lock clock), from the device tree at boot.
+u64 lock_clock_khz();
 
 // Starts every other hart; each calls `fn` on its own stack, then stops.
 // Returns once all of them are running.
@@ -27,6 +29,10 @@ void start_other_harts(void (*fn)());
 // One whole line on the console (the harts take turns).
 void print_line(const Text& line);
 void print_line(const char* line);
+
+// "lockvisor rv64 guest: N harts, boot hart B, lock clock K kHz": every
+// program's first line.
+void print_banner();
 
 // The program's verdict: a final "PASS"/"FAIL" line, then SBI SRST
 // power-off with reason "none" or "system failure".

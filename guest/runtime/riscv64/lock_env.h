@@ -31,7 +31,8 @@ struct RiscvLockEnv {
 };
 static_assert(lockvisor::locks::LockEnv<RiscvLockEnv>);
 
-// Probes SBI IPI once, on the boot hart before any lock is used.
+// Probes SBI IPI and sets the locks' time bounds for the lock clock's rate,
+// once, on the boot hart before any lock is used.
 void set_lock_env_features();
 
 }  // namespace guest::riscv
