@@ -9,7 +9,9 @@
 //     place it exactly there. It stops with a named error if it was not.
 //   * Entry at the ELF entry point in S-mode (VS-mode under KVM), paging off
 //     (satp = 0), interrupts off (sstatus.SIE = 0), with a0 = this hart's id
-//     and a1 = the device tree's address (the SBI boot protocol).
+//     and a1 = the device tree's address (the SBI boot protocol). The guest
+//     reads one property of it, /cpus/timebase-frequency: the rate of the
+//     `time` CSR, its lock clock.
 //   * One hart enters first; the guest starts the others itself with SBI HSM
 //     hart_start at the same entry point (sbi_pvlock.h). Hart ids must be
 //     below kRiscvMaxHarts and contiguous from 0.
