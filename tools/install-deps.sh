@@ -27,6 +27,9 @@ packages=(
   # The riscv64 preset (docs/riscv.md): the cross compiler and C library,
   # GoogleTest's sources to build for riscv64, qemu-user to run the tests
   g++-riscv64-linux-gnu libc6-dev-riscv64-cross googletest qemu-user-static
+  # The RV64 guest's boot test (tests/riscv): QEMU's RISC-V `virt` machine
+  # and OpenSBI, the firmware the guest boots under
+  qemu-system-misc opensbi
 )
 
 missing=()
