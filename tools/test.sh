@@ -3,7 +3,7 @@
 #   1. default build: host-only tests (unit, CLI, native lock stress);
 #   2. ThreadSanitizer build: the native lock stress tests again;
 #      then the riscv64 build: the lock runtime's native tests on RV64 under
-#      qemu-user (docs/riscv.md);
+#      qemu-user, and the RV64 guest booted under OpenSBI (docs/riscv.md);
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build: unit and CLI tests;
 #   4. the report-channel decoder under libFuzzer (clang, ASan + UBSan) for a
 #      bounded time (LOCKVISOR_FUZZ_SECONDS, default 30);
@@ -27,8 +27,9 @@ ctest --preset tsan -L native -j "$jobs"
 
 # The lock runtime cross-built for riscv64 (static, GCC 12) and its native
 # tests run under qemu-riscv64 (docs/riscv.md): RVWMO atomics, the `pause`
-# hint and the `time` CSR clock. About 2.5 minutes from scratch on 2 cores:
-# 1.5 building (GoogleTest and the tests), 1 running the 244 tests.
+# hint and the `time` CSR clock; and the RV64 guest booted on 4 harts in
+# qemu-system-riscv64 under OpenSBI, every lock under torture. About 2.5
+# minutes from scratch on 2 cores: 1.5 building, 1 running the tests.
 cmake --preset riscv64 >/dev/null
 cmake --build --preset riscv64
 ctest --preset riscv64 -j "$jobs"
