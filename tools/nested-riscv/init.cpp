@@ -130,13 +130,29 @@ void mount_9p(const char* tag, const std::string& target, unsigned long flags, c
   die(std::string("cannot mount 9p share '") + tag + "' on " + target + ": " + errno_text());
 }
 
+// /tmp: the host's /tmp as the read-only lower layer of an overlay whose
+// upper layer is a tmpfs (host files visible, writes discarded); a plain
+// empty tmpfs if the overlay cannot be mounted.
+void mount_tmp() {
+  make_dir("/tmpfs");
+  mount_or_die("tmpfs", "/tmpfs", "tmpfs", 0);
+  make_dir("/tmpfs/upper", 01777);
+  make_dir("/tmpfs/work");
+  if (::mount("overlay", "/host/tmp", "overlay", 0, "lowerdir=/host/tmp,upperdir=/tmpfs/upper,workdir=/tmpfs/work") ==
+      0)
+    return;
+  std::fprintf(stderr, "nested-riscv init: warning: overlay on /tmp failed (%s); /tmp is an empty tmpfs\n",
+               errno_text().c_str());
+  mount_or_die("tmpfs", "/host/tmp", "tmpfs", 0, "mode=1777");
+}
+
 // Mirrors tools/nested-kvm's layout: the host's root read-only at /host, the
 // working directory read-write at its own path inside it, fresh /proc, /sys,
-// /dev, and tmpfs on /tmp and /dev/shm (writes there are discarded).
+// /dev, and /tmp (above) and a tmpfs /dev/shm whose writes are discarded.
 void mount_host(const std::string& workdir) {
   make_dir("/host");
   mount_9p("hostroot", "/host", MS_RDONLY, "loose");
-  mount_or_die("tmpfs", "/host/tmp", "tmpfs", 0, "mode=1777");
+  mount_tmp();
   const std::string shared = "/host" + workdir;
   if (::access(shared.c_str(), F_OK) != 0) make_dir(shared);
   mount_9p("workdir", shared, 0, "mmap");

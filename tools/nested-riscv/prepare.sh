@@ -75,7 +75,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 if [ ! -f "$kdir/stamp" ]; then
 	started=$(date +%s)
-	note "building the riscv64 kernel ($SOURCE_PKG $srcver, $(basename "$kdir")) with make -j$jobs; about 10 minutes on 2 CPUs"
+	note "building the riscv64 kernel ($SOURCE_PKG $srcver, $(basename "$kdir")) with make -j$jobs; 5 to 15 minutes on 2 CPUs"
 	tar -xf "$SOURCE_TAR" -C "$tmp" || die "cannot extract $SOURCE_TAR"
 	src="$tmp/linux-source-6.1"
 	obj="$tmp/obj"
