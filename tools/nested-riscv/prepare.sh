@@ -4,7 +4,8 @@
 # linux-source-6.1 with the configuration fragment kernel.config, and the
 # machine's static riscv64 /init (init.cpp).  Each is cached under a key of
 # its inputs (the kernel: the linux-source-6.1 package version and the
-# fragment's hash; init: its source's hash), so a second call is a fast no-op.
+# fragment's hash; init: the hash of its sources and of this script), so a
+# second call is a fast no-op.
 # On success prints two lines on stdout: the kernel Image and the init binary.
 #
 # Usage: prepare.sh
@@ -25,7 +26,7 @@ note() { printf 'nested-riscv prepare: %s\n' "$*" >&2; }
 
 for arg in "$@"; do
 	case "$arg" in
-	-h | --help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) die "unknown argument '$arg' (usage: prepare.sh)" ;;
 	esac
 done
