@@ -11,7 +11,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=${1:?usage: probe-test.sh WORK_DIR}
 fail() { printf 'probe-test: FAIL: %s\n' "$*" >&2; exit 1; }
 mkdir -p "$work" || fail "cannot create $work"
-probe=$("$here/build-probe.sh" "$work/kvm-probe") || fail "build-probe.sh failed"
+bin=$("$here/build-probe.sh" "$work/bin") || fail "build-probe.sh failed"
+probe=$bin/kvm-probe
 "$here/prepare.sh" >/dev/null || fail "prepare.sh failed"
 
 "$here/run.sh" --smp 2 --timeout 300 --workdir "$work" -- "$probe" >"$work/pass.out" 2>"$work/pass.err"
