@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # Installs what lockvisor needs to build and test, from Debian 12 packages,
 # skipping what is already there. Safe to run again. Needs root (or sudo).
+#
+# Usage: install-deps.sh [--riscv]
+#   --riscv  also what the riscv64 preset and its tests need (docs/riscv.md):
+#            the whole test suite (tools/test.sh) asks for it, the main job
+#            (tools/quickstart.sh) does not, so a first quick start does not
+#            download a cross compiler and a second QEMU.
 set -euo pipefail
+riscv=0
+case "${1:-}" in
+  "") ;;
+  --riscv) riscv=1 ;;
+  *) echo "install-deps: unknown argument '$1' (usage: install-deps.sh [--riscv])" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake ninja-build
@@ -24,13 +36,17 @@ packages=(
   # names the package's Depends with dpkg-shlibdeps (dpkg-dev), which finds
   # the binaries with `file`; the tests render the man page with man-db
   man-db dpkg-dev file
-  # The riscv64 preset (docs/riscv.md): the cross compiler and C library,
-  # GoogleTest's sources to build for riscv64, qemu-user to run the tests
-  g++-riscv64-linux-gnu libc6-dev-riscv64-cross googletest qemu-user-static
-  # The RV64 guest's boot test (tests/riscv): QEMU's RISC-V `virt` machine
-  # and OpenSBI, the firmware the guest boots under
-  qemu-system-misc opensbi
 )
+if [ "$riscv" = 1 ]; then
+  packages+=(
+    # The riscv64 preset (docs/riscv.md): the cross compiler and C library,
+    # GoogleTest's sources to build for riscv64, qemu-user to run the tests
+    g++-riscv64-linux-gnu libc6-dev-riscv64-cross googletest qemu-user-static
+    # The RV64 guest's boot test (tests/riscv): QEMU's RISC-V `virt` machine
+    # and OpenSBI, the firmware the guest boots under
+    qemu-system-misc opensbi
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

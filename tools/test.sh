@@ -12,7 +12,7 @@
 #      on this host's KVM or inside tools/nested-kvm.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-tools/install-deps.sh
+tools/install-deps.sh --riscv
 # Debian 12's own kernels (both flavours) for the Linux-guest tests.
 tools/linux-guest/fetch-kernels.sh
 jobs=$(nproc)
