@@ -2,14 +2,18 @@
 # What the nested machines' run.sh scripts share (sourced, not run): their
 # options, the outer host's description, the environment passed to COMMAND,
 # and the loop that boots a machine, watches it and turns what it reported
-# into run.sh's exit status. tools/nested-riscv/run.sh uses it;
-# tools/nested-kvm/run.sh still has its own copy of the same logic.
+# into run.sh's exit status. tools/nested-kvm/run.sh and
+# tools/nested-riscv/run.sh use it.
 #
 # The caller sets, before sourcing: nested_name (the prefix of every message,
-# e.g. nested-riscv) and max_harts (the largest --smp). Then it calls
-# nested_parse_options "$@" and nested_make_tmp, builds the machine into the
-# array `qemu` (whose console goes to $tmp/console.log and status port to
-# $tmp/status), and calls nested_run_machine, which never returns.
+# e.g. nested-riscv) and, where --smp has a limit, max_harts (the largest
+# --smp; no limit when unset); optionally qemu_err_noise (nested_show_logs)
+# and freeze_hint (nested_run_machine). Then it calls nested_parse_options
+# HELP-LAST-LINE "$@", nested_make_tmp and nested_export_outer_host, passes
+# nested_command and nested_passed_environment to its init, builds the
+# machine into the array `qemu` (whose console goes to $tmp/console.log and
+# status port to $tmp/status), and calls nested_run_machine, which never
+# returns.
 
 nested_err() { printf '%s: error: %s\n' "$nested_name" "$*" >&2; }
 nested_usage_error() {
@@ -59,7 +63,7 @@ nested_parse_options() { # help-last-line args...
 	[ $# -gt 0 ] || nested_usage_error "no command given"
 	nested_command=("$@")
 	{ nested_is_uint "$smp" && [ "$smp" -ge 1 ]; } || nested_usage_error "--smp needs a positive integer"
-	[ "$smp" -le "$max_harts" ] || nested_usage_error "--smp must be at most $max_harts"
+	[ -z "${max_harts:-}" ] || [ "$smp" -le "$max_harts" ] || nested_usage_error "--smp must be at most $max_harts"
 	{ nested_is_uint "$mem" && [ "$mem" -ge 128 ]; } || nested_usage_error "--mem needs an integer >= 128 (MiB)"
 	nested_is_uint "$timeout" || nested_usage_error "--timeout needs a non-negative integer (seconds)"
 	nested_is_uint "$retry_frozen" || nested_usage_error "--retry-frozen needs a non-negative integer"
