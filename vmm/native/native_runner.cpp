@@ -12,19 +12,39 @@ namespace lockvisor::native {
 
 std::uint64_t host_lock_clock_khz() {
   static const std::uint64_t khz = [] {
-    // Two CLOCK_MONOTONIC_RAW/lock-clock pairs ~20 ms apart; each pair is
-    // taken back to back, so the sleep's overshoot does not matter.
-    auto stamp = [](std::uint64_t& ticks) {
+    // Two CLOCK_MONOTONIC_RAW/lock-clock pairs ~20 ms apart. A pair is the
+    // lock clock read between two monotonic reads, stamped at their middle;
+    // of a few tries the pair whose monotonic reads lie closest together is
+    // kept, so a preemption (or, under emulation, a translation) between
+    // the reads does not skew the rate: the sleep's overshoot does not
+    // matter either.
+    struct Stamp {
+      double ns;
+      std::uint64_t ticks;
+    };
+    auto mono_ns = [] {
       timespec ts{};
       clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-      ticks = locks::read_lock_clock();
       return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
     };
-    std::uint64_t c0 = 0, c1 = 0;
-    const double t0 = stamp(c0);
+    auto stamp = [&mono_ns] {
+      Stamp best{0, 0};
+      double best_gap = 0;
+      for (int i = 0; i < 5; ++i) {
+        const double before = mono_ns();
+        const std::uint64_t ticks = locks::read_lock_clock();
+        const double after = mono_ns();
+        if (i == 0 || after - before < best_gap) {
+          best_gap = after - before;
+          best = {(before + after) / 2, ticks};
+        }
+      }
+      return best;
+    };
+    const Stamp s0 = stamp();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    const double t1 = stamp(c1);
-    return static_cast<std::uint64_t>(std::llround(static_cast<double>(c1 - c0) / (t1 - t0) * 1e6));
+    const Stamp s1 = stamp();
+    return static_cast<std::uint64_t>(std::llround(static_cast<double>(s1.ticks - s0.ticks) / (s1.ns - s0.ns) * 1e6));
   }();
   return khz;
 }
