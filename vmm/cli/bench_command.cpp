@@ -1,5 +1,11 @@
 // lockvisor bench: hypercall and wake-up costs, each measured beside its
 // baseline in the same run, reported as medians.
+//
+// One file (over 500 lines): the command's parts (exit costs, kick->wake,
+// start-up and its vCPU sweep, uncontended and contended lock costs) share
+// its options, its stop and failure handling and one JSON document, and
+// each part prints its own lines; the measuring itself lives below it
+// (vmm/bench/, vmm/kvm/startup_floor.h, vmm/lockstat/).
 #include <fmt/format.h>
 
 #include <fcntl.h>
