@@ -1,6 +1,6 @@
 // The RV64 guest image's boot contract (guest/arch/riscv64/entry.S), what a
-// loader must honour: OpenSBI's fw_dynamic for `qemu -kernel` today,
-// lockvisor's RISC-V VMM later.
+// loader must honour: OpenSBI's fw_dynamic for `qemu -kernel`, and
+// lockvisor's RISC-V VMM.
 //
 //   * The image is linked to run at kRiscvImageBase (an ELF64 executable with
 //     one loadable text+data range; .bss follows it and is zeroed by the
@@ -17,11 +17,27 @@
 //     below kRiscvMaxHarts and contiguous from 0.
 //   * SBI services it needs from the firmware or the VMM: BASE, HSM, IPI,
 //     SRST and the legacy console putchar (sbi_pvlock.h).
+//   * Under lockvisor's VMM the device tree's /chosen node has the property
+//     kRiscvBootInfoProperty (one u64, big-endian as every FDT cell): the
+//     address of a BootInfo (boot_info.h), which names the program to run and
+//     its settings. Without it (firmware boot) the guest runs its smoke test.
+//     The VMM also answers lockvisor's SBI extension (sbi_lockvisor.h).
 #pragma once
 #include "lockvisor/abi/guest_layout.h"
 #include "lockvisor/abi/types.h"
 
 namespace lockvisor::abi {
+
+// Guest RAM starts here, as on QEMU's `virt` machine.
+inline constexpr u64 kRiscvRamBase = 0x80000000;
+
+// Where lockvisor's VMM puts the flattened device tree (a1 at entry) and
+// the BootInfo, both below the image: RAM the image never uses.
+inline constexpr u64 kRiscvFdtGpa = kRiscvRamBase;
+inline constexpr u64 kRiscvFdtMaxBytes = 0x10000;
+inline constexpr u64 kRiscvBootInfoGpa = kRiscvRamBase + 0x100000;
+// The /chosen property that holds kRiscvBootInfoGpa.
+inline constexpr char kRiscvBootInfoProperty[] = "lockvisor,boot-info";
 
 // 2 MiB into RAM on QEMU's `virt` machine (RAM at 0x80000000): where OpenSBI's
 // fw_dynamic puts the next stage. The build reads this line (the linker
@@ -31,5 +47,8 @@ inline constexpr u64 kRiscvImageBase = 0x80200000;
 // Hart ids 0..kRiscvMaxHarts-1 get a stack; as many as the lock runtime has
 // CPUs (locks::kMaxCpus).
 inline constexpr u32 kRiscvMaxHarts = kMaxVcpus;
+
+static_assert(kRiscvFdtGpa + kRiscvFdtMaxBytes <= kRiscvBootInfoGpa, "the device tree overlaps BootInfo");
+static_assert(kRiscvBootInfoGpa + kBootInfoBytes <= kRiscvImageBase, "BootInfo overlaps the image");
 
 }  // namespace lockvisor::abi
