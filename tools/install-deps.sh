@@ -45,6 +45,9 @@ if [ "$riscv" = 1 ]; then
     # The RV64 guest's boot test (tests/riscv): QEMU's RISC-V `virt` machine
     # and OpenSBI, the firmware the guest boots under
     qemu-system-misc opensbi
+    # tools/nested-riscv: the riscv64 host kernel with KVM, built once from
+    # Debian's sources and cached (the RISC-V VMM's checks run under it)
+    linux-source-6.1 flex bison bc xz-utils
   )
 fi
 
