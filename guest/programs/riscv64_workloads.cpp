@@ -22,15 +22,15 @@ struct WorkloadPlatform : RiscvPlatform {
   static void window_mark(u64 edge) { report_window_mark(edge); }
 };
 
-WorkloadStats g_stats[kRiscvMaxHarts];  // kilobytes each: off the hart stacks
+WorkloadStats g_workload_stats[kRiscvMaxHarts];  // kilobytes each: off the hart stacks
 
 void run(WorkloadKind kind) {
   const WorkloadParams& params = checked_workload_params(*boot_info(), kind, hart_count());
   check_lock_fits(params.lock, RiscvLockEnv::pv_available(), "SBI PVLOCK (kBootFlagSbiPvlock)", hart_count());
   const unsigned hart = this_hart();
-  run_named_workload<RiscvLockEnv, WorkloadPlatform>(params, hart, g_stats[hart]);
-  g_stats[hart].pv_halts = g_halts[hart];
-  report_array(kWorkloadStatsKey, reinterpret_cast<const u64*>(&g_stats[hart]), kWorkloadStatsWords,
+  run_named_workload<RiscvLockEnv, WorkloadPlatform>(params, hart, g_workload_stats[hart]);
+  g_workload_stats[hart].pv_halts = g_halts[hart];
+  report_array(kWorkloadStatsKey, reinterpret_cast<const u64*>(&g_workload_stats[hart]), kWorkloadStatsWords,
                ResultKind::kUnsigned);
 }
 
