@@ -19,7 +19,9 @@ Cases (4 harts):
       mutual-exclusion violation;
   pvqspinlock with SBI PVLOCK off: every hart fails its check ("needs SBI
       PVLOCK") before the workload starts;
-  an unknown program: the boot hart fails ("unknown guest program").
+  an unknown program: the boot hart fails ("unknown guest program");
+  a BootInfo for 5 harts on the 4 of the device tree: refused on the console
+      before any program runs, then SRST power-off.
 
 Usage: lockvisor_mode.py IMAGE WRITE_BOOT_INFO EMULATOR NM
   WRITE_BOOT_INFO is the riscv64 build of write_boot_info.cpp, run through
@@ -122,11 +124,11 @@ def u64(blob, offset):
 class Run:
     """One boot: the image with a BootInfo for `program` on `lock`."""
 
-    def __init__(self, ctx, program, lock):
+    def __init__(self, ctx, program, lock, vcpus=HARTS, monitor=True):
         self.ctx = ctx
         work = ctx["work"]
         boot_info = os.path.join(work, "boot-info")
-        subprocess.run([ctx["emulator"], ctx["writer"], boot_info, program, str(HARTS), lock, str(ITERATIONS)],
+        subprocess.run([ctx["emulator"], ctx["writer"], boot_info, program, str(vcpus), lock, str(ITERATIONS)],
                        check=True)
         sock = os.path.join(work, "monitor")
         if os.path.exists(sock):
@@ -137,7 +139,7 @@ class Run:
                               "-device", f"loader,file={boot_info},addr={BOOT_INFO_GPA:#x},force-raw=on",
                               "-monitor", f"unix:{sock},server,nowait"],
             stdin=subprocess.DEVNULL, stdout=self.console, stderr=subprocess.STDOUT)
-        self.monitor = Monitor(sock)
+        self.monitor = Monitor(sock) if monitor else None
 
     def slot(self, hart):
         L = self.ctx["layout"]
@@ -163,7 +165,8 @@ class Run:
         return raw.split(b"\0", 1)[0].decode(errors="replace")
 
     def close(self):
-        self.monitor.quit()
+        if self.monitor is not None:
+            self.monitor.quit()
         try:
             self.qemu.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -218,6 +221,22 @@ def case_refused(ctx, program, lock, harts, expected):
     print(f"ok: {program} on {lock}: refused on harts {list(harts)}: {texts[harts[0]]}")
 
 
+def case_more_vcpus_than_harts(ctx):
+    """A BootInfo for more harts than the device tree has: refused on the
+    console before any program runs, and the machine powers off (SRST)."""
+    run = Run(ctx, "torture", "ticket", vcpus=HARTS + 1, monitor=False)
+    try:
+        run.qemu.wait(timeout=LIMIT_S)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"a BootInfo for {HARTS + 1} harts on {HARTS}: the guest did not power off")
+    finally:
+        lines = run.close()
+    expected = "BootInfo's vcpu_count is 0 or more than the harts the device tree describes"
+    if not any(l.startswith("FAIL: hart 0: ") and expected in l for l in lines) or lines[-1:] != ["FAIL"]:
+        raise Failure(f"a BootInfo for {HARTS + 1} harts on {HARTS} was not refused (console: {lines})")
+    print(f"ok: a BootInfo for {HARTS + 1} harts on {HARTS}: refused")
+
+
 def main(argv):
     if len(argv) != 5:
         print("usage: lockvisor_mode.py IMAGE WRITE_BOOT_INFO EMULATOR NM", file=sys.stderr)
@@ -249,6 +268,7 @@ def main(argv):
             case_torture(ctx)
             case_refused(ctx, "torture", "pvqspinlock", list(range(HARTS)), "pvqspinlock needs SBI PVLOCK")
             case_refused(ctx, "no-such-program", "ticket", [0], "unknown guest program 'no-such-program'")
+            case_more_vcpus_than_harts(ctx)
         except (Failure, subprocess.CalledProcessError, OSError, ValueError) as e:
             print(f"FAIL: {e}")
             return 1

@@ -99,12 +99,10 @@ void hart_init() { enable_wake_interrupt(); }
 
 // Firmware mode (no BootInfo in the device tree): the image's own program on
 // the boot hart, which starts the other harts itself.
-[[noreturn]] void firmware_main(const FdtFacts& fdt) {
+[[noreturn]] void firmware_main() {
   hart_init();
   g_hart_count = count_harts();
   if (g_boot_hart >= g_hart_count) fail("the boot hart's id is beyond the harts HSM reports");
-  g_lock_clock_khz = fdt.timebase_hz / 1000;
-  if (g_lock_clock_khz == 0) fail("the device tree in a1 has no /cpus/timebase-frequency (of 1 kHz or more)");
   print_banner();
   program_main();
   finish(true);
@@ -119,8 +117,6 @@ void hart_init() { enable_wake_interrupt(); }
   if (const char* why = check_boot_info(fdt.boot_info, fdt.harts)) fail(why);
   const BootInfo* info = reinterpret_cast<const BootInfo*>(fdt.boot_info);
   if (g_boot_hart >= info->vcpu_count) fail("the boot hart's id is beyond BootInfo's vcpu_count");
-  g_lock_clock_khz = fdt.timebase_hz / 1000;
-  if (g_lock_clock_khz == 0) fail("the device tree in a1 has no /cpus/timebase-frequency (of 1 kHz or more)");
   // From here on failures are reported through the VMM's report channel.
   set_boot_info(info);
   use_pvlock_kick(info->sbi_experimental_eid);
@@ -201,8 +197,10 @@ extern "C" [[noreturn]] void rv_boot_main(u64 hart, u64 dtb) {
              .c_str());
   g_boot_hart = this_hart();
   const FdtFacts fdt = fdt_read(reinterpret_cast<const void*>(dtb));
+  g_lock_clock_khz = fdt.timebase_hz / 1000;
+  if (g_lock_clock_khz == 0) fail("the device tree in a1 has no /cpus/timebase-frequency (of 1 kHz or more)");
   if (fdt.has_boot_info) lockvisor_main(fdt);
-  firmware_main(fdt);
+  firmware_main();
 }
 
 extern "C" [[noreturn]] void rv_secondary_main(u64 hart, u64 opaque) {
