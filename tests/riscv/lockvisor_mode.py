@@ -20,6 +20,8 @@ Cases (4 harts):
   pvqspinlock with SBI PVLOCK off: every hart fails its check ("needs SBI
       PVLOCK") before the workload starts;
   an unknown program: the boot hart fails ("unknown guest program");
+  a lock tuning key (BootInfo::args) with a value that is no number: every
+      hart fails its check naming it;
   a BootInfo for 5 harts on the 4 of the device tree: refused on the console
       before any program runs, then SRST power-off.
 
@@ -124,11 +126,11 @@ def u64(blob, offset):
 class Run:
     """One boot: the image with a BootInfo for `program` on `lock`."""
 
-    def __init__(self, ctx, program, lock, vcpus=HARTS, monitor=True):
+    def __init__(self, ctx, program, lock, vcpus=HARTS, monitor=True, args=""):
         self.ctx = ctx
         work = ctx["work"]
         boot_info = os.path.join(work, "boot-info")
-        subprocess.run([ctx["emulator"], ctx["writer"], boot_info, program, str(vcpus), lock, str(ITERATIONS)],
+        subprocess.run([ctx["emulator"], ctx["writer"], boot_info, program, str(vcpus), lock, str(ITERATIONS), args],
                        check=True)
         sock = os.path.join(work, "monitor")
         if os.path.exists(sock):
@@ -207,9 +209,9 @@ def case_torture(ctx):
     print(f"ok: torture on ticket, lockvisor mode: {HARTS} harts DONE, {ops} acquisitions, 0 violations")
 
 
-def case_refused(ctx, program, lock, harts, expected):
+def case_refused(ctx, program, lock, harts, expected, args=""):
     L = ctx["layout"]
-    run = Run(ctx, program, lock)
+    run = Run(ctx, program, lock, args=args)
     try:
         slots = run.last_messages(harts, {L["ucall_done"], L["ucall_assert_fail"]})
         texts = {h: run.text(s) for h, s in slots.items() if u32(s, L["ucall_type"]) == L["ucall_assert_fail"]}
@@ -268,6 +270,8 @@ def main(argv):
             case_torture(ctx)
             case_refused(ctx, "torture", "pvqspinlock", list(range(HARTS)), "pvqspinlock needs SBI PVLOCK")
             case_refused(ctx, "no-such-program", "ticket", [0], "unknown guest program 'no-such-program'")
+            case_refused(ctx, "torture", "pvbounded", list(range(HARTS)), "pvb_bound_us=soon is not a valid value",
+                         args="pvb_bound_us=soon")
             case_more_vcpus_than_harts(ctx)
         except (Failure, subprocess.CalledProcessError, OSError, ValueError) as e:
             print(f"FAIL: {e}")

@@ -4,9 +4,10 @@
 // the file in guest RAM, /chosen/lockvisor,boot-info names it). Built from
 // the ABI headers, so the record is exactly what the guest was built against.
 //
-//   write_boot_info OUT PROGRAM VCPUS LOCK ITERATIONS
+//   write_boot_info OUT PROGRAM VCPUS LOCK ITERATIONS [ARGS]
 //       a BootInfo for PROGRAM on VCPUS harts, with the torture workload's
-//       defaults on LOCK, ITERATIONS acquisitions per hart, SBI PVLOCK off
+//       defaults on LOCK, ITERATIONS acquisitions per hart, SBI PVLOCK off,
+//       ARGS ("key=value ...", the lock tuning) as BootInfo::args
 //   write_boot_info --layout
 //       the offsets the test reads guest memory with, "name value" per line
 // Exit 0, or 2 with a one-line message on bad arguments.
@@ -27,7 +28,7 @@ namespace {
 using namespace lockvisor::abi;
 
 int usage(const char* why) {
-  std::fprintf(stderr, "write_boot_info: %s (usage: write_boot_info OUT PROGRAM VCPUS LOCK ITERATIONS | --layout)\n", why);
+  std::fprintf(stderr, "write_boot_info: %s (usage: write_boot_info OUT PROGRAM VCPUS LOCK ITERATIONS [ARGS] | --layout)\n", why);
   return 2;
 }
 
@@ -49,11 +50,13 @@ int print_layout() {
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--layout") == 0) return print_layout();
-  if (argc != 6) return usage("wrong number of arguments");
+  if (argc != 6 && argc != 7) return usage("wrong number of arguments");
   const unsigned long vcpus = std::strtoul(argv[3], nullptr, 10);
   const unsigned long long iterations = std::strtoull(argv[5], nullptr, 10);
   if (vcpus == 0 || vcpus > kMaxVcpus) return usage("VCPUS out of range");
   if (std::strlen(argv[2]) >= kProgramNameBytes) return usage("PROGRAM too long");
+  const char* args = argc == 7 ? argv[6] : "";
+  if (std::strlen(args) >= kProgramArgsBytes) return usage("ARGS too long");
 
   auto info = std::make_unique<BootInfo>();  // zeroed
   info->magic = kBootInfoMagic;
@@ -63,6 +66,7 @@ int main(int argc, char** argv) {
   info->flags = kBootFlagWorkload;
   info->sbi_experimental_eid = kSbiExtPvlockExperimentalDefault;
   std::strcpy(info->program, argv[2]);
+  std::strcpy(info->args, args);
   info->numa_nodes = 1;
   WorkloadParams& p = info->workload;
   p = default_workload_params(WorkloadKind::kTorture);

@@ -1,6 +1,8 @@
 #include "runtime/riscv64/boot_info.h"
 
 #include "lockvisor/abi/riscv_boot.h"
+#include "runtime/boot.h"
+#include "runtime/riscv64/hart.h"
 #include "runtime/string.h"
 
 namespace guest::riscv {
@@ -27,3 +29,10 @@ const BootInfo* boot_info() { return g_boot_info; }
 void set_boot_info(const BootInfo* info) { g_boot_info = info; }
 
 }  // namespace guest::riscv
+
+// What runtime/boot.h gives the architecture-neutral guest code both images
+// compile (runtime/boot_args.cpp, runtime/lock_tuning.cpp): the BootInfo
+// (lockvisor mode only), and the lock clock's rate, which on RV64 is the
+// device tree's timebase, not BootInfo's tsc_khz.
+const lockvisor::abi::BootInfo& guest::boot() { return *riscv::g_boot_info; }
+lockvisor::abi::u64 guest::tsc_khz() { return riscv::lock_clock_khz(); }

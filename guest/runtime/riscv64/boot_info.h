@@ -18,6 +18,7 @@ using namespace lockvisor::abi;
 const char* check_boot_info(u64 address, u32 fdt_harts);
 
 // The accepted BootInfo, from then on; nullptr under firmware (and before).
+// runtime/boot.h's boot() reads it too, in lockvisor mode only.
 const BootInfo* boot_info();
 void set_boot_info(const BootInfo* info);
 
