@@ -22,6 +22,7 @@
 #include "lockvisor/abi/workload_limits.h"
 #include "runtime/format.h"
 #include "runtime/riscv64/hart.h"
+#include "programs/riscv64_platform.h"
 #include "programs/riscv64_programs.h"
 #include "runtime/riscv64/lock_env.h"
 #include "runtime/riscv64/sbi.h"

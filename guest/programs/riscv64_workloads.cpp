@@ -10,6 +10,7 @@
 // compares them with its own counts of WFI exits and KICK_CPU calls.
 #include "lockvisor/abi/workload.h"
 #include "programs/lock_workload_run.h"
+#include "programs/riscv64_platform.h"
 #include "programs/riscv64_programs.h"
 #include "runtime/lock_tuning.h"
 #include "runtime/riscv64/boot_info.h"

@@ -24,7 +24,7 @@ inline void ucall_send(const Ucall* u) { ucall_doorbell(u); }
 }  // namespace guest
 
 #elif defined(__riscv) && __riscv_xlen == 64
-#include "locks/arch/primitives.h"
+#include "locks/atomic.h"
 #include "runtime/riscv64/hart.h"
 #include "runtime/riscv64/lockvisor_sbi.h"
 

@@ -5,7 +5,6 @@
 #pragma once
 #include "locks/lock_env.h"
 #include "locks/lock_events.h"
-#include "workloads/platform.h"
 #include "runtime/riscv64/hart.h"
 #include "runtime/riscv64/wake.h"
 
@@ -33,14 +32,6 @@ struct RiscvLockEnv {
   [[noreturn]] static void bug(const char* what) { fail(what); }
 };
 static_assert(lockvisor::locks::LockEnv<RiscvLockEnv>);
-
-// The workloads' Platform (workloads/platform.h): the lock clock, the `time`
-// CSR, at the rate the device tree gave.
-struct RiscvPlatform {
-  static u64 now() { return lockvisor::locks::read_lock_clock(); }
-  static u64 tsc_khz() { return lock_clock_khz(); }
-  static u64 ns_to_cycles(u64 ns) { return lockvisor::workloads::ns_to_cycles(ns, tsc_khz()); }
-};
 
 // Finds out whether the kick is served (under firmware: SBI IPI probed;
 // under lockvisor: BootInfo's kBootFlagSbiPvlock) and sets the locks' time

@@ -1,6 +1,6 @@
 #include "runtime/riscv64/lockvisor_sbi.h"
 
-#include "locks/arch/primitives.h"
+#include "locks/atomic.h"
 
 namespace guest::riscv {
 namespace {
