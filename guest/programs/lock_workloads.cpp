@@ -5,14 +5,12 @@
 // vCPU and report each vCPU's WorkloadStats.  The window marks are one ucall
 // each (kWindowMark), so the VMM samples host-side costs over the measured
 // window only.
-#include "locks/busted.h"
-#include "locks/registry.h"
 #include "lockvisor/abi/workload.h"
+#include "programs/lock_workload_run.h"
 #include "programs/programs.h"
 #include "runtime/boot.h"
 #include "runtime/check.h"
 #include "runtime/cpu.h"
-#include "runtime/doorbell.h"
 #include "runtime/guest_lock_env.h"
 #include "runtime/lock_probe.h"
 #include "runtime/lock_trace.h"
@@ -76,9 +74,6 @@ struct WorkloadEnv : GuestLockEnv {
   }
 };
 
-// Each vCPU's window-mark message (a vCPU is stopped while the VMM reads it).
-Ucall g_marks[kMaxVcpus];
-
 // --trace: each vCPU's lock-trace log block (null: not tracing), the
 // arrival time of its acquisition in progress (runtime/lock_trace.h) and its
 // acquisition-path counters as of its last record. Cache-line aligned per
@@ -118,13 +113,7 @@ struct GuestPlatform {
   static u64 tsc_khz() { return guest::tsc_khz(); }
   static u32 numa_node(unsigned cpu) { return guest::numa_node_of(cpu); }
   static u64 numa_remote_cycles() { return guest::ns_to_tsc(guest::numa_remote_ns()); }
-  static void window_mark(u64 edge) {
-    Ucall& u = g_marks[this_cpu()];
-    u.magic = kUcallMagic;
-    u.type = UcallType::kWindowMark;
-    u.args[0] = edge;
-    ucall_doorbell(&u);
-  }
+  static void window_mark(u64 edge) { report_window_mark(edge); }
   // The lock probe's hooks (targeted preemption, docs/preemption.md) and the
   // timeline's acquisitions (docs/trace.md), both without exits; each costs
   // one predictable branch when off.
@@ -151,55 +140,21 @@ struct GuestPlatform {
   }
 };
 
-// Zero-initialised shared state, one per lock type: lives in .bss.
-template <class Lock>
-lockvisor::workloads::WorkloadShared<Lock> g_shared;
 WorkloadStats g_stats[kMaxVcpus];
-
-// The VMM's record, checked: flag, header, the program's kind, the vCPU count.
-const WorkloadParams& checked_params(WorkloadKind kind) {
-  const BootInfo& info = boot();
-  if ((info.flags & kBootFlagWorkload) == 0)
-    assert_fail(__FILE__, __LINE__, "no workload parameters in BootInfo (the VMM must write BootInfo::workload)");
-  const WorkloadParams& p = info.workload;
-  if (const char* why = check_header(p)) assert_fail(__FILE__, __LINE__, why);
-  LV_CHECK_MSG(p.kind == kind, "BootInfo::workload is for another workload kind than this program");
-  LV_CHECK_EQ(p.cpus, u64{nr_cpus()});
-  if (const lockvisor::abi::WorkloadLimit* l = lockvisor::abi::out_of_range(p))
-    assert_fail(__FILE__, __LINE__,
-                Text().str(l->name).str(" ").u(p.*(l->field)).str(" is out of range ").u(l->min).str("..").u(l->max).c_str());
-  if (const char* why = lockvisor::workloads::check_params(p)) assert_fail(__FILE__, __LINE__, why);
-  return p;
-}
 
 void run(WorkloadKind kind) {
   init_lock_features();
   lock_probe_init();
-  const WorkloadParams& params = checked_params(kind);
+  const WorkloadParams& params = checked_workload_params(boot(), kind, nr_cpus());
   const char* name = params.lock;
   g_wait_halt_delay_ns = params.wait_halt_delay_ns;  // every vCPU writes the same value
   apply_lock_tuning(/*report_for=*/this_cpu() == 0 && kind != WorkloadKind::kUncontended ? name : nullptr);
-  // A PV lock without PV_UNHALT would halt with nobody able to wake it.
-  const lockvisor::locks::LockInfo* info = lockvisor::locks::find_lock(name);
-  if (info != nullptr && info->needs_pv && !g_lock_features.pv_unhalt)
-    assert_fail(__FILE__, __LINE__, Text().str(name).str(" needs KVM_FEATURE_PV_UNHALT, which this VM hides").c_str());
-  if (info != nullptr && nr_cpus() > info->max_cpus)
-    assert_fail(__FILE__, __LINE__, Text().str(name).str(" serves fewer CPUs than this VM has").c_str());
+  check_lock_fits(name, g_lock_features.pv_unhalt, "KVM_FEATURE_PV_UNHALT", nr_cpus());
   const u32 cpu = this_cpu();
   lock_trace_init();
   g_trace[cpu].log = lock_trace_block(cpu);
   if (g_trace[cpu].log != nullptr) start_path_counts(g_trace[cpu]);
-  auto run_with = [&]<class Lock>() {
-    lockvisor::workloads::run_workload<WorkloadEnv, Lock, GuestPlatform>(params, g_shared<Lock>, cpu, g_stats[cpu]);
-  };
-  bool known = lockvisor::locks::with_lock_type<WorkloadEnv>(name, run_with);
-  // The deliberately broken lock, never listed: the negative control that
-  // proves the in-guest mutual-exclusion checks can fail.
-  if (!known && str_equal(name, "busted")) {
-    run_with.operator()<lockvisor::locks::BustedLock<WorkloadEnv, 1u << 10>>();
-    known = true;
-  }
-  if (!known) assert_fail(__FILE__, __LINE__, Text().str("unknown lock '").str(name).str("'").c_str());
+  run_named_workload<WorkloadEnv, GuestPlatform>(params, cpu, g_stats[cpu]);
   g_stats[cpu].pv_halts = g_halts[cpu];
   const PvWakeCounts wake = pv_wake_counts(cpu);
   g_stats[cpu].wake_interrupts = wake.interrupts;

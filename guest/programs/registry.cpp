@@ -1,6 +1,5 @@
 #include "programs/programs.h"
 #include "runtime/program.h"
-#include "runtime/string.h"
 
 namespace guest {
 namespace {
@@ -30,10 +29,6 @@ constexpr Program kPrograms[] = {
 
 }  // namespace
 
-const Program* find_program(const char* name) {
-  for (const Program& p : kPrograms)
-    if (str_equal(p.name, name)) return &p;
-  return nullptr;
-}
+const Program* find_program(const char* name) { return find_program_in(kPrograms, name); }
 
 }  // namespace guest

@@ -22,6 +22,8 @@
 #include "lockvisor/abi/workload_limits.h"
 #include "runtime/format.h"
 #include "runtime/riscv64/hart.h"
+#include "programs/riscv64_platform.h"
+#include "programs/riscv64_programs.h"
 #include "runtime/riscv64/lock_env.h"
 #include "runtime/riscv64/sbi.h"
 #include "workloads/workloads.h"
@@ -37,12 +39,6 @@ constexpr u64 kIterations = 1000;
 // Short holds: TCG runs a critical section hundreds of times slower than
 // hardware already.
 constexpr u64 kHoldNs = 2000;
-
-struct Platform {
-  static u64 now() { return lk::read_lock_clock(); }
-  static u64 tsc_khz() { return lock_clock_khz(); }
-  static u64 ns_to_cycles(u64 ns) { return wl::ns_to_cycles(ns, tsc_khz()); }
-};
 
 WorkloadParams torture_params() {
   WorkloadParams p = default_workload_params(WorkloadKind::kTorture);
@@ -74,7 +70,7 @@ void run_lock(unsigned index) {
   const unsigned hart = this_hart();
   WorkloadStats& stats = g_stats[hart];
   const u64 halts0 = g_halts[hart];
-  wl::run_workload<RiscvLockEnv, L, Platform>(g_params, g_shared<L>, hart, stats);
+  wl::run_workload<RiscvLockEnv, L, RiscvPlatform>(g_params, g_shared<L>, hart, stats);
   g_results[index][hart] = HartResult{stats.ops, stats.violations,
                                       stats.lock_events[static_cast<unsigned>(lk::LockEvent::pv_wait)],
                                       stats.lock_events[static_cast<unsigned>(lk::LockEvent::pv_kick)],
@@ -190,11 +186,10 @@ void probe_pvlock() {
 
 }  // namespace
 
-void program_main() {
-  print_banner();
+void program_smoke() {
   probe_pvlock();
   set_lock_env_features();
-  if (!g_ipi_available) fail("SBI IPI is missing: the PV locks could not kick");
+  if (!g_pv_available) fail("SBI IPI is missing: the PV locks could not kick");
   g_params = torture_params();
   if (const char* why = wl::check_params(g_params)) fail(why);
   bool ok = check_kick_to_self();

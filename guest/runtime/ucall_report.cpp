@@ -1,8 +1,7 @@
 #include "runtime/ucall_report.h"
 
-#include "runtime/cpu.h"
-#include "runtime/doorbell.h"
 #include "runtime/string.h"
+#include "runtime/ucall_transport.h"
 
 namespace guest {
 namespace {
@@ -10,9 +9,11 @@ namespace {
 // One slot per vCPU: a vCPU is stopped in the VMM while its slot is read,
 // so slots need no locking.
 Ucall g_slots[kMaxVcpus];
+// Each vCPU's window-mark message (report_window_mark).
+Ucall g_marks[kMaxVcpus];
 
 Ucall& slot(UcallType type) {
-  Ucall& u = g_slots[this_cpu()];
+  Ucall& u = g_slots[ucall_cpu()];
   u.magic = kUcallMagic;
   u.type = type;
   u.args[0] = u.args[1] = u.args[2] = u.args[3] = 0;
@@ -26,7 +27,7 @@ Ucall& slot(UcallType type) {
 void print(const char* text) {
   Ucall& u = slot(UcallType::kPrint);
   str_copy(u.text, text, kUcallTextBytes);
-  ucall_doorbell(&u);
+  ucall_send(&u);
 }
 
 void report_result(const char* key, u64 value, ResultKind kind) {
@@ -34,7 +35,7 @@ void report_result(const char* key, u64 value, ResultKind kind) {
   str_copy(u.text, key, kUcallTextBytes);
   u.args[0] = value;
   u.args[1] = static_cast<u64>(kind);
-  ucall_doorbell(&u);
+  ucall_send(&u);
 }
 
 void report_array(const char* key, const u64* values, u64 count, ResultKind kind) {
@@ -43,20 +44,30 @@ void report_array(const char* key, const u64* values, u64 count, ResultKind kind
   u.args[0] = reinterpret_cast<u64>(values);  // identity-mapped: virtual == physical
   u.args[1] = count;
   u.args[2] = static_cast<u64>(kind);
-  ucall_doorbell(&u);
+  ucall_send(&u);
+}
+
+void report_window_mark(u64 edge) {
+  // Its own slot: no field but the edge changes between marks, so nothing
+  // else is rewritten on the way into and out of the measured window.
+  Ucall& u = g_marks[ucall_cpu()];
+  u.magic = kUcallMagic;
+  u.type = UcallType::kWindowMark;
+  u.args[0] = edge;
+  ucall_send(&u);
 }
 
 void case_begin(const char* name) {
   Ucall& u = slot(UcallType::kCaseBegin);
   str_copy(u.text, name, kUcallTextBytes);
-  ucall_doorbell(&u);
+  ucall_send(&u);
 }
 
 void case_end(const char* name, bool passed) {
   Ucall& u = slot(UcallType::kCaseEnd);
   str_copy(u.text, name, kUcallTextBytes);
   u.args[0] = passed ? 1 : 0;
-  ucall_doorbell(&u);
+  ucall_send(&u);
 }
 
 // The repository's name of a source file, which is what the VMM prints to
@@ -85,14 +96,13 @@ void assert_fail(const char* file, u32 line, const char* text) {
   str_copy(u.file, repository_path(file), kUcallFileBytes);
   str_copy(u.text, text, kUcallTextBytes);
   u.args[0] = line;
-  ucall_doorbell(&u);
-  for (;;) ucall_doorbell(&u);  // the VMM ends the run; never fall through
+  ucall_last(&u);  // the VMM ends the run; never fall through
 }
 
 void done(u64 exit_code) {
   Ucall& u = slot(UcallType::kDone);
   u.args[0] = exit_code;
-  for (;;) ucall_doorbell(&u);
+  ucall_last(&u);
 }
 
 }  // namespace guest

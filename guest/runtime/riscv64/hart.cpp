@@ -3,9 +3,14 @@
 #include "runtime/riscv64/hart.h"
 
 #include "locks/atomic.h"
+#include "runtime/program.h"
+#include "runtime/riscv64/boot_info.h"
 #include "runtime/riscv64/fdt.h"
+#include "runtime/riscv64/lock_env.h"
+#include "runtime/riscv64/lockvisor_sbi.h"
 #include "runtime/riscv64/sbi.h"
 #include "runtime/riscv64/wake.h"
+#include "runtime/ucall_report.h"
 
 namespace guest::riscv {
 namespace {
@@ -38,6 +43,7 @@ u64 g_lock_clock_khz;
 u32 g_console_busy;
 u32 g_started;           // harts that reached rv_secondary_main
 void (*g_hart_fn)();     // what they run, set before the first hart_start
+const guest::Program* g_program;  // lockvisor mode: BootInfo::program
 
 // _start as linked: an absolute address, stored in .data, that no loader
 // relocates (the image is not position-independent:
@@ -80,9 +86,50 @@ unsigned count_harts() {
   return n;
 }
 
-// Per-hart setup, on every hart before anything else: the kick's software
-// interrupt may end a WFI (wake.h).
+// Per-hart setup, on every hart before anything else: the kick's interrupt
+// may end a WFI (wake.h).
 void hart_init() { enable_wake_interrupt(); }
+
+// Lockvisor mode: BootInfo::program on this hart, then DONE (the x86 guest's
+// last message); the hart is never resumed, and never executes WFI.
+[[noreturn]] void run_boot_info_program() {
+  g_program->run();
+  guest::done(0);
+}
+
+// Firmware mode (no BootInfo in the device tree): the image's own program on
+// the boot hart, which starts the other harts itself.
+[[noreturn]] void firmware_main() {
+  hart_init();
+  g_hart_count = count_harts();
+  if (g_boot_hart >= g_hart_count) fail("the boot hart's id is beyond the harts HSM reports");
+  print_banner();
+  program_main();
+  finish(true);
+}
+
+// Lockvisor mode: the BootInfo the device tree names, checked before it is
+// trusted (a bad one is reported on the console and ends the run with SRST
+// "system failure", as any failure before this point), then its program on
+// vcpu_count harts.
+[[noreturn]] void lockvisor_main(const FdtFacts& fdt) {
+  if (!fdt.boot_info_valid) fail("/chosen/lockvisor,boot-info is not one u64");
+  if (const char* why = check_boot_info(fdt.boot_info, fdt.harts)) fail(why);
+  const BootInfo* info = reinterpret_cast<const BootInfo*>(fdt.boot_info);
+  if (g_boot_hart >= info->vcpu_count) fail("the boot hart's id is beyond BootInfo's vcpu_count");
+  // From here on failures are reported through the VMM's report channel.
+  set_boot_info(info);
+  use_pvlock_kick(info->sbi_experimental_eid);
+  hart_init();
+  g_hart_count = info->vcpu_count;
+  print_banner();
+  g_program = guest::find_program(info->program);
+  if (g_program == nullptr)
+    guest::assert_fail(__FILE__, __LINE__, Text().str("unknown guest program '").str(info->program).str("'").c_str());
+  set_lock_env_features();
+  start_other_harts(&run_boot_info_program);
+  run_boot_info_program();
+}
 
 }  // namespace
 
@@ -115,6 +162,7 @@ void finish(bool ok) {
 }
 
 void fail(const char* what) {
+  if (boot_info() != nullptr) guest::assert_fail(__FILE__, __LINE__, what);
   print_line(Text().str("FAIL: hart ").u(this_hart()).str(": ").str(what));
   finish(false);
 }
@@ -137,6 +185,8 @@ using namespace guest::riscv;
 
 extern "C" [[noreturn]] void rv_boot_main(u64 hart, u64 dtb) {
   (void)hart;
+  // Before the first console byte: the console's transport depends on it.
+  detect_lockvisor_sbi();
   if (loaded_start() != reinterpret_cast<u64>(g_linked_start))
     fail(guest::Text()
              .str("the image was loaded at ")
@@ -145,14 +195,12 @@ extern "C" [[noreturn]] void rv_boot_main(u64 hart, u64 dtb) {
              .hex(reinterpret_cast<u64>(g_linked_start))
              .str(" (kRiscvImageBase)")
              .c_str());
-  hart_init();
   g_boot_hart = this_hart();
-  g_hart_count = count_harts();
-  if (g_boot_hart >= g_hart_count) fail("the boot hart's id is beyond the harts HSM reports");
-  g_lock_clock_khz = fdt_timebase_hz(reinterpret_cast<const void*>(dtb)) / 1000;
+  const FdtFacts fdt = fdt_read(reinterpret_cast<const void*>(dtb));
+  g_lock_clock_khz = fdt.timebase_hz / 1000;
   if (g_lock_clock_khz == 0) fail("the device tree in a1 has no /cpus/timebase-frequency (of 1 kHz or more)");
-  program_main();
-  finish(true);
+  if (fdt.has_boot_info) lockvisor_main(fdt);
+  firmware_main();
 }
 
 extern "C" [[noreturn]] void rv_secondary_main(u64 hart, u64 opaque) {
@@ -161,10 +209,11 @@ extern "C" [[noreturn]] void rv_secondary_main(u64 hart, u64 opaque) {
   hart_init();
   lockvisor::locks::fetch_add(&g_started, u32{1}, Order::release);
   g_hart_fn();
-  for (;;) asm volatile("wfi");
+  for (;;) asm volatile("wfi");  // firmware mode only: lockvisor's programs end in DONE
 }
 
 extern "C" [[noreturn]] void rv_trap(u64 cause, u64 epc, u64 tval) {
+  if (boot_info() != nullptr) lv_trap(cause, epc, tval);
   fail(guest::Text()
            .str("trap: ")
            .str(trap_name(cause))

@@ -30,18 +30,22 @@ void start_other_harts(void (*fn)());
 void print_line(const Text& line);
 void print_line(const char* line);
 
-// "lockvisor rv64 guest: N harts, boot hart B, lock clock K kHz": every
-// program's first line.
+// "lockvisor rv64 guest: N harts, boot hart B, lock clock K kHz": the first
+// line of every boot (the boot hart prints it before any program runs).
 void print_banner();
 
-// The program's verdict: a final "PASS"/"FAIL" line, then SBI SRST
-// power-off with reason "none" or "system failure".
+// The firmware-mode program's verdict: a final "PASS"/"FAIL" line, then SBI
+// SRST power-off with reason "none" or "system failure".
 [[noreturn]] void finish(bool ok);
-// A broken invariant: "FAIL: hart N: what", then finish(false).
+// A broken invariant. Before an accepted BootInfo (firmware mode, or a
+// BootInfo still being checked): "FAIL: hart N: what", then finish(false).
+// Under lockvisor: a failed check on the report channel (assert_fail).
 [[noreturn]] void fail(const char* what);
 
-// What the image runs: called on the boot hart once the machine is counted
-// (one definition per image, in its program file).
+// What the image runs without a BootInfo (firmware mode): called on the
+// boot hart once the machine is counted; one per image
+// (programs/riscv64_registry.cpp). With a BootInfo, every hart runs the
+// program it names (runtime/program.h's find_program) and then reports DONE.
 void program_main();
 
 }  // namespace guest::riscv

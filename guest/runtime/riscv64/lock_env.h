@@ -1,6 +1,7 @@
 // The lock runtime's Env on the RV64 guest (locks/lock_env.h): a hart is a
-// CPU, wait/kick are WFI and the SBI IPI with the interrupt-pending latch
-// (wake.h). Counters per hart; a broken lock invariant fails the run.
+// CPU, wait/kick are WFI and the SBI IPI (firmware) or SBI PVLOCK KICK_CPU
+// (lockvisor) with an interrupt-pending latch (wake.h). Counters per hart; a
+// broken lock invariant fails the run.
 #pragma once
 #include "locks/lock_env.h"
 #include "locks/lock_events.h"
@@ -13,7 +14,8 @@ static_assert(kRiscvMaxHarts <= lockvisor::locks::kMaxCpus, "every hart must be 
 
 extern lockvisor::locks::LockEvents g_lock_events[kRiscvMaxHarts];
 extern u64 g_halts[kRiscvMaxHarts];  // WFIs executed by wait()
-extern bool g_ipi_available;         // SBI IPI probed at boot (set_lock_env_features)
+extern bool g_pv_available;          // the kick is served (set_lock_env_features)
+extern bool g_dedicated;             // BootInfo's kBootFlagDedicated (false under firmware)
 
 struct RiscvLockEnv {
   static unsigned cpu() { return this_hart(); }
@@ -22,17 +24,19 @@ struct RiscvLockEnv {
     if (wake_wait(ptr, val)) g_halts[this_hart()]++;
   }
   static void kick(unsigned cpu) { wake_kick(cpu); }
-  // PV wait/kick needs the kick: SBI IPI.
-  static bool pv_available() { return g_ipi_available; }
+  // PV wait/kick needs the kick: SBI IPI, or SBI PVLOCK switched on.
+  static bool pv_available() { return g_pv_available; }
   static bool virtualized() { return true; }
-  static bool dedicated() { return false; }
+  static bool dedicated() { return g_dedicated; }
   static lockvisor::locks::LockEvents& events() { return g_lock_events[this_hart()]; }
   [[noreturn]] static void bug(const char* what) { fail(what); }
 };
 static_assert(lockvisor::locks::LockEnv<RiscvLockEnv>);
 
-// Probes SBI IPI and sets the locks' time bounds for the lock clock's rate,
-// once, on the boot hart before any lock is used.
+// Finds out whether the kick is served (under firmware: SBI IPI probed;
+// under lockvisor: BootInfo's kBootFlagSbiPvlock) and sets the locks' time
+// bounds for the lock clock's rate, once, on the boot hart before any lock
+// is used.
 void set_lock_env_features();
 
 }  // namespace guest::riscv

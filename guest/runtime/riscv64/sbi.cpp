@@ -1,5 +1,7 @@
 #include "runtime/riscv64/sbi.h"
 
+#include "runtime/riscv64/lockvisor_sbi.h"
+
 namespace guest::riscv {
 
 SbiRet sbi_call(u32 eid, u32 fid, u64 a0, u64 a1, u64 a2, u64 a3, u64 a4, u64 a5) {
@@ -26,6 +28,10 @@ bool sbi_probe(u32 eid) {
 }
 
 void console_putchar(char c) {
+  if (lockvisor_sbi()) {
+    lv_putchar(c);
+    return;
+  }
   // SBI v0.1 legacy extension: FID ignored, only a0 comes back.
   sbi_call(kSbiExtLegacyConsolePutchar, 0, static_cast<u8>(c));
 }

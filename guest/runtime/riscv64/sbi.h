@@ -27,9 +27,10 @@ SbiRet sbi_call(u32 eid, u32 fid, u64 a0 = 0, u64 a1 = 0, u64 a2 = 0, u64 a3 = 0
 // SBI BASE probe_extension: whether `eid` is served.
 bool sbi_probe(u32 eid);
 
-// The console: the legacy SBI putchar, one ecall per byte (slow, and only for
-// a few lines of results). Not serialised between harts: print_line
-// (hart.h) takes turns.
+// The console, one ecall per byte (slow, and only for a few lines of
+// results): the legacy SBI putchar, or lockvisor's kLvSbiPutchar when the VMM
+// below serves lockvisor's extension (lockvisor_sbi.h). Not serialised
+// between harts: print_line (hart.h) takes turns.
 void console_putchar(char c);
 void console_write(const char* s);
 

@@ -10,8 +10,8 @@
 //   * Entry at the ELF entry point in S-mode (VS-mode under KVM), paging off
 //     (satp = 0), interrupts off (sstatus.SIE = 0), with a0 = this hart's id
 //     and a1 = the device tree's address (the SBI boot protocol). The guest
-//     reads one property of it, /cpus/timebase-frequency: the rate of the
-//     `time` CSR, its lock clock.
+//     reads /cpus/timebase-frequency (the rate of the `time` CSR, its lock
+//     clock), counts the cpu@N nodes under /cpus, and reads /chosen (below).
 //   * One hart enters first; the guest starts the others itself with SBI HSM
 //     hart_start at the same entry point (sbi_pvlock.h). Hart ids must be
 //     below kRiscvMaxHarts and contiguous from 0.
