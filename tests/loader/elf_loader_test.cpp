@@ -199,6 +199,39 @@ TEST(ElfLoader, LoadsTwoSegmentImageWithZeroedBss) {
   EXPECT_LE(written, kTextBytes + kDataMemBytes);
 }
 
+// A RISC-V image: guest_memory[0] is the RAM base, the segments and the
+// window are guest-physical addresses above it.
+TEST(ElfLoader, RiscvTargetLoadsRelativeToItsMemoryBase) {
+  constexpr uint64_t kBase = 0x80000000;
+  constexpr ElfTarget kRiscv{EM_RISCV, "riscv64", "EM_RISCV", kBase};
+  ElfBuilder b;
+  b.entry(kBase + kEntry)
+      .segment({.type = PT_LOAD, .flags = PF_R | PF_X, .addr = kBase + kText, .data = pattern(kTextBytes, 1)})
+      .segment({.type = PT_LOAD, .flags = PF_R | PF_W, .addr = kBase + kData, .data = pattern(kDataFileBytes, 100),
+                .memsz = kDataMemBytes});
+  Bytes image = b.build();
+  patch_ehdr(image, [](Elf64_Ehdr& eh) { eh.e_machine = EM_RISCV; });
+  Bytes memory = guest_memory();
+  const LoadedImage loaded =
+      load_elf_image(image, memory, kBase + kText, kBase + memory.size(), Bss::kZeroFill, {}, kRiscv);
+  EXPECT_EQ(loaded.entry, kBase + kEntry);
+  EXPECT_EQ(loaded.lowest_gpa, kBase + kText);
+  EXPECT_EQ(loaded.end_gpa, kBase + kData + kDataMemBytes);
+  const Bytes text = pattern(kTextBytes, 1);
+  EXPECT_TRUE(std::equal(text.begin(), text.end(), memory.begin() + kText));
+  EXPECT_EQ(memory[kData + kDataFileBytes], std::byte{0});
+  EXPECT_EQ(memory[kText - 1], kPoison);
+  EXPECT_EQ(check_elf_image(image, memory.size(), kBase, UINT64_MAX, kRiscv).end_gpa, loaded.end_gpa);
+  // Past the end of RAM, and an x86 image, are refused.
+  EXPECT_THROW(check_elf_image(image, kData, kBase, UINT64_MAX, kRiscv), Error);
+  try {
+    check_elf_image(valid_builder().build(), memory.size(), kBase, UINT64_MAX, kRiscv);
+    ADD_FAILURE() << "an x86-64 image was accepted for riscv64";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not riscv64 (EM_RISCV = 243)"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ElfLoader, DefaultWindowIsTheAbiImageArea) {
   const Bytes image = valid_builder().build();
   Bytes memory = guest_memory();
