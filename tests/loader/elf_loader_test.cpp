@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "lockvisor/abi/guest_layout.h"
+#include "tests/support/elf_header.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::vmm {
@@ -65,20 +66,7 @@ class ElfBuilder {
   }
 
   Bytes build() const {
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_ident[EI_OSABI] = ELFOSABI_SYSV;
-    eh.e_type = ET_EXEC;
-    eh.e_machine = EM_X86_64;
-    eh.e_version = EV_CURRENT;
-    eh.e_entry = entry_;
-    eh.e_phoff = sizeof(Elf64_Ehdr);
-    eh.e_ehsize = sizeof(Elf64_Ehdr);
-    eh.e_phentsize = sizeof(Elf64_Phdr);
-    eh.e_phnum = static_cast<uint16_t>(segments_.size());
+    const Elf64_Ehdr eh = test::executable_header(EM_X86_64, entry_, static_cast<uint16_t>(segments_.size()));
 
     Bytes out(sizeof eh + segments_.size() * sizeof(Elf64_Phdr));
     std::memcpy(out.data(), &eh, sizeof eh);
