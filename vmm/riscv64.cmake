@@ -29,8 +29,10 @@ add_executable(lockvisor
   ${vmm}/kvm/binary_stats.cpp
   ${vmm}/kvm/vcpu_exit.cpp
   ${vmm}/loader/elf_loader.cpp
+  ${vmm}/machine/report_channel.cpp
   ${vmm}/machine/run_result.cpp
-  ${vmm}/pvlock/hypercall_table.cpp)
+  ${vmm}/pvlock/hypercall_table.cpp
+  ${vmm}/util/guest_text.cpp)
 set_target_properties(lockvisor PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/vmm)
 set(rv64_guest_elf ${CMAKE_BINARY_DIR}/guest/arch/riscv64/lockvisor-rv64-guest.elf)
 set_source_files_properties(${vmm}/guest_image_blob.S PROPERTIES

@@ -54,7 +54,15 @@ nlohmann::json run_json(const arch::riscv64::RvRunResult& r, const arch::riscv64
                         const std::string& kick) {
   nlohmann::json vcpus = nlohmann::json::array();
   for (const auto& h : r.harts) {
-    vcpus.push_back({{"pv",
+    nlohmann::json results = nlohmann::json::object();
+    for (const auto& v : h.results) results[v.key] = v.values.size() == 1 ? nlohmann::json(v.values[0]) : nlohmann::json(v.values);
+    nlohmann::json cases = nlohmann::json::array();
+    for (const auto& c : h.cases) cases.push_back({{"name", c.name}, {"passed", c.passed}, {"ended", c.ended}});
+    vcpus.push_back({{"done", h.done},
+                     {"exit_code", h.exit_code},
+                     {"results", results},
+                     {"cases", cases},
+                     {"pv",
                       {{"kicks_sent", h.pv.kicks_sent},
                        {"kicks_received", h.pv.kicks_received},
                        {"kicks_coalesced", h.pv.kicks_coalesced},
@@ -89,6 +97,14 @@ int run_command(const arch::riscv64::RvMachineConfig& config, const std::string&
     const auto& h = result.harts[i];
     fmt::print("hart {}: kicks sent {} received {} dropped {} invalid {}, acks {}, halts (WFI) {}\n", i,
                h.pv.kicks_sent, h.pv.kicks_received, h.pv.kicks_dropped, h.pv.kicks_invalid, h.acks, h.wfi_exits);
+    // Scalars in the text, arrays (a workload's statistics) only in --json.
+    for (const auto& v : h.results) {
+      if (v.values.size() == 1) {
+        fmt::print("hart {}: {} = {}\n", i, v.key, static_cast<std::int64_t>(v.values[0]));
+      } else {
+        fmt::print("hart {}: {}: {} values (--json)\n", i, v.key, v.values.size());
+      }
+    }
   }
   if (!json_path.empty()) {
     std::ofstream out(json_path);

@@ -22,6 +22,8 @@
 #include "vmm/arch/riscv64/rv_vcpu.h"
 #include "vmm/arch/riscv64/sbi_exit.h"
 #include "vmm/kvm/binary_stats.h"
+#include "vmm/machine/guest_limits.h"
+#include "vmm/machine/report_channel.h"
 #include "vmm/pvlock/hypercall_table.h"
 #include "vmm/util/error.h"
 #include "vmm/util/mapping.h"
@@ -79,6 +81,9 @@ struct Hart {
   std::atomic<bool> finished{false};
   std::string line;  // console output up to its newline
   std::uint64_t sbi_exits = 0;
+  std::unique_ptr<machine::GuestReport> report;
+  std::atomic<bool> done{false};  // reported DONE
+  std::uint64_t exit_code = 0;
 };
 
 class Run {
@@ -90,6 +95,8 @@ class Run {
   void vcpu_loop(unsigned index);
   // One forwarded SBI call; false when the run must end.
   bool serve_sbi(unsigned index, const SbiCall& call);
+  // One report-channel message; false when the run must end.
+  bool serve_ucall(unsigned index, std::uint64_t gpa);
   void console(unsigned index, char c);
   void finish(machine::Outcome outcome, std::string reason);
   bool deadlocked();
@@ -99,6 +106,9 @@ class Run {
   std::unique_ptr<RvKicks> kicks_;
   std::unique_ptr<RvPvBackend> backend_;
   std::unique_ptr<pvlock::HypercallTable> table_;
+  machine::GuestLimits limits_;
+  machine::GuestBudget budget_{limits_};
+  std::span<const std::byte> ram_;
   std::mutex mutex_;  // the result's outcome and reason, the console
   bool ended_ = false;
   std::atomic<bool> stop_{false};
@@ -160,19 +170,55 @@ bool Run::serve_sbi(unsigned index, const SbiCall& call) {
         }
         return true;
       }
+      case abi::kLvSbiUcall:
+        answer_sbi(run, abi::kSbiSuccess, 0);
+        return serve_ucall(index, call.args[0]);
       case abi::kLvSbiTrap:
         finish(machine::Outcome::kGuestFault,
                fmt::format("guest fault on hart {}: scause {:#x}, sepc {:#x}, stval {:#x}", index, call.args[0],
                            call.args[1], call.args[2]));
         return false;
       default:
-        break;  // kLvSbiUcall and anything new: answered as unknown below
+        break;  // anything new: answered as unknown below
     }
   }
   const pvlock::HypercallResult answer = table_->dispatch(pvlock::Transport::kSbi, to_hypercall_input(call, index));
   const SbiRet ret = to_sbiret(answer.output);
   answer_sbi(run, ret.error, ret.value);
   return true;
+}
+
+bool Run::serve_ucall(unsigned index, std::uint64_t gpa) {
+  Hart& h = *harts_[index];
+  const machine::UcallAction action = h.report->handle(ram_, gpa);
+  using Kind = machine::UcallAction::Kind;
+  switch (action.kind) {
+    case Kind::kPrint:
+      for (char c : action.text) console(index, c);
+      console(index, '\n');
+      return true;
+    case Kind::kAssertFailed:
+      finish(machine::Outcome::kGuestFailed, fmt::format("hart {}: {}", index, action.text));
+      return false;
+    case Kind::kGuestError:
+      finish(machine::Outcome::kGuestFault, fmt::format("hart {}: {}", index, action.text));
+      return false;
+    case Kind::kDone: {
+      h.exit_code = action.exit_code;
+      h.done.store(true);
+      if (action.exit_code != 0) {
+        finish(machine::Outcome::kGuestFailed,
+               fmt::format("hart {}'s program exited with code {}", index, action.exit_code));
+        return false;
+      }
+      bool all = true;
+      for (const auto& other : harts_) all = all && other->done.load();
+      if (all) finish(machine::Outcome::kCompleted, "");
+      return true;  // a hart that is done waits (WFI) for the others
+    }
+    default:
+      return true;
+  }
 }
 
 void Run::vcpu_loop(unsigned index) {
@@ -235,14 +281,18 @@ void Run::vcpu_loop(unsigned index) {
   h.finished.store(true);
 }
 
-// Every vCPU blocked in WFI inside KVM with no sticky kick latched: nobody
-// is left to kick anyone. A proposed kick that was lost leaves exactly this.
+// Every vCPU that has not reported DONE is blocked in WFI inside KVM with no
+// sticky kick latched: nobody is left to kick anyone. A proposed kick that
+// was lost leaves exactly this.
 bool Run::deadlocked() {
+  bool any_waiting = false;
   for (unsigned i = 0; i < harts_.size(); ++i) {
+    if (harts_[i]->done.load()) continue;
     const auto blocking = harts_[i]->stats.value("blocking");
     if (!blocking || *blocking == 0 || kicks_->latched(i)) return false;
+    any_waiting = true;
   }
-  return true;
+  return any_waiting;
 }
 
 RvRunResult Run::go() {
@@ -259,6 +309,7 @@ RvRunResult Run::go() {
   void* ram = ::mmap(nullptr, ram_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (ram == MAP_FAILED) fail_host("cannot map {} MiB of guest RAM: {}", config_.memory_mib, std::strerror(errno));
   const Mapping ram_mapping(ram, ram_bytes);
+  ram_ = ram_mapping.bytes();
   const kvm_userspace_memory_region region{.slot = 0,
                                            .flags = 0,
                                            .guest_phys_addr = abi::kRiscvRamBase,
@@ -271,6 +322,7 @@ RvRunResult Run::go() {
     auto h = std::make_unique<Hart>();
     h->vcpu = std::make_unique<RvVcpu>(vm.get(), i, static_cast<std::size_t>(run_bytes));
     h->stats = kvm::BinaryStats(h->vcpu->stats_fd());
+    h->report = std::make_unique<machine::GuestReport>(budget_, abi::kRiscvRamBase);
     harts_.push_back(std::move(h));
   }
   RvBootSettings boot = config_.boot;
@@ -316,7 +368,7 @@ RvRunResult Run::go() {
     // deadlock; one that nothing ends stays.
     deadlock_samples = deadlocked() ? deadlock_samples + 1 : 0;
     if (deadlock_samples >= 2)
-      finish(machine::Outcome::kDeadlock, "deadlock: every vCPU is blocked in WFI and no kick is latched");
+      finish(machine::Outcome::kDeadlock, "deadlock: every vCPU still running is blocked in WFI and no kick is latched");
   }
   for (auto& h : harts_) {
     while (!h->finished.load()) {
@@ -334,6 +386,10 @@ RvRunResult Run::go() {
     r.acks = kicks_->acks(i);
     r.wfi_exits = h.stats.value("wfi_exit_stat").value_or(0);
     r.sbi_exits = h.sbi_exits;
+    r.done = h.done.load();
+    r.exit_code = h.exit_code;
+    r.results = h.report->results();
+    r.cases = h.report->cases();
     result_.harts.push_back(r);
   }
   result_.unknown_sbi_calls = table_->unknown_calls(pvlock::Transport::kSbi);

@@ -1,7 +1,9 @@
 // One run of the RV64 freestanding guest under RISC-V KVM: the VM and its
 // RAM at abi::kRiscvRamBase, one thread per vCPU in KVM_RUN, the SBI calls
 // KVM forwards (the console, lockvisor's extension, SBI PVLOCK through the
-// hypercall table), SRST, the watchdog, SIGINT and the lost-wakeup detector.
+// hypercall table, the report channel), SRST, the watchdog, SIGINT and the
+// lost-wakeup detector. The run completes when every hart has reported DONE
+// (or the guest powers off with SRST).
 // riscv64 only.
 #pragma once
 #include <cstdint>
@@ -29,6 +31,10 @@ struct RvHartReport {
   std::uint64_t acks = 0;      // kLvSbiKickAck calls: the WFIs a sticky kick ended
   std::uint64_t wfi_exits = 0; // KVM's wfi_exit_stat: the guest's halts
   std::uint64_t sbi_exits = 0;
+  bool done = false;                // reported DONE on the report channel
+  std::uint64_t exit_code = 0;      // ... with this code
+  std::vector<machine::ResultValue> results;
+  std::vector<machine::GuestCase> cases;
 };
 
 struct RvRunResult {
