@@ -15,6 +15,7 @@ endforeach()
 set(vmm ${PROJECT_SOURCE_DIR}/vmm)
 add_executable(lockvisor
   ${vmm}/arch/riscv64/fdt_writer.cpp
+  ${vmm}/arch/riscv64/rv_conformance.cpp
   ${vmm}/arch/riscv64/rv_boot.cpp
   ${vmm}/arch/riscv64/rv_kick.cpp
   ${vmm}/arch/riscv64/rv_machine.cpp

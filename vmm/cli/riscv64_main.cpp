@@ -16,11 +16,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "guest/locks/lock_events.h"
 #include "guest/locks/registry.h"
 #include "lockvisor/abi/boot_info.h"
 #include "lockvisor/abi/sbi_lockvisor.h"
 #include "lockvisor/abi/sbi_pvlock.h"
+#include "lockvisor/abi/workload.h"
 #include "vmm/arch/arch_name.h"
+#include "vmm/arch/riscv64/rv_conformance.h"
 #include "vmm/arch/riscv64/rv_machine.h"
 #include "vmm/experiment/lock_name.h"
 #include "vmm/experiment/workload_settings.h"
@@ -58,7 +61,20 @@ nlohmann::json run_json(const arch::riscv64::RvRunResult& r, const arch::riscv64
     for (const auto& v : h.results) results[v.key] = v.values.size() == 1 ? nlohmann::json(v.values[0]) : nlohmann::json(v.values);
     nlohmann::json cases = nlohmann::json::array();
     for (const auto& c : h.cases) cases.push_back({{"name", c.name}, {"passed", c.passed}, {"ended", c.ended}});
+    // The guest's own count of its halts (pv_wait) and kicks (pv_kick), from
+    // its WorkloadStats, beside KVM's WFI count and the VMM's kick count.
+    nlohmann::json guest = nullptr;
+    for (const auto& v : h.results) {
+      if (v.key != "workload_stats" || v.values.size() * sizeof(std::uint64_t) < sizeof(abi::WorkloadStats)) continue;
+      abi::WorkloadStats stats;
+      std::memcpy(&stats, v.values.data(), sizeof stats);
+      guest = {{"ops", stats.ops},
+               {"violations", stats.violations},
+               {"pv_wait", stats.lock_events[static_cast<unsigned>(locks::LockEvent::pv_wait)]},
+               {"pv_kick", stats.lock_events[static_cast<unsigned>(locks::LockEvent::pv_kick)]}};
+    }
     vcpus.push_back({{"done", h.done},
+                     {"guest", guest},
                      {"exit_code", h.exit_code},
                      {"results", results},
                      {"cases", cases},
@@ -132,6 +148,24 @@ int doctor_command() {
   return api == KVM_API_VERSION && max_vcpus >= 1 ? 0 : 1;
 }
 
+int conformance_command(const std::string& image_path, const std::string& json_path) {
+  std::vector<std::byte> storage;
+  const auto cases = arch::riscv64::run_rv_conformance(select_guest_image(image_path, storage));
+  unsigned failed = 0;
+  for (const auto& c : cases) {
+    fmt::print("{:<32} {} ({:.1f} s){}{}\n", c.name, c.passed ? "PASS" : "FAIL", c.seconds, c.passed ? "" : ": ",
+               c.reason);
+    failed += c.passed ? 0 : 1;
+  }
+  fmt::print("{}: {} passed, {} failed\n", arch::kRiscv64, cases.size() - failed, failed);
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << arch::riscv64::rv_conformance_json(cases).dump(2) << "\n";
+    if (!out) fail("--json {}: cannot write", json_path);
+  }
+  return failed == 0 ? 0 : 1;
+}
+
 int locks_command() {
   for (const auto& lock : locks::kLocks) fmt::print("{:<16} {}\n", lock.name, lock.description);
   return 0;
@@ -166,9 +200,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> refused(std::size(kX86Only));
   for (std::size_t i = 0; i < std::size(kX86Only); ++i) run->add_option(kX86Only[i].flag, refused[i])->group("");
 
+  CLI::App* conformance = app.add_subcommand("conformance", "the SBI PVLOCK conformance cases on RISC-V KVM");
+  std::string conformance_json, conformance_image;
+  conformance->add_option("--json", conformance_json, "write the results as JSON to this file");
+  conformance->add_option("--image", conformance_image, "guest ELF instead of the embedded one");
   CLI::App* doctor = app.add_subcommand("doctor", "what runs on this host");
   CLI::App* locks_cmd = app.add_subcommand("locks", "the lock registry");
-  for (const char* x86 : {"conformance", "linux", "lab", "bench", "multi-vm", "ctl", "trace-check"})
+  for (const char* x86 : {"linux", "lab", "bench", "multi-vm", "ctl", "trace-check"})
     app.add_subcommand(x86, "x86-64 only")->group("")->allow_extras();
 
   try {
@@ -180,13 +218,14 @@ int main(int argc, char** argv) {
   try {
     for (const auto* sub : app.get_subcommands()) {
       const std::string name = sub->get_name();
-      if (name != "run" && name != "doctor" && name != "locks") {
+      if (name != "run" && name != "doctor" && name != "locks" && name != "conformance") {
         std::fprintf(stderr, "lockvisor: %s: not on riscv64 yet (x86-64 only)\n", name.c_str());
         return kUsage;
       }
     }
     if (doctor->parsed()) return doctor_command();
     if (locks_cmd->parsed()) return locks_command();
+    if (conformance->parsed()) return conformance_command(conformance_image, conformance_json);
 
     for (std::size_t i = 0; i < std::size(kX86Only); ++i) {
       if (run->count(kX86Only[i].flag) > 0) {
