@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
   run->add_option("--json", json, "write the run's report as JSON to this file");
   run->add_option("--image", image, "guest ELF instead of the embedded one");
   std::vector<std::string> refused(std::size(kX86Only));
-  for (std::size_t i = 0; i < std::size(kX86Only); ++i) run->add_option(kX86Only[i].flag, refused[i])->group("");
+  for (std::size_t i = 0; i < std::size(kX86Only); ++i) run->add_option(kX86Only[i].flag, refused[i])->expected(0, 1)->group("");
 
   CLI::App* conformance = app.add_subcommand("conformance", "the SBI PVLOCK conformance cases on RISC-V KVM");
   std::string conformance_json, conformance_image;
