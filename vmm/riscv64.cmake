@@ -1,11 +1,12 @@
 # The riscv64 build's `lockvisor` (included by the top-level CMakeLists.txt's
 # riscv64 block): the RISC-V KVM machine (vmm/arch/riscv64), the neutral
 # layers it reuses, and vmm/cli/riscv64_main.cpp, linked statically with the
-# RV64 guest embedded. Debian 12 ships no riscv64 libraries, so fmt, spdlog,
+# RV64 guest embedded. Debian 12 ships no riscv64 libraries, so fmt,
 # nlohmann-json and CLI11 are used header-only, each from a folder holding
 # only that library (header-only/, made by the caller): /usr/include itself
-# would put the host's C library ahead of the cross compiler's.
-foreach(lib spdlog nlohmann CLI)
+# would put the host's C library ahead of the cross compiler's. (Nothing
+# compiled here logs through spdlog.)
+foreach(lib nlohmann CLI)
   if(NOT EXISTS /usr/include/${lib})
     message(FATAL_ERROR "the riscv64 lockvisor uses /usr/include/${lib} header-only: run tools/install-deps.sh")
   endif()
@@ -41,6 +42,6 @@ set_source_files_properties(${vmm}/guest_image_blob.S PROPERTIES
 add_dependencies(lockvisor lockvisor-rv64-guest)
 target_include_directories(lockvisor PRIVATE ${PROJECT_SOURCE_DIR})
 target_include_directories(lockvisor SYSTEM PRIVATE ${CMAKE_BINARY_DIR}/header-only)
-target_compile_definitions(lockvisor PRIVATE FMT_HEADER_ONLY=1 SPDLOG_FMT_EXTERNAL LOCKVISOR_VERSION="${PROJECT_VERSION}")
+target_compile_definitions(lockvisor PRIVATE FMT_HEADER_ONLY=1 LOCKVISOR_VERSION="${PROJECT_VERSION}")
 target_link_libraries(lockvisor PRIVATE lockvisor_abi lockvisor_locks lockvisor_workloads lockvisor_host_flags Threads::Threads)
 target_link_options(lockvisor PRIVATE -static)

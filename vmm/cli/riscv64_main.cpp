@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -130,7 +131,7 @@ int run_command(const arch::riscv64::RvMachineConfig& config, const std::string&
   return machine::exit_code(result.outcome);
 }
 
-int doctor_command() {
+int doctor_command(std::span<const std::byte> image) {
   fmt::print("lockvisor doctor ({})\n", arch::kRiscv64);
   UniqueFd kvm(::open("/dev/kvm", O_RDWR | O_CLOEXEC));
   if (!kvm.valid()) {
@@ -141,11 +142,29 @@ int doctor_command() {
   const int max_vcpus = ::ioctl(kvm.get(), KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
   fmt::print("/dev/kvm: open, KVM API {} (want {})\n", api, KVM_API_VERSION);
   fmt::print("max vCPUs: {} (the guest runs at most {})\n", max_vcpus, abi::kRiscvMaxHarts);
-  fmt::print("SBI: the experimental range {:#x}-{:#x} is forwarded to the VMM (lockvisor's extension {:#x}, the "
-             "PVLOCK alias {:#x}); EIDs {:#x} and {:#x} are answered by the kernel (not supported)\n",
-             abi::kSbiExperimentalFirst, abi::kSbiExperimentalLast, abi::kSbiExtLockvisor,
-             abi::kSbiExtPvlockExperimentalDefault, abi::kSbiExtPvlock, abi::kSbiExtPvlockLegacy);
-  return api == KVM_API_VERSION && max_vcpus >= 1 ? 0 : 1;
+  fmt::print("SBI: lockvisor's calls use the experimental range {:#x}-{:#x} (its extension {:#x}); EIDs {:#x} "
+             "and {:#x} are answered by stock RISC-V KVM itself (not supported)\n",
+             abi::kSbiExperimentalFirst, abi::kSbiExperimentalLast, abi::kSbiExtLockvisor, abi::kSbiExtPvlock,
+             abi::kSbiExtPvlockLegacy);
+  if (api != KVM_API_VERSION || max_vcpus < 1) return 1;
+  // Whether this kernel forwards the experimental range: the embedded guest
+  // probes the PVLOCK alias (BASE probe_extension, answered by the VMM only
+  // if forwarded) and kicks across 2 harts.
+  arch::riscv64::RvMachineConfig config;
+  config.boot.harts = 2;
+  config.boot.program = "rv-sbi-pvlock";
+  config.boot.flags = abi::kBootFlagSbiPvlock;
+  config.boot.sbi_experimental_eid = abi::kSbiExtPvlockExperimentalDefault;
+  config.timeout_seconds = 60;
+  config.image = image;
+  const auto r = arch::riscv64::run_rv_machine(config);
+  bool forwarded = false;
+  for (const auto& v : r.harts.empty() ? std::vector<machine::ResultValue>{} : r.harts[0].results)
+    forwarded = forwarded || (v.key == "probe_alias" && v.values.size() == 1 && v.values[0] == 1);
+  fmt::print("SBI alias {:#x}: {} (a 2-hart guest run: {}{}{})\n", abi::kSbiExtPvlockExperimentalDefault,
+             forwarded ? "forwarded to the VMM, SBI PVLOCK runs here" : "NOT seen by the VMM",
+             machine::outcome_name(r.outcome), r.reason.empty() ? "" : ", ", r.reason);
+  return forwarded ? 0 : 1;
 }
 
 int conformance_command(const std::string& image_path, const std::string& json_path) {
@@ -205,6 +224,8 @@ int main(int argc, char** argv) {
   conformance->add_option("--json", conformance_json, "write the results as JSON to this file");
   conformance->add_option("--image", conformance_image, "guest ELF instead of the embedded one");
   CLI::App* doctor = app.add_subcommand("doctor", "what runs on this host");
+  std::string doctor_image;
+  doctor->add_option("--image", doctor_image, "guest ELF instead of the embedded one");
   CLI::App* locks_cmd = app.add_subcommand("locks", "the lock registry");
   for (const char* x86 : {"linux", "lab", "bench", "multi-vm", "ctl", "trace-check"})
     app.add_subcommand(x86, "x86-64 only")->group("")->allow_extras();
@@ -223,7 +244,10 @@ int main(int argc, char** argv) {
         return kUsage;
       }
     }
-    if (doctor->parsed()) return doctor_command();
+    if (doctor->parsed()) {
+      std::vector<std::byte> storage;
+      return doctor_command(select_guest_image(doctor_image, storage));
+    }
     if (locks_cmd->parsed()) return locks_command();
     if (conformance->parsed()) return conformance_command(conformance_image, conformance_json);
 
