@@ -31,6 +31,7 @@ refused "x86-64 only" lab
 refused "x86-64 only" linux
 refused "experimental range" run --sbi-eid 50564c4b
 refused "experimental range" run --sbi-eid zz
+refused "pinning is not implemented" run --pcpus 0-3
 
 out=$("$emu" "$bin" locks) || fail "lockvisor locks failed"
 grep -q '^pvqspinlock ' <<<"$out" || fail "lockvisor locks does not list pvqspinlock: $out"

@@ -206,7 +206,8 @@ int main(int argc, char** argv) {
   run->add_option("--workload", workload, "lock workload: lockbench, uncontended, torture");
   run->add_option("--lock", lock, "lock from the registry (`lockvisor locks`)");
   run->add_option("--vcpus", vcpus, "harts")->check(CLI::Range(1u, abi::kRiscvMaxHarts));
-  run->add_option("--pcpus", "host CPUs (accepted: 0 means no pinning, the only choice on RISC-V so far)");
+  std::string pcpus;
+  run->add_option("--pcpus", pcpus, "host CPUs to pin to: only 0 (no pinning) on riscv64 so far");
   run->add_option("--duration", duration, "seconds the workload runs");
   run->add_option("--timeout", timeout, "end the run after this many seconds (exit 4)");
   run->add_option("--memory", memory_mib, "guest RAM, MiB")->check(CLI::Range(8, 65536));
@@ -256,6 +257,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "lockvisor: %s: %s\n", kX86Only[i].flag, kX86Only[i].why);
         return kUsage;
       }
+    }
+    if (!pcpus.empty() && pcpus != "0") {
+      std::fprintf(stderr, "lockvisor: --pcpus %s: pinning is not implemented on riscv64 yet (use 0)\n", pcpus.c_str());
+      return kUsage;
     }
     arch::riscv64::RvMachineConfig config;
     config.boot.harts = vcpus;
