@@ -36,6 +36,8 @@ packages=(
   # names the package's Depends with dpkg-shlibdeps (dpkg-dev), which finds
   # the binaries with `file`; the tests render the man page with man-db
   man-db dpkg-dev file
+  # The RISC-V VMM's device tree: its unit test decompiles the blob with dtc
+  device-tree-compiler
 )
 if [ "$riscv" = 1 ]; then
   packages+=(

@@ -34,6 +34,7 @@
 #include "lockvisor/abi/ucall.h"
 #include "lockvisor/abi/workload.h"
 #include "tests/support/command_output.h"
+#include "tests/support/elf_header.h"
 #include "tests/support/kvm_required.h"
 #include "vmm/report/pingpong_rate.h"
 
@@ -853,19 +854,7 @@ class HandMadeGuest {
     EXPECT_LE(segment.size(), kData - lockvisor::abi::kImageBase);
     segment.resize(kData - lockvisor::abi::kImageBase);
     segment.insert(segment.end(), data_.begin(), data_.end());
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = ET_EXEC;
-    eh.e_machine = EM_X86_64;
-    eh.e_version = EV_CURRENT;
-    eh.e_entry = lockvisor::abi::kImageBase;
-    eh.e_phoff = sizeof eh;
-    eh.e_ehsize = sizeof eh;
-    eh.e_phentsize = sizeof(Elf64_Phdr);
-    eh.e_phnum = 1;
+    const Elf64_Ehdr eh = lockvisor::test::executable_header(EM_X86_64, lockvisor::abi::kImageBase, 1);
     Elf64_Phdr ph{};
     ph.p_type = PT_LOAD;
     ph.p_flags = PF_R | PF_W | PF_X;

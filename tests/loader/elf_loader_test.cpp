@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "lockvisor/abi/guest_layout.h"
+#include "tests/support/elf_header.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::vmm {
@@ -65,20 +66,7 @@ class ElfBuilder {
   }
 
   Bytes build() const {
-    Elf64_Ehdr eh{};
-    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_ident[EI_OSABI] = ELFOSABI_SYSV;
-    eh.e_type = ET_EXEC;
-    eh.e_machine = EM_X86_64;
-    eh.e_version = EV_CURRENT;
-    eh.e_entry = entry_;
-    eh.e_phoff = sizeof(Elf64_Ehdr);
-    eh.e_ehsize = sizeof(Elf64_Ehdr);
-    eh.e_phentsize = sizeof(Elf64_Phdr);
-    eh.e_phnum = static_cast<uint16_t>(segments_.size());
+    const Elf64_Ehdr eh = test::executable_header(EM_X86_64, entry_, static_cast<uint16_t>(segments_.size()));
 
     Bytes out(sizeof eh + segments_.size() * sizeof(Elf64_Phdr));
     std::memcpy(out.data(), &eh, sizeof eh);
@@ -197,6 +185,39 @@ TEST(ElfLoader, LoadsTwoSegmentImageWithZeroedBss) {
   const auto written = static_cast<std::size_t>(
       std::ranges::count_if(memory, [](std::byte b) { return b != kPoison; }));
   EXPECT_LE(written, kTextBytes + kDataMemBytes);
+}
+
+// A RISC-V image: guest_memory[0] is the RAM base, the segments and the
+// window are guest-physical addresses above it.
+TEST(ElfLoader, RiscvTargetLoadsRelativeToItsMemoryBase) {
+  constexpr uint64_t kBase = 0x80000000;
+  constexpr ElfTarget kRiscv{EM_RISCV, "riscv64", "EM_RISCV", kBase};
+  ElfBuilder b;
+  b.entry(kBase + kEntry)
+      .segment({.type = PT_LOAD, .flags = PF_R | PF_X, .addr = kBase + kText, .data = pattern(kTextBytes, 1)})
+      .segment({.type = PT_LOAD, .flags = PF_R | PF_W, .addr = kBase + kData, .data = pattern(kDataFileBytes, 100),
+                .memsz = kDataMemBytes});
+  Bytes image = b.build();
+  patch_ehdr(image, [](Elf64_Ehdr& eh) { eh.e_machine = EM_RISCV; });
+  Bytes memory = guest_memory();
+  const LoadedImage loaded =
+      load_elf_image(image, memory, kBase + kText, kBase + memory.size(), Bss::kZeroFill, {}, kRiscv);
+  EXPECT_EQ(loaded.entry, kBase + kEntry);
+  EXPECT_EQ(loaded.lowest_gpa, kBase + kText);
+  EXPECT_EQ(loaded.end_gpa, kBase + kData + kDataMemBytes);
+  const Bytes text = pattern(kTextBytes, 1);
+  EXPECT_TRUE(std::equal(text.begin(), text.end(), memory.begin() + kText));
+  EXPECT_EQ(memory[kData + kDataFileBytes], std::byte{0});
+  EXPECT_EQ(memory[kText - 1], kPoison);
+  EXPECT_EQ(check_elf_image(image, memory.size(), kBase, UINT64_MAX, kRiscv).end_gpa, loaded.end_gpa);
+  // Past the end of RAM, and an x86 image, are refused.
+  EXPECT_THROW(check_elf_image(image, kData, kBase, UINT64_MAX, kRiscv), Error);
+  try {
+    check_elf_image(valid_builder().build(), memory.size(), kBase, UINT64_MAX, kRiscv);
+    ADD_FAILURE() << "an x86-64 image was accepted for riscv64";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not riscv64 (EM_RISCV = 243)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ElfLoader, DefaultWindowIsTheAbiImageArea) {

@@ -127,6 +127,26 @@ TEST_F(ReportChannel, ArraysAreBoundsCheckedAndCopied) {
   EXPECT_EQ(report.results().size(), 2u);
 }
 
+// RISC-V's RAM starts at 0x80000000: memory[0] is that GPA, the Ucall and
+// its array are named by GPAs above it, and an address below it is outside.
+TEST_F(ReportChannel, AMemoryBaseShiftsEveryAddress) {
+  constexpr std::uint64_t kBase = 0x80000000;
+  GuestBudget budget(limits_);
+  GuestReport report(budget, kBase);
+  auto* values = reinterpret_cast<std::uint64_t*>(memory_.data() + kArrayAt);
+  values[0] = 7;
+  auto& u = slot(abi::UcallType::kResultArray, "rv");
+  u.args[0] = kBase + kArrayAt;
+  u.args[1] = 1;
+  ASSERT_EQ(report.handle(memory(), kBase + kSlot).kind, Kind::kContinue);
+  ASSERT_EQ(report.results().size(), 1u);
+  EXPECT_EQ(report.results()[0].values, std::vector<std::uint64_t>{7});
+  u.args[0] = kArrayAt;  // below the base
+  EXPECT_EQ(report.handle(memory(), kBase + kSlot).kind, Kind::kGuestError);
+  EXPECT_EQ(report.handle(memory(), kSlot).kind, Kind::kGuestError);
+  EXPECT_EQ(report.handle(memory(), kBase + memory_.size()).kind, Kind::kGuestError);
+}
+
 TEST_F(ReportChannel, TheMessageLimitCountsEveryMessage) {
   limits_.report_messages = 10;
   GuestBudget budget(limits_);

@@ -6,6 +6,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/host_cpus.h"
 #include "vmm/util/error.h"
+#include "vmm/util/hex_number.h"
 
 namespace lockvisor::cli {
 
@@ -89,15 +90,9 @@ void MachineOptions::finish() {
   config.backend.enforce_pv_feature_cpuid = enforce_pv_cpuid == "on";
   config.sbi_pvlock = !no_sbi;
   if (!sbi_eid.empty()) {
-    std::size_t used = 0;
-    unsigned long value = 0;
-    try {
-      value = std::stoul(sbi_eid, &used, 16);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != sbi_eid.size() || value > 0xFFFFFFFFul) fail("--sbi-eid '{}': not a hexadecimal EID", sbi_eid);
-    config.sbi_experimental_eid = static_cast<std::uint32_t>(value);
+    const auto value = parse_hex_u32(sbi_eid);
+    if (!value) fail("--sbi-eid '{}': not a hexadecimal EID", sbi_eid);
+    config.sbi_experimental_eid = *value;
   }
 }
 

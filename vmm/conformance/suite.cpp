@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "vmm/arch/arch_name.h"
 #include "vmm/machine/machine.h"
 #include "vmm/report/settings_json.h"
 #include "vmm/util/error.h"
@@ -63,7 +64,7 @@ nlohmann::json results_to_json(const std::vector<CaseResult>& results) {
     if (!r.details.empty()) cases.back()["details"] = r.details;
   }
   const Tally t = tally(results);
-  return {{"passed", t.passed}, {"failed", t.failed}, {"not_applicable", t.not_applicable}, {"cases", cases}};
+  return {{"arch", arch::kThisArch}, {"passed", t.passed}, {"failed", t.failed}, {"not_applicable", t.not_applicable}, {"cases", cases}};
 }
 
 }  // namespace lockvisor::conformance

@@ -64,7 +64,8 @@ struct Tally {
   std::size_t passed = 0, failed = 0, not_applicable = 0;
 };
 Tally tally(const std::vector<CaseResult>& results);
-// {passed, failed, not_applicable, cases: [...]}: both case groups' --json.
+// {arch, passed, failed, not_applicable, cases: [...]}: both case groups' --json;
+// arch names the architecture this lockvisor runs on (vmm/arch/arch_name.h).
 nlohmann::json results_to_json(const std::vector<CaseResult>& results);
 
 }  // namespace lockvisor::conformance

@@ -43,7 +43,7 @@ T read_struct(std::span<const std::byte> file, uint64_t offset) {
   return value;
 }
 
-Elf64_Ehdr read_and_check_header(std::span<const std::byte> file) {
+Elf64_Ehdr read_and_check_header(std::span<const std::byte> file, const ElfTarget& target) {
   // Magic first, so that a short text file is reported as "not an ELF file"
   // rather than as a truncated ELF.
   if (file.size() >= SELFMAG && std::memcmp(file.data(), ELFMAG, SELFMAG) != 0) {
@@ -69,8 +69,9 @@ Elf64_Ehdr read_and_check_header(std::span<const std::byte> file) {
     fail("guest image: not an executable (e_type = {}, expected ET_EXEC: link statically, without -pie)",
          eh.e_type);
   }
-  if (eh.e_machine != EM_X86_64) {
-    fail("guest image: built for machine {}, not x86-64 (EM_X86_64 = {})", eh.e_machine, EM_X86_64);
+  if (eh.e_machine != target.machine) {
+    fail("guest image: built for machine {}, not {} ({} = {})", eh.e_machine, target.name, target.machine_constant,
+         target.machine);
   }
   if (eh.e_ehsize != sizeof(Elf64_Ehdr)) {
     fail("guest image: bad ELF header size e_ehsize = {} (expected {})", eh.e_ehsize, sizeof(Elf64_Ehdr));
@@ -170,13 +171,20 @@ struct CheckedImage {
   std::vector<Segment> segments;  // sorted by address, non-empty, not overlapping
 };
 
-CheckedImage check_image(std::span<const std::byte> file, uint64_t memory_bytes, uint64_t min_gpa, uint64_t max_gpa) {
+// One past the highest guest-physical address of guest memory.
+uint64_t memory_end(uint64_t memory_bytes, const ElfTarget& target) {
+  uint64_t end = 0;
+  return __builtin_add_overflow(target.memory_base, memory_bytes, &end) ? UINT64_MAX : end;
+}
+
+CheckedImage check_image(std::span<const std::byte> file, uint64_t memory_bytes, uint64_t min_gpa, uint64_t max_gpa,
+                         const ElfTarget& target) {
   // The effective window is the caller's window clipped to guest memory; it
   // is what the error messages report, since that is what a segment must fit.
-  const uint64_t lo = min_gpa;
-  const uint64_t hi = std::max(lo, std::min<uint64_t>(max_gpa, memory_bytes));
+  const uint64_t lo = std::max(min_gpa, target.memory_base);
+  const uint64_t hi = std::max(lo, std::min<uint64_t>(max_gpa, memory_end(memory_bytes, target)));
 
-  const Elf64_Ehdr eh = read_and_check_header(file);
+  const Elf64_Ehdr eh = read_and_check_header(file, target);
 
   std::vector<Segment> segments;
   segments.reserve(eh.e_phnum);
@@ -214,11 +222,11 @@ CheckedImage check_image(std::span<const std::byte> file, uint64_t memory_bytes,
 
 // Copies [from, to) of a segment's file-backed bytes (offsets from its
 // start) into guest memory, faulting the pages in with one call each side.
-void copy_part(std::span<const std::byte> file, std::span<std::byte> guest_memory, const Segment& s, uint64_t from,
-               uint64_t to) {
+void copy_part(std::span<const std::byte> file, std::span<std::byte> guest_memory, uint64_t memory_base,
+               const Segment& s, uint64_t from, uint64_t to) {
   if (from >= to) return;
   const auto src = file.subspan(s.offset + from, to - from);
-  const auto dst = guest_memory.subspan(s.gpa + from, to - from);
+  const auto dst = guest_memory.subspan(s.gpa - memory_base + from, to - from);
   prefault(src, MADV_POPULATE_READ);
   prefault(dst, MADV_POPULATE_WRITE);
   // memcpy, not std::ranges::copy: GCC 12 made that a byte loop over span
@@ -257,31 +265,33 @@ PageRun mappable_pages(const std::vector<Segment>& segments, std::size_t i, uint
 }  // namespace
 
 LoadedImage check_elf_image(std::span<const std::byte> file, uint64_t memory_bytes, uint64_t min_gpa,
-                            uint64_t max_gpa) {
-  const CheckedImage image = check_image(file, memory_bytes, min_gpa, max_gpa);
+                            uint64_t max_gpa, const ElfTarget& target) {
+  const CheckedImage image = check_image(file, memory_bytes, min_gpa, max_gpa, target);
   return LoadedImage{image.entry, image.segments.front().gpa, image.segments.back().end};
 }
 
 LoadedImage load_elf_image(std::span<const std::byte> file, std::span<std::byte> guest_memory, uint64_t min_gpa,
-                           uint64_t max_gpa, Bss bss, const MapImagePages& map_pages) {
+                           uint64_t max_gpa, Bss bss, const MapImagePages& map_pages, const ElfTarget& target) {
   // Pass 1: validate everything, write nothing.
-  const CheckedImage image = check_image(file, guest_memory.size(), min_gpa, max_gpa);
+  const CheckedImage image = check_image(file, guest_memory.size(), min_gpa, max_gpa, target);
   const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t hi = std::min<uint64_t>(max_gpa, guest_memory.size());
+  const uint64_t lo = std::max(min_gpa, target.memory_base);
+  const uint64_t hi = std::min<uint64_t>(max_gpa, memory_end(guest_memory.size(), target));
+  const uint64_t base = target.memory_base;
   // Pass 2: map or copy. Every range below was checked against the file and memory.
   for (std::size_t i = 0; i < image.segments.size(); ++i) {
     const Segment& s = image.segments[i];
     const PageRun none{s.gpa, s.gpa};
-    PageRun run = map_pages ? mappable_pages(image.segments, i, page, file.size(), min_gpa, hi) : none;
+    PageRun run = map_pages ? mappable_pages(image.segments, i, page, file.size(), lo, hi) : none;
     // A page before the segment's first byte maps from before its offset.
     if (run.end > run.begin && !map_pages(run.begin, run.end - run.begin, s.offset + run.begin - s.gpa)) run = none;
     // What is not mapped is copied: the bytes before the run and after it
     // (with nothing mapped, the whole segment).
-    if (run.begin > s.gpa) copy_part(file, guest_memory, s, 0, run.begin - s.gpa);
-    copy_part(file, guest_memory, s, run.end - s.gpa, s.filesz);
+    if (run.begin > s.gpa) copy_part(file, guest_memory, base, s, 0, run.begin - s.gpa);
+    copy_part(file, guest_memory, base, s, run.end - s.gpa, s.filesz);
     // No mapped page reaches into a bss: the bss is RAM.
     if (bss == Bss::kZeroFill) {
-      const auto tail = guest_memory.subspan(s.gpa + s.filesz, s.end - s.gpa - s.filesz);
+      const auto tail = guest_memory.subspan(s.gpa - base + s.filesz, s.end - s.gpa - s.filesz);
       prefault(tail, MADV_POPULATE_WRITE);
       std::ranges::fill(tail, std::byte{0});
     }

@@ -12,11 +12,14 @@ namespace abi = lockvisor::abi;
 
 namespace {
 
-// [gpa, gpa + length) inside memory, overflow-safe.
-std::optional<std::span<const std::byte>> guest_range(std::span<const std::byte> memory, std::uint64_t gpa,
-                                                      std::uint64_t length) {
-  if (gpa > memory.size() || length > memory.size() - gpa) return std::nullopt;
-  return memory.subspan(static_cast<std::size_t>(gpa), static_cast<std::size_t>(length));
+// [gpa, gpa + length) inside memory, whose first byte is GPA `base`,
+// overflow-safe.
+std::optional<std::span<const std::byte>> guest_range(std::span<const std::byte> memory, std::uint64_t base,
+                                                      std::uint64_t gpa, std::uint64_t length) {
+  if (gpa < base) return std::nullopt;
+  const std::uint64_t offset = gpa - base;
+  if (offset > memory.size() || length > memory.size() - offset) return std::nullopt;
+  return memory.subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(length));
 }
 
 // A fixed-capacity string: never trust a terminator to be there.
@@ -36,8 +39,9 @@ std::uint64_t kept_bytes(std::uint64_t payload) { return payload + GuestLimits::
 
 }  // namespace
 
-std::optional<UcallMessage> decode_ucall(std::span<const std::byte> memory, std::uint64_t gpa, std::string* error) {
-  const auto bytes = guest_range(memory, gpa, sizeof(abi::Ucall));
+std::optional<UcallMessage> decode_ucall(std::span<const std::byte> memory, std::uint64_t gpa, std::string* error,
+                                         std::uint64_t memory_base) {
+  const auto bytes = guest_range(memory, memory_base, gpa, sizeof(abi::Ucall));
   if (!bytes) {
     *error = fmt::format("report channel: structure at GPA {:#x} lies outside guest memory", gpa);
     return std::nullopt;
@@ -66,7 +70,7 @@ UcallAction GuestReport::error(std::string reason) { return {UcallAction::Kind::
 UcallAction GuestReport::handle(std::span<const std::byte> memory, std::uint64_t gpa) {
   if (auto over = budget_.charge_message()) return error(std::move(*over));
   std::string why;
-  const auto message = decode_ucall(memory, gpa, &why);
+  const auto message = decode_ucall(memory, gpa, &why, memory_base_);
   if (!message) return error(std::move(why));
   replaced_strings_ += message->replaced_strings;
   return apply(*message, memory);
@@ -96,7 +100,7 @@ UcallAction GuestReport::apply(const UcallMessage& m, std::span<const std::byte>
         return error(fmt::format("report channel: array '{}' of {} values is longer than {} values",
                                  console_escape(m.text), count, limits.array_values));
       // count <= array_values < 2^61: count * 8 cannot wrap.
-      const auto bytes = guest_range(memory, m.args[0], count * sizeof(std::uint64_t));
+      const auto bytes = guest_range(memory, memory_base_, m.args[0], count * sizeof(std::uint64_t));
       if (!bytes)
         return error(fmt::format("report channel: array '{}' ({} values at GPA {:#x}) lies outside guest memory",
                                  console_escape(m.text), count, m.args[0]));

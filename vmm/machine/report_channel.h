@@ -33,10 +33,12 @@ struct UcallMessage {
   unsigned replaced_strings = 0;  // how many of text/file had invalid UTF-8 replaced
 };
 
-// Decodes the Ucall at guest-physical address `gpa` of `memory` (GPA 0 is
-// memory[0]). nullopt with *error set (one line, no guest text in it) when
-// the structure lies outside memory, the magic is wrong or the type unknown.
-std::optional<UcallMessage> decode_ucall(std::span<const std::byte> memory, std::uint64_t gpa, std::string* error);
+// Decodes the Ucall at guest-physical address `gpa` of `memory` (GPA
+// memory_base is memory[0]: 0 on x86, abi::kRiscvRamBase on RISC-V). nullopt
+// with *error set (one line, no guest text in it) when the structure lies
+// outside memory, the magic is wrong or the type unknown.
+std::optional<UcallMessage> decode_ucall(std::span<const std::byte> memory, std::uint64_t gpa, std::string* error,
+                                         std::uint64_t memory_base = 0);
 
 // What the vCPU does after a message.
 struct UcallAction {
@@ -59,7 +61,10 @@ struct UcallAction {
 class GuestReport {
  public:
   // `budget` is shared by every vCPU of the VM and must outlive this.
-  explicit GuestReport(GuestBudget& budget) : budget_(budget) {}
+  // `memory_base`: the GPA of the first byte of the memory handle() is given
+  // (decode_ucall).
+  explicit GuestReport(GuestBudget& budget, std::uint64_t memory_base = 0)
+      : budget_(budget), memory_base_(memory_base) {}
 
   // Charges, decodes and applies the message at `gpa`. A PRINT is charged
   // (the caller keeps its text); results and cases are kept here.
@@ -76,6 +81,7 @@ class GuestReport {
   UcallAction error(std::string reason);
 
   GuestBudget& budget_;
+  std::uint64_t memory_base_;
   std::vector<ResultValue> results_;
   std::vector<GuestCase> cases_;
   // Open cases by name: indices into cases_, innermost last. CASE_END closes

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "vmm/arch/arch_name.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/emulation.h"
 #include "vmm/util/guest_text.h"
@@ -235,6 +236,7 @@ void print_run_table(const machine::RunResult& result, std::FILE* out) {
 nlohmann::json run_to_json(const machine::RunResult& result, const machine::MachineConfig& config) {
   nlohmann::json j;
   bool host_text_replaced = false;  // invalid UTF-8 in text that did not come from the guest
+  j["arch"] = arch::kThisArch;
   j["outcome"] = machine::outcome_name(result.outcome);
   j["exit_code"] = machine::exit_code(result.outcome);
   j["reason"] = utf8(result.reason, &host_text_replaced);

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The riscv64 lockvisor's refusals that need no KVM, run under qemu-user: each
+# x86-only option or subcommand, and a bad --sbi-eid, is refused with exactly
+# one line on stderr and exit code 2 before anything runs; `locks` lists the
+# registry; `doctor` without /dev/kvm says so and fails.
+#
+# Usage: vmm_refusals.sh LOCKVISOR_RISCV64_BINARY
+set -uo pipefail
+bin=${1:?usage: vmm_refusals.sh LOCKVISOR_RISCV64_BINARY}
+emu=/usr/bin/qemu-riscv64-static
+fail() { echo "vmm_refusals: FAIL: $*" >&2; exit 1; }
+[ -x "$emu" ] || fail "$emu missing: tools/install-deps.sh --riscv"
+err=$(mktemp) && trap 'rm -f "$err"' EXIT
+
+# refused WANT_TEXT ARGS...: exit 2, one stderr line containing WANT_TEXT.
+refused() {
+	local want=$1 rc lines
+	shift
+	"$emu" "$bin" "$@" >/dev/null 2>"$err"
+	rc=$?
+	[ "$rc" = 2 ] || fail "lockvisor $* exited $rc, want 2: $(cat "$err")"
+	lines=$(wc -l <"$err")
+	[ "$lines" = 1 ] || fail "lockvisor $* wrote $lines lines to stderr, want 1: $(cat "$err")"
+	grep -qF -- "$want" "$err" || fail "lockvisor $*: '$(cat "$err")' does not say '$want'"
+}
+refused "Linux guests run on x86-64 only" run --kernel bzImage
+refused "eBPF" run --runstate
+refused "--backend kvm" run --backend kvm
+refused "x86 wake paths" run --pv-wake ipi
+refused "x86-64 only" lab
+refused "x86-64 only" linux
+refused "experimental range" run --sbi-eid 50564c4b
+refused "experimental range" run --sbi-eid zz
+refused "pinning is not implemented" run --pcpus 0-3
+
+out=$("$emu" "$bin" locks) || fail "lockvisor locks failed"
+grep -q '^pvqspinlock ' <<<"$out" || fail "lockvisor locks does not list pvqspinlock: $out"
+if [ ! -e /dev/kvm ]; then
+	out=$("$emu" "$bin" doctor 2>&1) && fail "doctor without /dev/kvm exited 0: $out"
+	grep -qF '/dev/kvm: cannot open' <<<"$out" || fail "doctor does not name /dev/kvm: $out"
+fi
+echo "vmm_refusals: all refusals as documented"
