@@ -39,10 +39,13 @@ TEST(RvKicks, StickyKickRaisesTheLineUntilAcknowledged) {
   EXPECT_EQ(kicks.counts(1).kicks_coalesced, 1u);
   EXPECT_EQ(kicks.counts(0).kicks_sent, 1u);
   EXPECT_EQ(kicks.counts(2).kicks_sent, 1u);
-  kicks.acknowledge(1);
+  EXPECT_TRUE(kicks.acknowledge(1));  // this wait was ended by a kick
   EXPECT_FALSE(kicks.latched(1));
   EXPECT_EQ(kvm.line[1], 0);
   EXPECT_EQ(kicks.acks(1), 1u);
+  EXPECT_FALSE(kicks.acknowledge(1));  // a WFI that returned with nothing latched
+  EXPECT_EQ(kicks.acks(1), 1u);
+  EXPECT_EQ(kvm.line[1], 0);
   EXPECT_EQ(kvm.interrupts[1], 0);  // the interrupt wakes a blocked WFI: no signal needed
   kicks.kick(1, 1);                  // a self-kick latches as any other
   EXPECT_EQ(kvm.line[1], 1);
@@ -76,13 +79,17 @@ TEST(RvKicks, LineFollowsTheLatchUnderConcurrentKicksAndAcks) {
     threads.emplace_back([&, from] {
       for (int i = 0; i < 2000; ++i) kicks.kick(from, 3);
     });
+  std::uint64_t consumed = 0;
   threads.emplace_back([&] {
-    for (int i = 0; i < 2000; ++i) kicks.acknowledge(3);
+    for (int i = 0; i < 2000; ++i) consumed += kicks.acknowledge(3) ? 1 : 0;
   });
   for (auto& t : threads) t.join();
   EXPECT_EQ(kvm.line[3], kicks.latched(3) ? 1 : 0);
   const auto c = kicks.counts(3);
   EXPECT_EQ(c.kicks_received + c.kicks_coalesced, 6000u);
+  // Every latched kick was either consumed by one acknowledgement or is still latched.
+  EXPECT_EQ(c.kicks_received, consumed + (kicks.latched(3) ? 1 : 0));
+  EXPECT_EQ(kicks.acks(3), consumed);
   EXPECT_EQ(static_cast<std::uint64_t>(kvm.raises[3]), c.kicks_received);
 }
 

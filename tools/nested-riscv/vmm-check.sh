@@ -3,7 +3,7 @@
 # `lockvisor conformance --json` and a pvqspinlock torture run, both by the
 # riscv64 lockvisor, checked here on the x86 host. Every conformance case must
 # pass; the torture run must complete with 0 violations, each hart's halts as
-# the guest counted them (pv_wait) equal to KVM's WFI exits and its kicks
+# the guest counted them (pv_halts) equal to KVM's WFI exits and its kicks
 # (pv_kick) equal to the kicks the VMM served, and name riscv64.
 #
 # Usage: vmm-check.sh LOCKVISOR_RISCV64_BINARY [GUEST_ELF]
@@ -67,8 +67,8 @@ if run is not None:
             continue
         if guest["violations"] != 0:
             failures.append(f"torture: hart {i}: {guest['violations']} mutual-exclusion violations")
-        if guest["pv_wait"] != pv.get("halts"):
-            failures.append(f"torture: hart {i}: the guest counted {guest['pv_wait']} halts, KVM {pv.get('halts')} WFI exits")
+        if guest["pv_halts"] != pv.get("halts"):
+            failures.append(f"torture: hart {i}: the guest counted {guest['pv_halts']} halts, KVM {pv.get('halts')} WFI exits")
         if guest["pv_kick"] != pv.get("kicks_sent"):
             failures.append(f"torture: hart {i}: the guest counted {guest['pv_kick']} kicks, the VMM {pv.get('kicks_sent')}")
 for line in failures:

@@ -62,8 +62,10 @@ nlohmann::json run_json(const arch::riscv64::RvRunResult& r, const arch::riscv64
     for (const auto& v : h.results) results[v.key] = v.values.size() == 1 ? nlohmann::json(v.values[0]) : nlohmann::json(v.values);
     nlohmann::json cases = nlohmann::json::array();
     for (const auto& c : h.cases) cases.push_back({{"name", c.name}, {"passed", c.passed}, {"ended", c.ended}});
-    // The guest's own count of its halts (pv_wait) and kicks (pv_kick), from
-    // its WorkloadStats, beside KVM's WFI count and the VMM's kick count.
+    // The guest's own count of its halts (pv_halts: the WFIs its wait()
+    // executed; pv_wait counts the calls, some of which find the condition
+    // gone and do not halt) and kicks (pv_kick), from its WorkloadStats,
+    // beside KVM's WFI count and the VMM's kick count.
     nlohmann::json guest = nullptr;
     for (const auto& v : h.results) {
       if (v.key != "workload_stats" || v.values.size() * sizeof(std::uint64_t) < sizeof(abi::WorkloadStats)) continue;
@@ -72,6 +74,7 @@ nlohmann::json run_json(const arch::riscv64::RvRunResult& r, const arch::riscv64
       guest = {{"ops", stats.ops},
                {"violations", stats.violations},
                {"pv_wait", stats.lock_events[static_cast<unsigned>(locks::LockEvent::pv_wait)]},
+               {"pv_halts", stats.pv_halts},
                {"pv_kick", stats.lock_events[static_cast<unsigned>(locks::LockEvent::pv_kick)]}};
     }
     vcpus.push_back({{"done", h.done},

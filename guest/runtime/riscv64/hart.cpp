@@ -116,7 +116,10 @@ void hart_init() { enable_wake_interrupt(); }
   if (!fdt.boot_info_valid) fail("/chosen/lockvisor,boot-info is not one u64");
   if (const char* why = check_boot_info(fdt.boot_info, fdt.harts)) fail(why);
   const BootInfo* info = reinterpret_cast<const BootInfo*>(fdt.boot_info);
-  if (g_boot_hart >= info->vcpu_count) fail("the boot hart's id is beyond BootInfo's vcpu_count");
+  // lockvisor's VMM enters hart 0 first (riscv_boot.h), and the programs'
+  // roles (hart 0 kicks, hart 1 waits; hart 0 reports the lock tuning) are
+  // written for it. Firmware may pick another (OpenSBI draws lots).
+  if (g_boot_hart != 0) fail(kRiscvBootHartMessage);
   // From here on failures are reported through the VMM's report channel.
   set_boot_info(info);
   use_pvlock_kick(info->sbi_experimental_eid);

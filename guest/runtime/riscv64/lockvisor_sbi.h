@@ -25,7 +25,7 @@ void lv_putchar(char c);
 // The report channel: the address of a filled Ucall (kLvSbiUcall). Paging is
 // off, so the address is guest-physical, as the VMM needs it.
 void lv_ucall(const Ucall* ucall);
-// This hart saw its kick interrupt pending after a WFI (kLvSbiKickAck).
+// This hart's WFI returned: the VMM clears its kick latch (kLvSbiKickAck).
 void lv_kick_ack();
 // Whether `hart` is blocked in WFI right now (kLvSbiQueryHalted): value 1
 // or 0, or an error.

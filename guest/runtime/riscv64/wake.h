@@ -23,9 +23,10 @@
 //     Sticky, the VMM latches it and raises the hart's supervisor external
 //     interrupt (sip.SEIP); proposed (the series' own host side), it only
 //     takes the hart out of KVM_RUN, and a kick before the WFI is lost.
-//   wait(ptr, val): sie.SEIE = 1; re-check, WFI, then if sip.SEIP is set,
-//     kLvSbiKickAck: the VMM clears its latch and lowers the interrupt (the
-//     guest cannot clear an external interrupt itself).
+//   wait(ptr, val): sie.SEIE = 1; re-check, WFI, then kLvSbiKickAck after
+//     every WFI: the VMM clears its latch and lowers the interrupt (the guest
+//     cannot clear an external interrupt itself, nor, under QEMU's emulated
+//     H extension, see it in sip: sbi_lockvisor.h says why that is safe).
 // The WFI in wake_wait is the only one the image executes under lockvisor,
 // so that the VMM's count of WFI exits equals the guest's count of halts.
 #pragma once
@@ -44,7 +45,8 @@ extern bool g_kick_via_pvlock;  // true under lockvisor; false: SBI IPI (firmwar
 extern u32 g_pvlock_eid;        // the PVLOCK EID when g_kick_via_pvlock
 
 // Under lockvisor: kicks are KICK_CPU at `eid` (BootInfo's; the VMM serves
-// it when kBootFlagSbiPvlock is set), wakes come through sip.SEIP.
+// it when kBootFlagSbiPvlock is set), wakes come through the supervisor
+// external interrupt (sie.SEIE).
 void use_pvlock_kick(u32 eid);
 
 // On every hart at start: enables the wake interrupt of this guest's kick
@@ -59,9 +61,7 @@ inline bool wake_wait(volatile u8* ptr, u8 val) {
   if (*ptr != val) return false;
   asm volatile("wfi" ::: "memory");
   if (g_kick_via_pvlock) {
-    u64 pending;
-    asm volatile("csrr %0, sip" : "=r"(pending)::"memory");
-    if (pending & kSipSeip) lv_kick_ack();
+    lv_kick_ack();
   } else {
     asm volatile("csrc sip, %0" ::"r"(kSipSsip) : "memory");
   }

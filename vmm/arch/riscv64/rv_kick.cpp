@@ -34,13 +34,14 @@ void RvKicks::kick(unsigned from, unsigned target) {
   hooks_.set_line(target, true);
 }
 
-void RvKicks::acknowledge(unsigned hart) {
+bool RvKicks::acknowledge(unsigned hart) {
   Hart& h = *harts_[hart];
   const std::lock_guard lock(h.mutex);
+  if (!h.latched) return false;
   ++h.acks;
-  if (!h.latched) return;
   h.latched = false;
   hooks_.set_line(hart, false);
+  return true;
 }
 
 bool RvKicks::latched(unsigned hart) const {

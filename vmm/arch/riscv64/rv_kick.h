@@ -46,14 +46,15 @@ class RvKicks {
   // KICK_CPU from `from` to `target` (both valid hart ids: the hypercall
   // table answers invalid targets itself).
   void kick(unsigned from, unsigned target);
-  // kLvSbiKickAck from `hart`: clears its latch and lowers its line.
-  void acknowledge(unsigned hart);
+  // kLvSbiKickAck from `hart`, after each of its WFIs: clears its latch and
+  // lowers its line. True if a kick was latched (it ended that wait).
+  bool acknowledge(unsigned hart);
 
   bool latched(unsigned hart) const;
   KickMode mode() const { return mode_; }
   // The hart's kick counters so far: kicks_sent, kicks_received,
-  // kicks_coalesced, kicks_dropped (proposed only). Acknowledgements are
-  // counted apart: they are the halts that a kick ended (acks).
+  // kicks_coalesced, kicks_dropped (proposed only). Acknowledgements that
+  // found a kick latched are counted apart: the halts a kick ended (acks).
   pvlock::PvCounts counts(unsigned hart) const;
   std::uint64_t acks(unsigned hart) const;
 

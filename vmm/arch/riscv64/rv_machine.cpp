@@ -154,8 +154,7 @@ bool Run::serve_sbi(unsigned index, const SbiCall& call) {
         answer_sbi(run, abi::kSbiSuccess, 0);
         return true;
       case abi::kLvSbiKickAck:
-        kicks_->acknowledge(index);
-        answer_sbi(run, abi::kSbiSuccess, 0);
+        answer_sbi(run, abi::kSbiSuccess, kicks_->acknowledge(index) ? 1 : 0);
         return true;
       case abi::kLvSbiQueryHalted: {
         if (call.args[0] >= harts_.size()) {

@@ -28,7 +28,7 @@ struct RvMachineConfig {
 
 struct RvHartReport {
   pvlock::PvCounts pv;         // kicks sent / received / coalesced / dropped
-  std::uint64_t acks = 0;      // kLvSbiKickAck calls: the WFIs a sticky kick ended
+  std::uint64_t acks = 0;      // kLvSbiKickAck calls that found a kick latched: the WFIs a sticky kick ended
   std::uint64_t wfi_exits = 0; // KVM's wfi_exit_stat: the guest's halts
   std::uint64_t sbi_exits = 0;
   bool done = false;                // reported DONE on the report channel

@@ -14,7 +14,9 @@
 //     clock), counts the cpu@N nodes under /cpus, and reads /chosen (below).
 //   * One hart enters first; the guest starts the others itself with SBI HSM
 //     hart_start at the same entry point (sbi_pvlock.h). Hart ids must be
-//     below kRiscvMaxHarts and contiguous from 0.
+//     below kRiscvMaxHarts and contiguous from 0. Under lockvisor's VMM the
+//     first is hart 0, and with a BootInfo the guest refuses any other
+//     (kRiscvBootHartMessage), since its programs give hart 0 its own role.
 //   * SBI services it needs from the firmware or the VMM: BASE, HSM, IPI,
 //     SRST and the legacy console putchar (sbi_pvlock.h).
 //   * Under lockvisor's VMM the device tree's /chosen node has the property
@@ -36,6 +38,10 @@ inline constexpr u64 kRiscvRamBase = 0x80000000;
 inline constexpr u64 kRiscvFdtGpa = kRiscvRamBase;
 inline constexpr u64 kRiscvFdtMaxBytes = 0x10000;
 inline constexpr u64 kRiscvBootInfoGpa = kRiscvRamBase + 0x100000;
+// What the guest prints (after "FAIL: hart N: ") when a BootInfo is named and
+// a hart other than 0 entered first.
+inline constexpr char kRiscvBootHartMessage[] = "with a BootInfo, hart 0 must enter first";
+
 // The /chosen property that holds kRiscvBootInfoGpa.
 inline constexpr char kRiscvBootInfoProperty[] = "lockvisor,boot-info";
 

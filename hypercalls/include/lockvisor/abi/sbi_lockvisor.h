@@ -24,9 +24,10 @@ inline constexpr u32 kLvSbiUcall = 0;
 // a0 = one byte of console output. Printed per hart, a whole line at a time,
 // as COM1 is on x86. Answer: error 0.
 inline constexpr u32 kLvSbiPutchar = 1;
-// The calling hart saw its kick-wake interrupt pending (sip.SEIP) after a
-// WFI: the VMM clears that hart's latch and lowers the interrupt. Answer:
-// error 0. See kRiscvKickInterrupt for the protocol.
+// The calling hart's WFI has returned: the VMM clears that hart's latch and
+// lowers the interrupt. Answer: error 0, value 1 if a kick was latched (the
+// kick ended this wait), 0 if not (the WFI returned for another reason).
+// See kRiscvKickInterrupt for the protocol.
 inline constexpr u32 kLvSbiKickAck = 2;
 // a0 = hart id. Answer: value 1 if that hart is blocked in WFI inside KVM
 // right now, 0 if not; error kSbiErrInvalidParam for a hart that does not
@@ -45,10 +46,19 @@ inline constexpr u32 kLvSbiTrap = 4;
 //     while no interrupt enabled in sie is pending, so a WFI after the kick
 //     returns at once and a blocked one wakes.
 //   wait: the guest runs with sie.SEIE = 1 and sstatus.SIE = 0 (the interrupt
-//     never traps), WFI, then reads sip.SEIP; if set it calls kLvSbiKickAck,
+//     never traps), re-checks its condition, WFI, then calls kLvSbiKickAck,
 //     on which the VMM clears the latch and lowers the line
 //     (KVM_INTERRUPT_UNSET). Kick and acknowledgement are serialised per hart
 //     in the VMM, so a kick never falls between the clear and the lowering.
+//     The acknowledgement follows every WFI, not only one that sees sip.SEIP:
+//     under QEMU 7.2's emulated H extension a VS-mode read of sip shows SEIP
+//     as 0 even while KVM's pending external interrupt is ending the WFI
+//     (measured in tools/nested-riscv, with sie.SEIE = 1), so the guest cannot
+//     tell. Clearing at the end of every wait is what KVM's pv_unhalted does
+//     on x86 (cleared when a halt ends, whatever ended it): a kick that lands
+//     between the WFI's return and the acknowledgement is consumed with it,
+//     and nothing is lost, because a kicker always changes the state a waiter
+//     re-checks before it kicks, and the waiter re-checks before every WFI.
 //   kick (proposed, the series' own host side): nothing latched; the VMM only
 //     takes the target out of KVM_RUN. A target blocked in WFI returns from
 //     it; one that is running loses the kick.
