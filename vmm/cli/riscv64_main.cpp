@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -54,6 +55,25 @@ constexpr X86Only kX86Only[] = {
     {"--pv-wake", "--pv-wake chooses among x86 wake paths"},
 };
 
+// The guest's own counts from a hart's WorkloadStats: its halts (pv_halts:
+// the WFIs its wait() executed; pv_wait counts the calls, some of which find
+// the condition gone and do not halt) and kicks (pv_kick), to set beside
+// KVM's WFI count and the VMM's kick count. nullopt: not a workload run.
+struct GuestCounts {
+  std::uint64_t ops, violations, pv_wait, pv_halts, pv_kick;
+};
+std::optional<GuestCounts> guest_counts(const arch::riscv64::RvHartReport& h) {
+  for (const auto& v : h.results) {
+    if (v.key != "workload_stats" || v.values.size() * sizeof(std::uint64_t) < sizeof(abi::WorkloadStats)) continue;
+    abi::WorkloadStats stats;
+    std::memcpy(&stats, v.values.data(), sizeof stats);
+    return GuestCounts{stats.ops, stats.violations,
+                       stats.lock_events[static_cast<unsigned>(locks::LockEvent::pv_wait)], stats.pv_halts,
+                       stats.lock_events[static_cast<unsigned>(locks::LockEvent::pv_kick)]};
+  }
+  return std::nullopt;
+}
+
 nlohmann::json run_json(const arch::riscv64::RvRunResult& r, const arch::riscv64::RvMachineConfig& c,
                         const std::string& kick) {
   nlohmann::json vcpus = nlohmann::json::array();
@@ -62,21 +82,13 @@ nlohmann::json run_json(const arch::riscv64::RvRunResult& r, const arch::riscv64
     for (const auto& v : h.results) results[v.key] = v.values.size() == 1 ? nlohmann::json(v.values[0]) : nlohmann::json(v.values);
     nlohmann::json cases = nlohmann::json::array();
     for (const auto& c : h.cases) cases.push_back({{"name", c.name}, {"passed", c.passed}, {"ended", c.ended}});
-    // The guest's own count of its halts (pv_halts: the WFIs its wait()
-    // executed; pv_wait counts the calls, some of which find the condition
-    // gone and do not halt) and kicks (pv_kick), from its WorkloadStats,
-    // beside KVM's WFI count and the VMM's kick count.
     nlohmann::json guest = nullptr;
-    for (const auto& v : h.results) {
-      if (v.key != "workload_stats" || v.values.size() * sizeof(std::uint64_t) < sizeof(abi::WorkloadStats)) continue;
-      abi::WorkloadStats stats;
-      std::memcpy(&stats, v.values.data(), sizeof stats);
-      guest = {{"ops", stats.ops},
-               {"violations", stats.violations},
-               {"pv_wait", stats.lock_events[static_cast<unsigned>(locks::LockEvent::pv_wait)]},
-               {"pv_halts", stats.pv_halts},
-               {"pv_kick", stats.lock_events[static_cast<unsigned>(locks::LockEvent::pv_kick)]}};
-    }
+    if (const auto g = guest_counts(h))
+      guest = {{"ops", g->ops},
+               {"violations", g->violations},
+               {"pv_wait", g->pv_wait},
+               {"pv_halts", g->pv_halts},
+               {"pv_kick", g->pv_kick}};
     vcpus.push_back({{"done", h.done},
                      {"guest", guest},
                      {"exit_code", h.exit_code},
@@ -115,17 +127,17 @@ int run_command(const arch::riscv64::RvMachineConfig& config, const std::string&
              machine::exit_code(result.outcome), result.reason.empty() ? "" : ": ", result.reason);
   for (unsigned i = 0; i < result.harts.size(); ++i) {
     const auto& h = result.harts[i];
-    fmt::print("hart {}: kicks sent {} received {} dropped {} invalid {}, acks {}, halts (WFI) {}\n", i,
-               h.pv.kicks_sent, h.pv.kicks_received, h.pv.kicks_dropped, h.pv.kicks_invalid, h.acks, h.wfi_exits);
+    // A workload's counts with the guest's beside the VMM's and KVM's.
+    if (const auto g = guest_counts(h))
+      fmt::print("hart {}: {} acquisitions, {} violations; halts (WFI) {} (guest {}), kicks sent {} (guest {})\n", i,
+                 g->ops, g->violations, h.wfi_exits, g->pv_halts, h.pv.kicks_sent, g->pv_kick);
+    fmt::print("hart {}: kicks received {} coalesced {} dropped {} invalid {}, waits a kick ended {}\n", i,
+               h.pv.kicks_received, h.pv.kicks_coalesced, h.pv.kicks_dropped, h.pv.kicks_invalid, h.acks);
     // Scalars in the text, arrays (a workload's statistics) only in --json.
-    for (const auto& v : h.results) {
-      if (v.values.size() == 1) {
-        fmt::print("hart {}: {} = {}\n", i, v.key, static_cast<std::int64_t>(v.values[0]));
-      } else {
-        fmt::print("hart {}: {}: {} values (--json)\n", i, v.key, v.values.size());
-      }
-    }
+    for (const auto& v : h.results)
+      if (v.values.size() == 1) fmt::print("hart {}: {} = {}\n", i, v.key, static_cast<std::int64_t>(v.values[0]));
   }
+  if (json_path.empty() && !result.harts.empty()) fmt::print("(each hart's workload statistics: --json FILE)\n");
   if (!json_path.empty()) {
     std::ofstream out(json_path);
     out << run_json(result, config, kick).dump(2) << "\n";
