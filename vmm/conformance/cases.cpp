@@ -503,7 +503,10 @@ std::vector<CaseSpec> all_cases(const SuiteOptions& options) {
           .result(0, "wake_woken", nmi ? 1 : 2)
           .result(0, "wake_spurious", nmi ? 1 : 0)
           .result(0, "wake_halts_skipped", 0)
-          .kvm(0, nmi ? "nmi_injections" : "irq_injections", 2)
+          // The guest took exactly two; KVM counts a delivery that an exit
+          // interrupted twice (a re-injection, seen in the nested machine), so
+          // its count is at least the guest's (lockstat/wake_check.h).
+          .kvm_at_least(0, nmi ? "nmi_injections" : "irq_injections", 2)
           .kvm(1, nmi ? "nmi_injections" : "irq_injections", 0)
           .kvm(0, "hypercalls", 0)
           .kvm(1, "hypercalls", 0)
