@@ -213,7 +213,7 @@ bool Run::serve_ucall(unsigned index, std::uint64_t gpa) {
       bool all = true;
       for (const auto& other : harts_) all = all && other->done.load();
       if (all) finish(machine::Outcome::kCompleted, "");
-      return true;  // a hart that is done waits (WFI) for the others
+      return true;  // a hart that is done spins (no WFI after DONE) until the others are
     }
     default:
       return true;
