@@ -19,6 +19,7 @@
 #include "vmm/lab/bootstrap.h"
 #include "vmm/lab/matrix.h"
 #include "vmm/lab/metrics.h"
+#include "vmm/lab/placement.h"
 #include "vmm/lab/presets.h"
 #include "vmm/lab/lab_report.h"
 #include "vmm/lab/results_log.h"
@@ -721,6 +722,143 @@ expect = "a>b"
   ASSERT_FALSE(summary.claims[0].findings.empty());
   EXPECT_NE(summary.claims[0].findings[0].find("too few runs to tell"), std::string::npos)
       << summary.claims[0].findings[0];
+}
+
+// A ratio claim with a factor compares a with factor x b: "at least 0.9x"
+// holds where the ratio's whole interval is above 0.9, is contradicted where
+// it is wholly below, and says so in its finding.
+TEST(LabSummary, ARatioClaimsFactorMovesTheLineItIsJudgedAgainst) {
+  EXPECT_STREQ(ratio_verdict(Estimate{0.95, 0.92, 0.98}, 0.9), "a>b");
+  EXPECT_STREQ(ratio_verdict(Estimate{0.95, 0.92, 0.98}), "a<b");
+  EXPECT_STREQ(ratio_verdict(Estimate{0.9, 0.85, 0.95}, 0.9), "a~b");
+  auto s = parse_scenario(std::string(kTwoAxes) + R"(
+[[claim]]
+text = "tas at least 0.9x ticket"
+a = "tas"
+b = "ticket"
+factor = 0.9
+expect = "a>b"
+[[claim]]
+text = "unfair at least 0.9x ticket"
+a = "unfair"
+b = "ticket"
+factor = 0.9
+expect = "a>b"
+[[claim]]
+text = "unfair beats ticket"
+a = "unfair"
+b = "ticket"
+expect = "a>b"
+)",
+                          "t");
+  // tas 0.95x ticket, unfair 0.8x: tas holds against 0.9 but not against 1.
+  const auto records = completed_records(s, [](const Point& p) {
+    return p.key.find("lock=tas") != std::string::npos ? 950.0 : p.key.find("lock=unfair") != std::string::npos ? 800.0 : 1000.0;
+  });
+  const auto summary = summarize(s, records, 2);
+  ASSERT_EQ(summary.claims.size(), 3u);
+  EXPECT_EQ(summary.claims[0].verdict, "holds");
+  ASSERT_FALSE(summary.claims[0].findings.empty());
+  EXPECT_NE(summary.claims[0].findings[0].find("tas higher than 0.9x ticket, beyond the spread"), std::string::npos)
+      << summary.claims[0].findings[0];
+  EXPECT_EQ(summary.claims[1].verdict, "contradicted");
+  EXPECT_NE(summary.claims[1].findings[0].find("unfair lower than 0.9x ticket"), std::string::npos);
+  EXPECT_EQ(summary.claims[2].verdict, "contradicted");
+  const auto md = report_markdown(s, summary, {{"machine", nlohmann::json::object()}, {"repeats", 2}}, "no plots");
+  EXPECT_NE(md.find("- Expected here: tas's throughput (acquisitions/s) is higher than 0.9x ticket's (the 95% "
+                    "interval of the ratio above 0.9)"),
+            std::string::npos)
+      << md;
+  const auto bad = [](const std::string& claim) {
+    return error_of([&] { parse_scenario(std::string(kTwoAxes) + claim, "t"); });
+  };
+  EXPECT_NE(bad("[[claim]]\ntext = \"x\"\na = \"tas\"\nb = \"ticket\"\nfactor = 0\nexpect = \"a>b\"\n")
+                .find("factor: a number above 0"),
+            std::string::npos);
+  EXPECT_NE(bad("[[claim]]\ntext = \"x\"\na = \"tas\"\nb = \"ticket\"\nfactor = \"big\"\nexpect = \"a>b\"\n")
+                .find("factor: a number above 0"),
+            std::string::npos);
+  EXPECT_NE(bad("[[claim]]\nkind = \"level\"\ntext = \"x\"\nmetric = \"ops_per_sec\"\na = \"tas\"\nexpect = "
+                "\"above\"\nvalue = 1\nfactor = 2\n")
+                .find("only a ratio claim"),
+            std::string::npos);
+}
+
+// A value with min_cpus exists only where the lab has that many CPUs; the
+// others are left out, recorded, named by the dry run and the report, and
+// the claims about them say "not on this host" instead of "no data".
+TEST(LabSummary, ValuesThatNeedMoreCpusAreLeftOutAndTheirClaimsSaySo) {
+  const std::string text = R"(
+name = "t"
+repeats = 2
+[fixed]
+workload = "lockbench"
+duration_s = 0.05
+[[axis]]
+name = "setting"
+values = [{ label = "2-on-2", vcpus = "1x", pcpus = "2cpus" }, { label = "8-on-8", vcpus = "1x", pcpus = "8cpus", min_cpus = 8 }]
+[[axis]]
+name = "lock"
+values = ["ticket", "tas"]
+[[claim]]
+text = "tas beats ticket at 8 on 8"
+a = "tas"
+b = "ticket"
+where = { setting = "8-on-8" }
+expect = "a>b"
+[[claim]]
+text = "tas beats ticket everywhere"
+a = "tas"
+b = "ticket"
+expect = "a>b"
+)";
+  auto s = parse_scenario(text, "t");
+  s.host_cpus = {0, 1};
+  const auto small = expand(s);
+  EXPECT_EQ(small.size(), 4u) << "2 locks x 2 repeats at 2-on-2 only";
+  expand_for_host(s);
+  ASSERT_EQ(s.left_out.size(), 1u);
+  EXPECT_EQ(s.left_out[0], (LeftOutValue{"setting", "8-on-8", 8}));
+  expand_for_host(s);
+  EXPECT_EQ(s.left_out.size(), 1u) << "idempotent";
+  const auto records = completed_records(s, [](const Point& p) {
+    return p.key.find("lock=tas") != std::string::npos ? 1000.0 : 100.0;
+  });
+  const auto summary = summarize(s, records, 2);
+  ASSERT_EQ(summary.claims.size(), 2u);
+  EXPECT_EQ(summary.claims[0].verdict, "not on this host");
+  ASSERT_FALSE(summary.claims[0].findings.empty());
+  EXPECT_EQ(summary.claims[0].findings.back(),
+            "setting=8-on-8: not on this host (needs at least 8 host CPUs; this lab is planned for 2)");
+  EXPECT_EQ(summary.claims[1].verdict, "holds") << "the points this host has";
+  EXPECT_EQ(summary.claims[1].findings.size(), 1u) << "no where: it names no left-out value";
+  const auto placement = placement_description({0, 1}, "test", {}, s.left_out);
+  EXPECT_NE(left_out_line(placement).find("setting `8-on-8` (at least 8 CPUs)"), std::string::npos);
+  EXPECT_NE(placement_markdown(placement).find("Left out on this host"), std::string::npos);
+
+  auto big = parse_scenario(text, "t");
+  big.host_cpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(expand(big).size(), 8u);
+  expand_for_host(big);
+  EXPECT_TRUE(big.left_out.empty());
+  EXPECT_TRUE(left_out_line(placement_description(big.host_cpus, "test", {}, big.left_out)).empty());
+
+  // An axis with nothing left, and a bad min_cpus, are one-line errors.
+  auto none = parse_scenario(R"(
+name = "t"
+[[axis]]
+name = "setting"
+values = [{ label = "8-on-8", vcpus = "1x", pcpus = "8cpus", min_cpus = 8 }]
+)",
+                             "t");
+  none.host_cpus = {0, 1};
+  EXPECT_NE(error_of([&] { expand_for_host(none); }).find("axis 'setting': no value on 2 host CPU(s)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_scenario("name = \"t\"\n[[axis]]\nname = \"s\"\nvalues = [{ label = \"a\", vcpus = 2, min_cpus = 0 }]\n",
+                             "t");
+            }).find("min_cpus: an integer 1.."),
+            std::string::npos);
 }
 
 // A level claim: the 95% interval of one lock's median against a stated

@@ -151,7 +151,7 @@ TEST(LabPlacement, SweepsCountContendersBelowTheHostsCpus) {
   EXPECT_EQ(sweep_counts(24), (std::vector<unsigned>{1, 2, 4, 8, 16}));
   auto s = parse_scenario(find_preset("scaling")->text, "scaling");
   s.host_cpus = kSixteen;
-  expand_sweeps(s);
+  expand_for_host(s);
   std::vector<std::string> labels;
   for (const auto& v : s.axes.front().values) labels.push_back(v.label);
   EXPECT_EQ(labels, (std::vector<std::string>{"1-on-1", "2-on-2", "4-on-4", "8-on-8", "1:1", "2:1", "4:1", "8:1"}));
@@ -220,9 +220,10 @@ TEST(LabPresets, TwoCpuDryRunsPrintTheLinesOfBefore) {
 }
 
 // On 16 CPUs: the same ratios at full size (quick), the contender sweep and
-// the ratios over every CPU (scaling).
+// the ratios over every CPU (scaling), the 8- and 16-CPU settings that a
+// 2-CPU host leaves out (pvbounded-scale).
 TEST(LabPresets, SixteenCpuExpansionsAreTheExpectedOnes) {
-  for (const char* name : {"quick", "scaling"}) {
+  for (const char* name : {"quick", "scaling", "pvbounded-scale"}) {
     const auto expected = golden(std::string(name) + ".16cpu.txt");
     ASSERT_FALSE(expected.empty()) << name;
     EXPECT_EQ(dry_run(name, "0-15"), expected) << name;

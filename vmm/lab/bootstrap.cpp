@@ -65,9 +65,9 @@ Estimate bootstrap_ratio(std::span<const double> a, std::span<const double> b, s
   return e;
 }
 
-const char* ratio_verdict(const Estimate& ratio) {
-  if (ratio.lo > 1) return "a>b";
-  if (ratio.hi < 1) return "a<b";
+const char* ratio_verdict(const Estimate& ratio, double factor) {
+  if (ratio.lo > factor) return "a>b";
+  if (ratio.hi < factor) return "a<b";
   return "a~b";
 }
 

@@ -32,7 +32,8 @@ Estimate bootstrap_median(std::span<const double> values, std::uint64_t seed);
 // infinite).
 Estimate bootstrap_ratio(std::span<const double> a, std::span<const double> b, std::uint64_t seed);
 
-// "a>b" if the ratio's interval lies above 1, "a<b" if below, else "a~b".
-const char* ratio_verdict(const Estimate& ratio);
+// "a>b" if the ratio's interval lies above `factor` (a claim's a against
+// factor x b; 1 compares a with b itself), "a<b" if below, else "a~b".
+const char* ratio_verdict(const Estimate& ratio, double factor = 1);
 
 }  // namespace lockvisor::lab

@@ -85,7 +85,7 @@ Scenario effective_scenario(const nlohmann::json& manifest) {
   const auto placement = manifest.value("placement", nlohmann::json::object());
   s.host_cpus = placement.contains("host_cpus") ? host::parse_cpu_list(placement.at("host_cpus").get<std::string>())
                                                 : host::usable_cpus();
-  expand_sweeps(s);
+  expand_for_host(s);
   return s;
 }
 
@@ -227,14 +227,15 @@ int run_lab(const LabOptions& o) {
         declared                                   ? "declared by --host-cpus"
         : variable != nullptr && *variable != '\0' ? fmt::format("declared by {}", host::kHostCpusVariable)
                                                    : "the affinity mask lockvisor was started with",
-        {});
+        {}, {});
   }
   const auto scenario = effective_scenario(manifest);
   const auto all = expand(scenario);
   if (!fs::exists(dir / kManifest)) {
     std::vector<std::vector<PlacementTerm>> terms;
     for (const auto& p : all) terms.push_back(p.terms);
-    manifest["placement"] = placement_description(scenario.host_cpus, manifest["placement"].at("source"), terms);
+    manifest["placement"] =
+        placement_description(scenario.host_cpus, manifest["placement"].at("source"), terms, scenario.left_out);
   }
   const auto points = o.shard ? shard_points(all, *o.shard) : all;
   // Every point's command line is checked before the first one runs: a bad
@@ -262,6 +263,9 @@ int run_lab(const LabOptions& o) {
     for (const auto& t : plans) print_run(t.id, t.args);
     fmt::print("{} points{}\n", points.size(),
                plans.empty() ? "" : fmt::format(", then {} traced runs for the timelines", plans.size()));
+    if (const auto left = left_out_line(placement_description(scenario.host_cpus, "", {}, scenario.left_out));
+        !left.empty())
+      fmt::print("{}\n", left);
     return 0;
   }
   prepare_out(dir, o.resume);

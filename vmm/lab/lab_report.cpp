@@ -123,9 +123,12 @@ std::string expectation_words(const Claim& c, const char* unit) {
     return fmt::format("{} run ends '{}'{}", c.expect == "some" ? "at least one" : "no", c.outcome, where_words(c));
   const auto metric = metric_words(c.metric, unit);
   const char* relation = c.expect == "a>b" ? "higher than" : c.expect == "a<b" ? "lower than" : "the same as";
-  return fmt::format("{}'s {} is {} {}'s{} (the 95% interval of the ratio {})", c.a, metric, relation, c.b,
+  // With a factor the line is factor x b: "higher than 0.9x tas's".
+  const auto of_b = c.factor == 1 ? c.b : fmt::format("{:g}x {}", c.factor, c.b);
+  const auto line = fmt::format("{:g}", c.factor);
+  return fmt::format("{}'s {} is {} {}'s{} (the 95% interval of the ratio {})", c.a, metric, relation, of_b,
                      where_words(c),
-                     c.expect == "a>b" ? "above 1" : c.expect == "a<b" ? "below 1" : "contains 1");
+                     c.expect == "a>b" ? "above " + line : c.expect == "a<b" ? "below " + line : "contains " + line);
 }
 
 bool matches(const std::map<std::string, std::vector<std::string>>& where, const PointSummary& p) {

@@ -138,17 +138,21 @@ ClaimResult check_ratio(const Claim& c, const Summary& s) {
                                             ib->second.size(), kMinRunsForVerdict));
       continue;
     }
-    const std::string verdict = ratio_verdict(r);
+    const std::string verdict = ratio_verdict(r, c.factor);
     ++compared;
     agree += verdict == c.expect;
     contradict += verdict != c.expect && (c.expect == "a~b" || verdict != "a~b");
+    // Against b itself: "higher"; against a factor of it: "above 0.9x".
+    const std::string than = c.factor == 1 ? "" : fmt::format(" than {:g}x {}", c.factor, c.b);
     result.findings.push_back(fmt::format("{}: {}/{} {} = {} [95% CI {}, {}] ({} vs {} runs): {}", group, c.a, c.b,
                                           c.metric, fmt_num(r.median), fmt_num(r.lo), fmt_num(r.hi), ia->second.size(),
                                           ib->second.size(),
-                                          verdict == std::string("a~b") ? "within the spread"
-                                                                        : (verdict == std::string("a>b")
-                                                                               ? c.a + " higher, beyond the spread"
-                                                                               : c.a + " lower, beyond the spread")));
+                                          verdict == std::string("a~b")
+                                              ? (c.factor == 1 ? "within the spread"
+                                                               : fmt::format("{:g}x within the spread", c.factor))
+                                              : (verdict == std::string("a>b")
+                                                     ? c.a + " higher" + than + ", beyond the spread"
+                                                     : c.a + " lower" + than + ", beyond the spread")));
   }
   if (compared == 0) {
     if (too_few > 0) result.verdict = "too few runs";
@@ -226,6 +230,28 @@ ClaimResult check_level(const Claim& c, const Summary& s) {
   return result;
 }
 
+// The values a claim's `where` names that this host was too small for
+// (min_cpus) get a finding each, so that every row the claim expects is
+// accounted for. A claim without data whose `where` selects, on some axis,
+// only such values says "not on this host" rather than "no data", which
+// would read as runs that failed.
+void note_left_out(const Claim& c, const Scenario& s, ClaimResult& result) {
+  bool only_left_out = false;
+  for (const auto& [axis, labels] : c.where) {
+    std::size_t out = 0;
+    for (const auto& label : labels)
+      for (const auto& v : s.left_out) {
+        if (v.axis != axis || v.label != label) continue;
+        ++out;
+        result.findings.push_back(fmt::format("{}={}: not on this host (needs at least {} host CPUs; this lab is "
+                                              "planned for {})",
+                                              axis, v.label, v.min_cpus, s.host_cpus.size()));
+      }
+    only_left_out = only_left_out || (out != 0 && out == labels.size());
+  }
+  if (only_left_out && result.verdict == "no data") result.verdict = "not on this host";
+}
+
 }  // namespace
 
 Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records, unsigned host_cpus,
@@ -301,10 +327,13 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
   }
   for (auto& ps : summary.points)
     for (const auto& [name, values] : ps.values) ps.estimates[name] = bootstrap_median(values, fnv1a(ps.key + name));
-  for (const auto& c : s.claims)
-    summary.claims.push_back(c.kind == "ratio"   ? check_ratio(c, summary)
-                             : c.kind == "level" ? check_level(c, summary)
-                                                 : check_outcome(c, summary));
+  for (const auto& c : s.claims) {
+    auto result = c.kind == "ratio"   ? check_ratio(c, summary)
+                  : c.kind == "level" ? check_level(c, summary)
+                                      : check_outcome(c, summary);
+    note_left_out(c, s, result);
+    summary.claims.push_back(std::move(result));
+  }
   return summary;
 }
 

@@ -10,7 +10,7 @@ namespace lockvisor::lab {
 std::vector<Point> expand(const Scenario& scenario) {
   Scenario s = scenario;
   if (s.host_cpus.empty()) s.host_cpus = host::usable_cpus();
-  expand_sweeps(s);
+  expand_for_host(s);
   std::vector<Point> points;
   std::vector<std::size_t> at(s.axes.size(), 0);
   for (unsigned r = 0; r < s.repeats; ++r) {

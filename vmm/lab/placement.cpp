@@ -128,16 +128,22 @@ std::vector<unsigned> sweep_counts(std::size_t cpus) {
   return counts;
 }
 
-void expand_sweeps(Scenario& s) {
+void expand_for_host(Scenario& s) {
+  const auto cpus = s.host_cpus.size();
   for (auto& axis : s.axes) {
     std::vector<AxisValue> values;
     for (const auto& v : axis.values) {
+      if (v.min_cpus > cpus) {
+        const LeftOutValue out{axis.name, v.label, v.min_cpus};
+        if (std::find(s.left_out.begin(), s.left_out.end(), out) == s.left_out.end()) s.left_out.push_back(out);
+        continue;
+      }
       if (v.sweep.empty()) {
         values.push_back(v);
         continue;
       }
       for (unsigned n : sweep_counts(s.host_cpus.size())) {
-        AxisValue one{replace_all(v.label, "{n}", std::to_string(n)), {}, {}};
+        AxisValue one{replace_all(v.label, "{n}", std::to_string(n)), {}, {}, 0};
         for (const auto& [setting, value] : v.settings)
           one.settings.emplace_back(setting, replace_all(value, "{n}", std::to_string(n)));
         if (std::none_of(values.begin(), values.end(), [&](const AxisValue& o) { return o.label == one.label; }))
@@ -145,8 +151,9 @@ void expand_sweeps(Scenario& s) {
       }
     }
     if (values.empty())
-      fail("axis '{}': its sweep has no value on {} host CPU(s); give it a value besides the sweep", axis.name,
-           s.host_cpus.size());
+      fail("axis '{}': no value on {} host CPU(s) (a sweep's values and those with a larger min_cpus are left out); "
+           "give it a value that every host has",
+           axis.name, cpus);
     axis.values = std::move(values);
   }
 }
@@ -167,17 +174,32 @@ std::vector<PlacementTerm> resolve_placement(SettingValues& settings, const std:
 }
 
 nlohmann::json placement_description(const std::vector<int>& host_cpus, const std::string& source,
-                                     const std::vector<std::vector<PlacementTerm>>& terms) {
+                                     const std::vector<std::vector<PlacementTerm>>& terms,
+                                     const std::vector<LeftOutValue>& left_out) {
   std::vector<PlacementTerm> distinct;
   for (const auto& point : terms)
     for (const auto& t : point)
       if (std::find(distinct.begin(), distinct.end(), t) == distinct.end()) distinct.push_back(t);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& t : distinct) list.push_back({{"setting", t.setting}, {"word", t.word}, {"resolved", t.resolved}});
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& v : left_out) out.push_back({{"axis", v.axis}, {"label", v.label}, {"min_cpus", v.min_cpus}});
   return {{"host_cpus", host::format_cpu_list(host_cpus)},
           {"cpu_count", host_cpus.size()},
           {"source", source},
-          {"terms", list}};
+          {"terms", list},
+          {"left_out", out}};
+}
+
+std::string left_out_line(const nlohmann::json& placement) {
+  const auto out = placement.value("left_out", nlohmann::json::array());
+  if (out.empty()) return {};
+  std::string line = fmt::format("Left out on this host (they need more than the {} CPUs it is planned for): ",
+                                 placement.value("cpu_count", 0));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    line += fmt::format("{}{} `{}` (at least {} CPUs)", i ? ", " : "", out[i].value("axis", "?"),
+                        out[i].value("label", "?"), out[i].value("min_cpus", 0));
+  return line + ".";
 }
 
 std::string placement_markdown(const nlohmann::json& placement) {
@@ -186,6 +208,7 @@ std::string placement_markdown(const nlohmann::json& placement) {
       "\n## Placement: this lab's host-relative terms\n\nPlanned for host CPUs {} ({} CPUs; {}).",
       placement.value("host_cpus", "?"), placement.value("cpu_count", 0), placement.value("source", "?"));
   const auto& terms = placement.at("terms");
+  if (const auto left = left_out_line(placement); !left.empty()) out += " " + left;
   if (terms.empty()) return out + " Every placement names its CPUs and counts itself.\n";
   out += " Each term and what it resolved to:\n\n| setting | term | resolved |\n|---|---|---|\n";
   for (const auto& t : terms)

@@ -41,10 +41,13 @@ inline constexpr const char* kVnumaWords = "N, shared:N, host or VCPUS@HOSTCPUS,
 // host, so that its claims can select it.
 std::vector<unsigned> sweep_counts(std::size_t cpus);
 
-// Replaces every axis value with `sweep = "cpus"` by one value per count of
-// sweep_counts(s.host_cpus.size()), "{n}" in its label and settings replaced
-// by the count (none on a 1-CPU host). A scenario without sweeps is left as it is.
-void expand_sweeps(Scenario& s);
+// The axes as they are on s.host_cpus: every axis value with `sweep = "cpus"`
+// replaced by one value per count of sweep_counts(s.host_cpus.size()), "{n}"
+// in its label and settings replaced by the count (none on a 1-CPU host), and
+// every value whose min_cpus exceeds the host's CPUs left out (recorded in
+// s.left_out, for the report). Idempotent. Throws a usage lockvisor::Error
+// when an axis is left with no value.
+void expand_for_host(Scenario& s);
 
 // Resolves the words of one point's settings (and each VM's) against
 // `usable`; returns the terms that were words. Throws a usage
@@ -52,9 +55,15 @@ void expand_sweeps(Scenario& s);
 std::vector<PlacementTerm> resolve_placement(SettingValues& settings, const std::vector<int>& usable);
 
 // lab.json "placement": the CPUs the lab is planned for, where that set came
-// from, and every distinct term of its points with what it resolved to.
+// from, every distinct term of its points with what it resolved to, and the
+// axis values left out because they need more CPUs.
 nlohmann::json placement_description(const std::vector<int>& host_cpus, const std::string& source,
-                                     const std::vector<std::vector<PlacementTerm>>& terms);
+                                     const std::vector<std::vector<PlacementTerm>>& terms,
+                                     const std::vector<LeftOutValue>& left_out);
+
+// One sentence naming the axis values lab.json's "placement" says were left
+// out (min_cpus), or "" when none was.
+std::string left_out_line(const nlohmann::json& placement);
 
 // The report's section on the expansion, from lab.json's "placement".
 std::string placement_markdown(const nlohmann::json& placement);

@@ -125,6 +125,14 @@ Axis parse_axis(const toml::table& t, const std::vector<VmSpec>& vms, const std:
                  where_of(node, origin), axis.name, value.sweep);
           continue;
         }
+        if (name == "min_cpus") {
+          const auto n = node.value_exact<std::int64_t>();
+          if (!n || *n < 1 || *n > kMaxMinCpus)
+            fail("{}: axis '{}' min_cpus: an integer 1..{} (the host CPUs the value needs)", where_of(node, origin),
+                 axis.name, kMaxMinCpus);
+          value.min_cpus = static_cast<unsigned>(*n);
+          continue;
+        }
         if (is_vm_label(vms, name)) {
           const auto* settings = node.as_table();
           if (settings == nullptr) fail("{}: {}: expected a table of that VM's settings", where_of(node, origin), name);
@@ -250,6 +258,13 @@ Claim parse_claim(const toml::table& t, const std::string& origin) {
     c.b = required_string(t, "b", "[[claim]]", origin);
     if (c.expect != "a>b" && c.expect != "a<b" && c.expect != "a~b")
       fail("{}: claim expect '{}': a>b, a<b or a~b for a ratio claim", where_of(t, origin), c.expect);
+    if (const auto* node = t.get("factor")) {
+      const auto d = node->value<double>();
+      if (!d || !std::isfinite(*d) || !(*d > 0) || *d > kMaxClaimFactor)
+        fail("{}: [[claim]].factor: a number above 0, at most {} (compare a with factor x b)", where_of(*node, origin),
+             kMaxClaimFactor);
+      c.factor = *d;
+    }
   } else if (c.kind == "outcome") {
     c.outcome = required_string(t, "outcome", "[[claim]]", origin);
     if (c.expect != "some" && c.expect != "none")
@@ -279,6 +294,8 @@ Claim parse_claim(const toml::table& t, const std::string& origin) {
   } else {
     fail("{}: claim kind '{}': ratio, outcome or level", where_of(t, origin), c.kind);
   }
+  if (c.kind != "ratio" && t.get("factor") != nullptr)
+    fail("{}: [[claim]].factor: only a ratio claim compares a with factor x b", where_of(t, origin));
   if (c.kind != "outcome" && find_metric(c.metric) == nullptr)
     fail("{}: claim metric '{}': not a metric of the summary (lockvisor lab's metric table)", where_of(t, origin),
          c.metric);

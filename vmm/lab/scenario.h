@@ -4,6 +4,7 @@
 // is the annotated reference; the presets are the same format).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,12 +18,24 @@ namespace lockvisor::lab {
 // it makes. A plain axis (`lock = [...]`) has one setting per value, named
 // like the axis; a composite one (`placement`) sets several at once.
 // A value with `sweep = "cpus"` stands for one value per contender count of
-// the host (vmm/lab/placement.h, expand_sweeps): "{n}" in its label and
-// settings becomes the count.
+// the host (vmm/lab/placement.h, expand_for_host): "{n}" in its label and
+// settings becomes the count. A value with `min_cpus = N` exists only on a
+// lab planned for at least N CPUs (a setting that needs 8 host CPUs is
+// left out of a 2-CPU lab, and the report says so); 0: always.
 struct AxisValue {
   std::string label;
   SettingValues settings;
   std::string sweep;  // empty, or "cpus"
+  unsigned min_cpus = 0;
+};
+
+// An axis value that expand_for_host left out: the lab's host has fewer
+// CPUs than the value's min_cpus.
+struct LeftOutValue {
+  std::string axis;
+  std::string label;
+  unsigned min_cpus = 0;
+  bool operator==(const LeftOutValue&) const = default;
 };
 
 struct Axis {
@@ -33,7 +46,10 @@ struct Axis {
 // A claim (published work or this project's own), checked against the summary.
 //   `where` names an axis and a label (or a list of labels) per entry.
 //   ratio:   metric(a) / metric(b) along `axis`, at the points matching `where`;
-//            expect "a>b", "a<b" or "a~b" (no difference beyond the spread).
+//            expect "a>b", "a<b" or "a~b" (no difference beyond the spread),
+//            against `factor` x b (default 1): factor 0.9 with "a>b" says
+//            "a is at least 0.9 times b", holding where the ratio's whole
+//            interval lies above 0.9.
 //   outcome: the share of runs matching `where` that ended with `outcome`;
 //            expect "some" (at least one) or "none".
 //   level:   metric(a) along `axis` against a stated value, per point matching
@@ -52,6 +68,7 @@ struct Claim {
   std::map<std::string, std::vector<std::string>> where;  // axis name -> any of these labels
   std::string expect;
   double low = 0, high = 0;  // level: the bound(s); above uses low, below high
+  double factor = 1;         // ratio: compare a with factor x b
 };
 
 // A VM of a multi-VM point (`lockvisor run --vm ...`): its label and its own
@@ -115,6 +132,8 @@ struct Scenario {
   // The CPUs the placement words resolve against (vmm/lab/placement.h): the
   // lab's lab.json "placement"; empty: host::usable_cpus().
   std::vector<int> host_cpus;
+  // The axis values expand_for_host left out for host_cpus (min_cpus).
+  std::vector<LeftOutValue> left_out;
 };
 
 // The axis whose values the report ranks and the plots label, per point of
@@ -138,6 +157,10 @@ void apply_overrides(Scenario& s, const SettingValues& overrides, const std::str
 Axis vm_axis(const Scenario& s);
 
 inline constexpr unsigned kDefaultRepeats = 5;
+// The largest min_cpus an axis value may ask for, and the largest factor of
+// a ratio claim: beyond any host or any sensible comparison, i.e. a typo.
+inline constexpr std::int64_t kMaxMinCpus = 65536;
+inline constexpr double kMaxClaimFactor = 1000;
 
 // A scenario file's text. It must be a regular file of at most
 // kMaxScenarioBytes: a device (/dev/zero), a FIFO or a huge file would make
