@@ -229,8 +229,24 @@
 //   runs again (handoff=running, rule 4).
 //   Boost (pvb_boost): the unlock asks the host to run a reserved head whose
 //   vCPU is reported preempted, and so does a newcomer that has just
-//   reserved for it (yield_to_hint; a hint, never needed for progress).  Without a PV wait/kick (Env::pv_available() false) nobody
-//   halts: the lock spins only and stays correct.
+//   reserved for it (yield_to_hint; a hint, never needed for progress).
+//
+// WITHOUT HALTING (no PV wait/kick, or vCPUs advertised as dedicated)
+//   Without Env::pv_available() nobody can halt, and with Env::dedicated()
+//   (KVM_HINTS_REALTIME: the host promises the vCPUs are not preempted for
+//   long, the case where Linux drops its PV lock) nobody should: the lock
+//   spins only (can_halt() false) and stays correct, with its bound (the
+//   reservation needs no halting).  Then locked never becomes 3, so the
+//   unlock has nobody to kick and releases with a plain byte store, as
+//   qspinlock does, unless N is set (it loads the word first; N set: the
+//   read-modify-write below, for rule 5's idle clock and the boost).  Why it
+//   matters: a locked read-modify-write release waits until this CPU owns
+//   the lock's line, which the spinning waiters keep pulling away, so every
+//   contended release stalls the owner for a cache-line transfer that a
+//   store leaves to the store buffer (measured natively on 2 CPUs,
+//   docs/pvbounded.md, "Where a 1:1 handoff's time goes").  A reservation
+//   made between that load and the store only misses one idle mark (rule 5
+//   reads it as no idle time: one blurred window) and one boost (a hint).
 //
 // All-zero is unlocked (trivially constructible).
 #pragma once
@@ -262,6 +278,14 @@ static_assert((kBorrowedVal & q::kLockedMask) == kBorrowedVal && kBorrowedVal !=
 static_assert(kByte1Mask == q::kPendingMask, "N and head cpu use byte 1");
 inline constexpr unsigned kMaxHeadCpus = (kHeadCpuMask >> kHeadCpuOffset) + 1;
 static_assert(kMaxHeadCpus == 0x80 && kMaxHeadCpus <= kMaxCpus, "head cpu fits in 7 bits");
+
+// Whether waiters of this lock halt (PV wait/kick) or only spin: see
+// "WITHOUT HALTING" above.  Fixed for a run: both answers are set before any
+// CPU takes a lock.
+template <class Env>
+[[gnu::always_inline]] inline bool can_halt() {
+  return Env::pv_available() && !Env::dedicated();
+}
 
 [[gnu::always_inline]] inline constexpr u32 head_cpu_bits(unsigned cpu) { return cpu << kHeadCpuOffset; }
 [[gnu::always_inline]] inline constexpr unsigned head_cpu(u32 v) { return (v & kHeadCpuMask) >> kHeadCpuOffset; }
@@ -503,7 +527,7 @@ struct Hooks {
   }
 
   static void wait_node(QNode* node, QNode* prev) {
-    if (!Env::pv_available()) return;  // spin-only: the caller spins on node->locked
+    if (!can_halt<Env>()) return;  // spin-only: the caller spins on node->locked
     pv::wait_node_halting<Env>(node, prev, static_cast<u32>(tuning(&Tuning::node_spins)));
   }
 
@@ -522,7 +546,7 @@ struct Hooks {
     // Reserve at once only without T_head: with it, the new head must first
     // compete that long.
     const bool old = Arrival<Env>::older_than_bound(next, now) && tuning(&Tuning::head_ticks) == 0;
-    const bool halted = Env::pv_available() &&
+    const bool halted = can_halt<Env>() &&
                         cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuHashed}, Order::seq_cst) == q::kVcpuHalted;
     const u32 cpu_bits = head_cpu_bits(cpu);
     u32 v = q::read(lock);
@@ -592,7 +616,7 @@ struct Hooks {
           spins = 0;
           continue;
         }
-      } else if (Env::pv_available() && ++spins >= tuning(&Tuning::head_spins)) {
+      } else if (can_halt<Env>() && ++spins >= tuning(&Tuning::head_spins)) {
         spins = 0;
         // Lent to a borrower: never halt behind one (rule 4); our heartbeat
         // stops new borrows, so we get it after this critical section.
@@ -625,7 +649,7 @@ class PvBoundedLock {
   static constexpr const char* kName = "pvbounded";
   static constexpr const char* kDescription =
       "TAS-speed stealing + MCS queue; a head older than T reserves the lock (sticky no-steal) until handoff";
-  // Halts only when Env::pv_available(); spins otherwise.
+  // Halts only when pvb::can_halt(); spins otherwise.
   static constexpr bool kNeedsPv = false;
   // Bypassing is bounded in time, not forbidden: not FIFO.
   static constexpr bool kFair = false;
@@ -642,6 +666,13 @@ class PvBoundedLock {
   // (*,b,l) -> (*,b,0).  One RMW so that we see locked == 3 (kick the head)
   // and N (boost a preempted head) atomically with the release.
   void unlock() {
+    // Nobody halts, so nobody waits for a kick: a plain release unless the
+    // lock is reserved (see "WITHOUT HALTING").  Release pairs with the
+    // acquire of every acquisition's cmpxchg.
+    if (!pvb::can_halt<Env>() && __builtin_expect(!pvb::no_steal(q::read(&w_)), 1)) {
+      q::clear_locked_release(&w_);
+      return;
+    }
     const u32 old = fetch_and(&w_.val, ~q::kLockedMask, Order::release);
     if (__builtin_expect(!(old & kSlowOrReserved), 1)) return;
     unlock_slowpath(old);

@@ -328,6 +328,45 @@ TEST(PvBounded, SpinsOnlyWithoutPvAndStillExcludes) {
               static_cast<unsigned long long>(NoPvEnv::event_total(LockEvent::pv_no_steal)));
 }
 
+// With vCPUs advertised as dedicated (KVM_HINTS_REALTIME) nobody halts
+// although PV wait/kick exists, reservations still happen, and the lock
+// still excludes.
+using DedicatedEnv = NativeEnvT<44, /*kPv=*/true, /*kVirt=*/true, /*kDedicated=*/true>;
+
+TEST(PvBounded, SpinsOnlyOnDedicatedVcpusAndStillExcludes) {
+  DedicatedEnv::reset();
+  TuningScope tuning(/*bound_us=*/20, /*head_spins=*/1);
+  locks::PvBoundedLock<DedicatedEnv> lock{};
+  const StressResult r = stress<locks::PvBoundedLock<DedicatedEnv>, DedicatedEnv>(lock, 4, scaled(15000));
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.total, 4 * scaled(15000));
+  EXPECT_EQ(DedicatedEnv::stats().waits, 0u) << "halted on dedicated vCPUs";
+  EXPECT_EQ(DedicatedEnv::stats().kicks_sent, 0u) << "kicked on dedicated vCPUs";
+  EXPECT_EQ(DedicatedEnv::event_total(LockEvent::pv_wait), 0u);
+}
+
+// Without halting the unlock is a store of the locked byte while the lock is
+// not reserved (the rest of the word untouched), and the read-modify-write
+// while it is: the reservation stays and rule 5's idle clock is marked.
+TEST(PvBounded, WithoutHaltingTheUnlockStoresUnlessTheLockIsReserved) {
+  DedicatedEnv::reset();
+  DedicatedEnv::bind_cpu(0);
+  using L = locks::PvBoundedLock<DedicatedEnv>;
+  const u32 queued = q::encode_tail(1, 0) | pvb::head_cpu_bits(1);
+  L plain = with_word<L>(queued | q::kLockedVal);
+  plain.unlock();
+  EXPECT_EQ(plain.value(), queued) << "only the locked byte is cleared";
+
+  auto& freed = pvb::Arrival<DedicatedEnv>::stamp[1].freed;
+  freed = 0;
+  const u32 reserved = queued | pvb::kNoSteal;
+  L held = with_word<L>(reserved | q::kLockedVal);
+  held.unlock();
+  EXPECT_EQ(held.value(), reserved) << "N survives until the head's acquisition";
+  EXPECT_NE(freed, 0u) << "the reserved release marks when the lock was left free for its head";
+  EXPECT_EQ(DedicatedEnv::stats().kicks_sent, 0u);
+}
+
 // ---- handoff=running: lending past a preempted reserved head -----------------
 
 // An Env whose run-state hint the test sets: `preempted[cpu]`, `sleeping[cpu]`.
