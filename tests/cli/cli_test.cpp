@@ -425,35 +425,64 @@ bool inside_qemu() {
   return hypervisor && vendor == "QEMU";
 }
 
-TEST(CliNative, TheOuterHostMarkerMarksTheRunEmulatedOnlyInsideQemu) {
-  const std::string json = scratch("emulated.json");
-  const std::string run = "run --native --workload lockbench --lock ticket --vcpus 1 --duration 0.05 --json " + json;
-  std::filesystem::remove(json);
-  const auto marked = lockvisor_env(
-      "LOCKVISOR_OUTER_HOST='vendor=GenuineIntel;family=6;model=207;stepping=2;kernel=6.18.44;cpus=16;kvm=PVM'", run);
-  ASSERT_EQ(marked.exit_code, 0) << marked.err << marked.out;
-  const auto host = read_json(json)["host"];
+const std::string kOuterHostMarker =
+    "LOCKVISOR_OUTER_HOST='vendor=GenuineIntel;family=6;model=207;stepping=2;kernel=6.18.44;cpus=16;kvm=PVM'";
+
+// A report's host section and its command's stdout, made with kOuterHostMarker.
+void expect_marked_host(const nlohmann::json& host, const std::string& out) {
   if (inside_qemu()) {
     EXPECT_EQ(host.at("emulated"), true) << host;
     EXPECT_EQ(host.at("outer").at("cpu_model"), "207") << host;
     EXPECT_EQ(host.at("outer").at("kvm"), "PVM") << host;
-    EXPECT_NE(marked.out.find("EMULATED (nested): "), std::string::npos) << marked.out;
-    EXPECT_NE(marked.out.find("outer host GenuineIntel family 6 model 207 stepping 2, Linux 6.18.44, 16 CPUs, KVM PVM"),
+    EXPECT_NE(out.find("EMULATED (nested): "), std::string::npos) << out;
+    EXPECT_NE(out.find("outer host GenuineIntel family 6 model 207 stepping 2, Linux 6.18.44, 16 CPUs, KVM PVM"),
               std::string::npos)
-        << marked.out;
+        << out;
   } else {
     EXPECT_EQ(host.at("emulated"), false) << host;
     EXPECT_TRUE(host.at("outer").is_null()) << host;
     EXPECT_NE(host.value("outer_ignored", "").find("LOCKVISOR_OUTER_HOST is set, but"), std::string::npos) << host;
-    EXPECT_EQ(marked.out.find("EMULATED"), std::string::npos) << marked.out;
+    EXPECT_EQ(out.find("EMULATED"), std::string::npos) << out;
   }
+}
+
+// The same without the marker: a real host, nothing ignored.
+void expect_unmarked_host(const nlohmann::json& host, const std::string& out) {
+  EXPECT_EQ(host.at("emulated"), false) << host;
+  EXPECT_FALSE(host.contains("outer_ignored")) << host;
+  EXPECT_EQ(out.find("EMULATED"), std::string::npos) << out;
+}
+
+TEST(CliNative, TheOuterHostMarkerMarksTheRunEmulatedOnlyInsideQemu) {
+  const std::string json = scratch("emulated.json");
+  const std::string run = "run --native --workload lockbench --lock ticket --vcpus 1 --duration 0.05 --json " + json;
+  std::filesystem::remove(json);
+  const auto marked = lockvisor_env(kOuterHostMarker, run);
+  ASSERT_EQ(marked.exit_code, 0) << marked.err << marked.out;
+  expect_marked_host(read_json(json)["host"], marked.out);
   std::filesystem::remove(json);
   const auto unmarked = lockvisor_env("-u LOCKVISOR_OUTER_HOST", run);
   ASSERT_EQ(unmarked.exit_code, 0) << unmarked.err << unmarked.out;
-  const auto plain = read_json(json)["host"];
-  EXPECT_EQ(plain.at("emulated"), false) << plain;
-  EXPECT_FALSE(plain.contains("outer_ignored")) << plain;
-  EXPECT_EQ(unmarked.out.find("EMULATED"), std::string::npos) << unmarked.out;
+  expect_unmarked_host(read_json(json)["host"], unmarked.out);
+}
+
+// The multi-VM summary has a run's host section and line. Its JSON is
+// written even when no VM could start (here: no KVM device, exit 6), so
+// this runs on every host.
+TEST(CliNoKvm, TheOuterHostMarkerMarksTheMultiVmSummaryAsARun) {
+  const std::string json = scratch("emulated-vms.json");
+  const std::string run = "run --vm label=a --vm label=b --json " + json;
+  std::filesystem::remove(json);
+  const auto marked = lockvisor_env(kNoDevice + " " + kOuterHostMarker, run);
+  EXPECT_EQ(marked.exit_code, 6) << marked.err << marked.out;
+  const auto j = read_json(json);
+  EXPECT_EQ(j.at("vms").size(), 2u) << j;
+  EXPECT_EQ(j.at("host").at("kvm"), "none") << j;
+  expect_marked_host(j.at("host"), marked.out);
+  std::filesystem::remove(json);
+  const auto unmarked = lockvisor_env("-u LOCKVISOR_OUTER_HOST " + kNoDevice, run);
+  EXPECT_EQ(unmarked.exit_code, 6) << unmarked.err << unmarked.out;
+  expect_unmarked_host(read_json(json).at("host"), unmarked.out);
 }
 
 // --native --vnuma: each host thread is pinned to its node's CPUs (here the
@@ -487,6 +516,20 @@ TEST(CliKvm, GuestLockbenchJsonHasEveryKey) {
   EXPECT_TRUE(j["pv_kicks_match_vmm"].get<bool>());
   EXPECT_FALSE(j["host_preemptions"].is_null());
   EXPECT_FALSE(j["steal_ns"].is_null());
+}
+
+// The conformance JSON has a run's host section, and its text the line.
+TEST(CliKvm, TheOuterHostMarkerMarksTheConformanceResultsAsARun) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const std::string json = scratch("emulated-conformance.json");
+  std::filesystem::remove(json);
+  const auto o = lockvisor_env(kOuterHostMarker, "conformance --filter kick-targets --json " + json);
+  ASSERT_EQ(o.exit_code, 0) << o.err << o.out;
+  const auto j = read_json(json);
+  EXPECT_EQ(j.at("passed"), 1) << j;
+  EXPECT_FALSE(j.at("host").at("kvm").get<std::string>().empty()) << j;
+  expect_marked_host(j.at("host"), o.out);
 }
 
 TEST(CliKvm, WatchdogStopsTheGuestWithExitCode4) {
