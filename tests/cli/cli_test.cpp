@@ -485,6 +485,54 @@ TEST(CliNoKvm, TheOuterHostMarkerMarksTheMultiVmSummaryAsARun) {
   expect_unmarked_host(read_json(json).at("host"), unmarked.out);
 }
 
+// `linux report` names how a console log ended as `run --kernel` names its
+// run's end, with the run's classifier of the kernel's lines: a panic and
+// init killed are exit code 3 with the panic line (the init's figures still
+// shown), a clean log is the init's own outcome; a log with neither a line
+// of lockvisor's init nor a panic is refused.
+TEST(CliLinuxReport, AConsoleLogEndsAsARunWouldEnd) {
+  std::ifstream in(LOCKVISOR_LINUX_TEST_DATA "/qemu-tcg-debian-6.1-lockref.console", std::ios::binary);
+  const std::string clean((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto init_at = clean.find("lockvisor-init: "), exit_at = clean.find("lockvisor-init: exit ");
+  ASSERT_NE(init_at, std::string::npos);
+  ASSERT_NE(exit_at, std::string::npos);
+  const std::string boot = clean.substr(0, init_at);
+  const std::string vfs = "Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)";
+  const std::string killed = "Kernel panic - not syncing: Attempted to kill init! exitcode=0x0000000b";
+  struct Case {
+    std::string name, log, outcome;
+    int code;
+    nlohmann::json kernel_end;
+  };
+  const Case cases[] = {
+      {"clean", clean, "completed", 0, nullptr},
+      {"panic", boot + "[    1.3] " + vfs + "\r\n[    1.4] Kernel Offset: disabled\r\n", "kernel-panic", 3,
+       {{"kind", "kernel-panic"}, {"line", vfs}}},
+      {"init-killed", clean.substr(0, exit_at) + "[    7.9] " + killed + "\r\n", "init-killed", 3,
+       {{"kind", "init-killed"}, {"line", killed}}},
+  };
+  const std::string log = scratch("console.log"), json = scratch("console.json");
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    write_file(log, c.log);
+    std::filesystem::remove(json);
+    const auto o = lockvisor("linux report " + log + " --json " + json);
+    EXPECT_EQ(o.exit_code, c.code) << o.output;
+    const std::string outcome_line = "outcome: " + c.outcome + " (exit code " + std::to_string(c.code) + "): ";
+    EXPECT_NE(o.output.find(outcome_line + (c.kernel_end.is_null() ? "" : c.kernel_end["line"].get<std::string>())),
+              std::string::npos)
+        << o.output;
+    const auto j = read_json(json);
+    EXPECT_EQ(j.at("outcome"), c.outcome) << j;
+    EXPECT_EQ(j.at("linux").at("kernel_end"), c.kernel_end) << j;
+    if (c.name != "panic") {
+      EXPECT_NE(o.output.find("linux: 2 CPUs online (0-1)"), std::string::npos) << o.output;
+    }
+  }
+  write_file(log, boot);
+  expect_one_line_error(lockvisor("linux report " + log), 2, "no line of lockvisor's init and no kernel panic");
+}
+
 // --native --vnuma: each host thread is pinned to its node's CPUs (here the
 // nodes share CPU 0, which every host has) and the locks read its node: cna
 // with interleaved nodes moves waiters of the other node aside, which it
