@@ -425,35 +425,112 @@ bool inside_qemu() {
   return hypervisor && vendor == "QEMU";
 }
 
-TEST(CliNative, TheOuterHostMarkerMarksTheRunEmulatedOnlyInsideQemu) {
-  const std::string json = scratch("emulated.json");
-  const std::string run = "run --native --workload lockbench --lock ticket --vcpus 1 --duration 0.05 --json " + json;
-  std::filesystem::remove(json);
-  const auto marked = lockvisor_env(
-      "LOCKVISOR_OUTER_HOST='vendor=GenuineIntel;family=6;model=207;stepping=2;kernel=6.18.44;cpus=16;kvm=PVM'", run);
-  ASSERT_EQ(marked.exit_code, 0) << marked.err << marked.out;
-  const auto host = read_json(json)["host"];
+const std::string kOuterHostMarker =
+    "LOCKVISOR_OUTER_HOST='vendor=GenuineIntel;family=6;model=207;stepping=2;kernel=6.18.44;cpus=16;kvm=PVM'";
+
+// A report's host section and its command's stdout, made with kOuterHostMarker.
+void expect_marked_host(const nlohmann::json& host, const std::string& out) {
   if (inside_qemu()) {
     EXPECT_EQ(host.at("emulated"), true) << host;
     EXPECT_EQ(host.at("outer").at("cpu_model"), "207") << host;
     EXPECT_EQ(host.at("outer").at("kvm"), "PVM") << host;
-    EXPECT_NE(marked.out.find("EMULATED (nested): "), std::string::npos) << marked.out;
-    EXPECT_NE(marked.out.find("outer host GenuineIntel family 6 model 207 stepping 2, Linux 6.18.44, 16 CPUs, KVM PVM"),
+    EXPECT_NE(out.find("EMULATED (nested): "), std::string::npos) << out;
+    EXPECT_NE(out.find("outer host GenuineIntel family 6 model 207 stepping 2, Linux 6.18.44, 16 CPUs, KVM PVM"),
               std::string::npos)
-        << marked.out;
+        << out;
   } else {
     EXPECT_EQ(host.at("emulated"), false) << host;
     EXPECT_TRUE(host.at("outer").is_null()) << host;
     EXPECT_NE(host.value("outer_ignored", "").find("LOCKVISOR_OUTER_HOST is set, but"), std::string::npos) << host;
-    EXPECT_EQ(marked.out.find("EMULATED"), std::string::npos) << marked.out;
+    EXPECT_EQ(out.find("EMULATED"), std::string::npos) << out;
   }
+}
+
+// The same without the marker: a real host, nothing ignored.
+void expect_unmarked_host(const nlohmann::json& host, const std::string& out) {
+  EXPECT_EQ(host.at("emulated"), false) << host;
+  EXPECT_FALSE(host.contains("outer_ignored")) << host;
+  EXPECT_EQ(out.find("EMULATED"), std::string::npos) << out;
+}
+
+TEST(CliNative, TheOuterHostMarkerMarksTheRunEmulatedOnlyInsideQemu) {
+  const std::string json = scratch("emulated.json");
+  const std::string run = "run --native --workload lockbench --lock ticket --vcpus 1 --duration 0.05 --json " + json;
+  std::filesystem::remove(json);
+  const auto marked = lockvisor_env(kOuterHostMarker, run);
+  ASSERT_EQ(marked.exit_code, 0) << marked.err << marked.out;
+  expect_marked_host(read_json(json)["host"], marked.out);
   std::filesystem::remove(json);
   const auto unmarked = lockvisor_env("-u LOCKVISOR_OUTER_HOST", run);
   ASSERT_EQ(unmarked.exit_code, 0) << unmarked.err << unmarked.out;
-  const auto plain = read_json(json)["host"];
-  EXPECT_EQ(plain.at("emulated"), false) << plain;
-  EXPECT_FALSE(plain.contains("outer_ignored")) << plain;
-  EXPECT_EQ(unmarked.out.find("EMULATED"), std::string::npos) << unmarked.out;
+  expect_unmarked_host(read_json(json)["host"], unmarked.out);
+}
+
+// The multi-VM summary has a run's host section and line. Its JSON is
+// written even when no VM could start (here: no KVM device, exit 6), so
+// this runs on every host.
+TEST(CliNoKvm, TheOuterHostMarkerMarksTheMultiVmSummaryAsARun) {
+  const std::string json = scratch("emulated-vms.json");
+  const std::string run = "run --vm label=a --vm label=b --json " + json;
+  std::filesystem::remove(json);
+  const auto marked = lockvisor_env(kNoDevice + " " + kOuterHostMarker, run);
+  EXPECT_EQ(marked.exit_code, 6) << marked.err << marked.out;
+  const auto j = read_json(json);
+  EXPECT_EQ(j.at("vms").size(), 2u) << j;
+  EXPECT_EQ(j.at("host").at("kvm"), "none") << j;
+  expect_marked_host(j.at("host"), marked.out);
+  std::filesystem::remove(json);
+  const auto unmarked = lockvisor_env("-u LOCKVISOR_OUTER_HOST " + kNoDevice, run);
+  EXPECT_EQ(unmarked.exit_code, 6) << unmarked.err << unmarked.out;
+  expect_unmarked_host(read_json(json).at("host"), unmarked.out);
+}
+
+// `linux report` names how a console log ended as `run --kernel` names its
+// run's end, with the run's classifier of the kernel's lines: a panic and
+// init killed are exit code 3 with the panic line (the init's figures still
+// shown), a clean log is the init's own outcome; a log with neither a line
+// of lockvisor's init nor a panic is refused.
+TEST(CliLinuxReport, AConsoleLogEndsAsARunWouldEnd) {
+  std::ifstream in(LOCKVISOR_LINUX_TEST_DATA "/qemu-tcg-debian-6.1-lockref.console", std::ios::binary);
+  const std::string clean((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto init_at = clean.find("lockvisor-init: "), exit_at = clean.find("lockvisor-init: exit ");
+  ASSERT_NE(init_at, std::string::npos);
+  ASSERT_NE(exit_at, std::string::npos);
+  const std::string boot = clean.substr(0, init_at);
+  const std::string vfs = "Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)";
+  const std::string killed = "Kernel panic - not syncing: Attempted to kill init! exitcode=0x0000000b";
+  struct Case {
+    std::string name, log, outcome;
+    int code;
+    nlohmann::json kernel_end;
+  };
+  const Case cases[] = {
+      {"clean", clean, "completed", 0, nullptr},
+      {"panic", boot + "[    1.3] " + vfs + "\r\n[    1.4] Kernel Offset: disabled\r\n", "kernel-panic", 3,
+       {{"kind", "kernel-panic"}, {"line", vfs}}},
+      {"init-killed", clean.substr(0, exit_at) + "[    7.9] " + killed + "\r\n", "init-killed", 3,
+       {{"kind", "init-killed"}, {"line", killed}}},
+  };
+  const std::string log = scratch("console.log"), json = scratch("console.json");
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    write_file(log, c.log);
+    std::filesystem::remove(json);
+    const auto o = lockvisor("linux report " + log + " --json " + json);
+    EXPECT_EQ(o.exit_code, c.code) << o.output;
+    const std::string outcome_line = "outcome: " + c.outcome + " (exit code " + std::to_string(c.code) + "): ";
+    EXPECT_NE(o.output.find(outcome_line + (c.kernel_end.is_null() ? "" : c.kernel_end["line"].get<std::string>())),
+              std::string::npos)
+        << o.output;
+    const auto j = read_json(json);
+    EXPECT_EQ(j.at("outcome"), c.outcome) << j;
+    EXPECT_EQ(j.at("linux").at("kernel_end"), c.kernel_end) << j;
+    if (c.name != "panic") {
+      EXPECT_NE(o.output.find("linux: 2 CPUs online (0-1)"), std::string::npos) << o.output;
+    }
+  }
+  write_file(log, boot);
+  expect_one_line_error(lockvisor("linux report " + log), 2, "no line of lockvisor's init and no kernel panic");
 }
 
 // --native --vnuma: each host thread is pinned to its node's CPUs (here the
@@ -487,6 +564,20 @@ TEST(CliKvm, GuestLockbenchJsonHasEveryKey) {
   EXPECT_TRUE(j["pv_kicks_match_vmm"].get<bool>());
   EXPECT_FALSE(j["host_preemptions"].is_null());
   EXPECT_FALSE(j["steal_ns"].is_null());
+}
+
+// The conformance JSON has a run's host section, and its text the line.
+TEST(CliKvm, TheOuterHostMarkerMarksTheConformanceResultsAsARun) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const std::string json = scratch("emulated-conformance.json");
+  std::filesystem::remove(json);
+  const auto o = lockvisor_env(kOuterHostMarker, "conformance --filter kick-targets --json " + json);
+  ASSERT_EQ(o.exit_code, 0) << o.err << o.out;
+  const auto j = read_json(json);
+  EXPECT_EQ(j.at("passed"), 1) << j;
+  EXPECT_FALSE(j.at("host").at("kvm").get<std::string>().empty()) << j;
+  expect_marked_host(j.at("host"), o.out);
 }
 
 TEST(CliKvm, WatchdogStopsTheGuestWithExitCode4) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package from `cpack -G DEB`: it depends on the Debian packages
-# of every shared library lockvisor links, recommends matplotlib, and,
-# unpacked anywhere with the source tree out of reach, its lockvisor starts
+# of every shared library lockvisor links, recommends matplotlib, its binary
+# is stripped, and, unpacked anywhere with the source tree out of reach, its lockvisor starts
 # (doctor) and its lab draws plots with the packaged script.
 source "$(dirname "$0")/install_test_common.sh"
 cpack --config "$build/CPackConfig.cmake" -G DEB -B "$work/package" > "$work/cpack.log" 2>&1 ||
@@ -29,6 +29,12 @@ dpkg-deb -x "$deb" "$root"
 for f in usr/bin/lockvisor usr/share/lockvisor/lab-plot.py usr/share/lockvisor/trace-swimlane.py \
   usr/share/man/man1/lockvisor.1 usr/share/bash-completion/completions/lockvisor; do
   [ -f "$root/$f" ] || fail "the package has no /$f"
+done
+# Stripped (CPACK_STRIP_FILES): no symbol table, no debug info.
+sections=$(readelf -SW "$root/usr/bin/lockvisor") || fail "readelf cannot read the packaged lockvisor"
+grep -q ' \.text ' <<<"$sections" || fail "readelf listed no .text in the packaged lockvisor: $sections"
+for section in .symtab .debug_info; do
+  if grep -qF " $section " <<<"$sections"; then fail "the packaged lockvisor is not stripped: it has $section"; fi
 done
 # doctor runs (exit 6 where this host has no usable KVM).
 set +e

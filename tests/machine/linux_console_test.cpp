@@ -98,6 +98,23 @@ TEST(LinuxConsole, TheSerialBudgetEndsAFloodingGuest) {
   EXPECT_NE(t.vcpu.errors[0].find("--max-serial-bytes"), std::string::npos);
 }
 
+// A console log read afterwards (`lockvisor linux report`) keeps the lines a
+// live console keeps: the same splitting, cut and filter.
+TEST(LinuxConsole, ALogKeepsTheLinesALiveConsoleKeeps) {
+  const std::string log = "[    0.1] kvm-guest: PV spinlocks enabled\r\nplain line\r\n[    0.2] smpboot: " +
+                          std::string(LinuxConsole::kMaxLineBytes, 'x') +
+                          "Kernel panic - not syncing: cut\n\n[    1.3] Kernel panic - not syncing: Fatal exception";
+  Bench t;
+  ASSERT_TRUE(t.type(log));
+  t.console.flush();
+  const auto kept = kept_kernel_lines(log);
+  EXPECT_EQ(kept, t.console.kept_lines());
+  ASSERT_EQ(kept.size(), 4u);
+  EXPECT_EQ(kept[0], "[    0.1] kvm-guest: PV spinlocks enabled");
+  EXPECT_EQ(kept[1].size(), LinuxConsole::kMaxLineBytes);
+  EXPECT_EQ(kept[3], "[    1.3] Kernel panic - not syncing: Fatal exception");  // unterminated, still kept
+}
+
 // How a crashed kernel ended, from the console the run kept: the panic line
 // names the outcome, not the reset that follows it (panic=-1).
 constexpr std::string_view kPortReset = "the guest reset the machine (port 0xcf9)";

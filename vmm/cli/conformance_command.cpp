@@ -11,7 +11,9 @@
 #include "vmm/conformance/linux_cases.h"
 #include "vmm/conformance/suite.h"
 #include "vmm/guest_image.h"
+#include "vmm/host/emulation.h"
 #include "vmm/kvm/kvm_system.h"
+#include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/machine.h"
 #include "vmm/report/run_report.h"
 #include "vmm/report/settings_json.h"
@@ -81,13 +83,15 @@ int run_freestanding(const ConformanceOptions& o) {
   base.backend_kind = o.suite.backend;
   machine::validate_host(base, kvm);  // --backend kvm on PVM: one line, exit 2, before any case
   const char* backend = pvlock::backend_kind_name(o.suite.backend);
-  fmt::print("lockvisor conformance: {} cases, backend {}, on KVM {}\n", cases->size(), backend,
-             kvm::backend_name(kvm::detect_backend()));
+  const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
+  fmt::print("lockvisor conformance: {} cases, backend {}, on KVM {}\n", cases->size(), backend, kvm_kind);
+  host::print_emulation_warning(stdout);
   const auto results = run_cases(
       *cases, [&](const auto& spec) { return conformance::run_case(kvm, spec, image); },
       fmt::format(" to backend {}", backend));
   auto out = conformance::results_to_json(results);
   out["settings"] = report::settings_json(base);
+  out["host"] = lockstat::host_info(kvm_kind);
   if (json) report::write_json_file(*json, out);
   return exit_code_of(results);
 }
@@ -110,8 +114,10 @@ int run_linux(ConformanceOptions o) {
   if (!o.json.empty()) json.emplace(o.json, "--json");
   machine::refuse_linux_on_pvm("--linux");
   const double timeout_s = o.suite.case_timeout_s;
+  const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());
   fmt::print("lockvisor conformance: {} Linux case{}, kernel {}, backend kvm, on KVM {}\n", cases->size(),
-             cases->size() == 1 ? "" : "s", kernels.kernel, kvm::backend_name(kvm::detect_backend()));
+             cases->size() == 1 ? "" : "s", kernels.kernel, kvm_kind);
+  host::print_emulation_warning(stdout);
   const auto results = run_cases(
       *cases,
       [&](const conformance::LinuxCase& c) {
@@ -124,6 +130,7 @@ int run_linux(ConformanceOptions o) {
   out["linux"] = {{"kernel", kernels.kernel},
                   {"cloud_kernel", kernels.cloud.empty() ? nlohmann::json(nullptr) : nlohmann::json(kernels.cloud)},
                   {"case_timeout_s", timeout_s}};
+  out["host"] = lockstat::host_info(kvm_kind);
   if (json) report::write_json_file(*json, out);
   return exit_code_of(results);
 }

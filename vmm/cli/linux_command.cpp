@@ -5,9 +5,9 @@
 //   lockvisor linux initramfs --out FILE [--workload W] [--duration S] [--seed N]
 //       writes lockvisor's initramfs and prints the kernel command line it needs;
 //   lockvisor linux report CONSOLE_LOG [--json FILE]
-//       parses the init's report from a guest console log: the same figures
-//       and exit code as `lockvisor run --kernel` (0, 1 the workload failed,
-//       3 the init never finished).
+//       parses the init's report from a guest console log: the same figures,
+//       outcome and exit code as `lockvisor run --kernel` (0, 1 the workload
+//       failed, 3 the init never finished or the kernel crashed).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -19,6 +19,7 @@
 #include "vmm/cli/setting_options.h"
 #include "vmm/linuxinit/init_report.h"
 #include "vmm/linuxinit/kernel_spinlock.h"
+#include "vmm/machine/linux_console.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
@@ -57,24 +58,42 @@ int write_initramfs(const LinuxCommandOptions& o) {
   return 0;
 }
 
+// Why the init's report gives the exit code it does (init_exit_code).
+std::string init_reason(const linux_guest::InitReport& report) {
+  if (!report.exit_status) return "lockvisor's init never reported its exit";
+  if (*report.exit_status != 0) return fmt::format("lockvisor's init reported exit status {}", *report.exit_status);
+  if (!report.complete) return "lockvisor's init exited, but its report is incomplete";
+  return "lockvisor's init finished (exit status 0)";
+}
+
+// The outcome as `lockvisor run --kernel` names it: a kernel crash read from
+// the log's own lines by the run's classifier (machine::kernel_end; a log
+// shows no KVM exit, so a triple fault without a panic line goes unseen),
+// else what the init reported.
 int console_report(const LinuxCommandOptions& o) {
   std::optional<OutputFile> json;
   if (!o.json.empty()) json.emplace(o.json, "--json");
   const auto bytes = read_input_file(o.log, "console log", kMaxConsoleLogBytes);
-  const auto report = linux_guest::parse_init_report(
-      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  const std::string_view log(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const auto report = linux_guest::parse_init_report(log);
+  const auto kernel_lines = machine::kept_kernel_lines(log);
+  const auto crash = machine::kernel_end(kernel_lines, "");
+  if (report.lines_seen == report.lines_ignored && !crash)
+    fail("{}: no line of lockvisor's init and no kernel panic (was the guest booted with its initramfs?)", o.log);
   const auto spinlock = linuxboot::classify_kernel_spinlock(report.spinlock_log, true);
-  if (report.lines_seen == report.lines_ignored) fail("{}: no line of lockvisor's init (was the guest booted with its initramfs?)", o.log);
+  const int code = crash ? machine::exit_code(machine::Outcome::kGuestFault) : init_exit_code(report);
+  const std::string outcome = crash ? machine::kernel_end_name(crash->kind) : machine::outcome_for_exit_code(code);
   print_init_lines(report, spinlock, std::nullopt);
+  fmt::print("outcome: {} (exit code {}): {}\n", outcome, code, crash ? crash->line : init_reason(report));
   if (json) {
     auto j = linux_guest::init_report_json(report);
+    j["outcome"] = outcome;
     j["linux"] = {{"guest_spinlock", spinlock.policy}, {"guest_spinlock_line", spinlock.line},
-                  {"guest_spinlock_why", spinlock.why}, {"console_log", o.log}};
+                  {"guest_spinlock_why", spinlock.why}, {"kernel_lines", kernel_lines},
+                  {"kernel_end", kernel_end_json(crash)}, {"console_log", o.log}};
     report::write_json_file(*json, j);
   }
-  if (!report.exit_status) return machine::exit_code(machine::Outcome::kGuestFault);
-  if (*report.exit_status != 0) return machine::exit_code(machine::Outcome::kGuestFailed);
-  return report.complete ? 0 : machine::exit_code(machine::Outcome::kGuestFault);
+  return code;
 }
 
 }  // namespace

@@ -137,8 +137,7 @@ nlohmann::json linux_report_json(const PreparedLinuxGuest& guest, const linux_gu
   lx["guest_spinlock_line"] = spinlock.line;
   lx["guest_spinlock_why"] = spinlock.why;
   lx["kernel_lines"] = result.kernel_lines;
-  lx["kernel_end"] = crash ? nlohmann::json{{"kind", machine::kernel_end_name(crash->kind)}, {"line", crash->line}}
-                           : nlohmann::json(nullptr);
+  lx["kernel_end"] = kernel_end_json(crash);
   j["linux"] = std::move(lx);
 
   j["outcome"] = linux_outcome_name(result, crash);
@@ -216,14 +215,23 @@ std::string linux_outcome_name(const machine::RunResult& result, const std::opti
   return crash ? machine::kernel_end_name(crash->kind) : machine::outcome_name(result.outcome);
 }
 
-int linux_exit_code(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
-                    const machine::RunResult& result) {
-  if (result.outcome != machine::Outcome::kCompleted) return 0;
-  if (!guest.own_init()) return 0;
+nlohmann::json kernel_end_json(const std::optional<machine::KernelEnd>& crash) {
+  return crash ? nlohmann::json{{"kind", machine::kernel_end_name(crash->kind)}, {"line", crash->line}}
+               : nlohmann::json(nullptr);
+}
+
+int init_exit_code(const linux_guest::InitReport& report) {
   if (!report.exit_status) return machine::exit_code(machine::Outcome::kGuestFault);
   if (*report.exit_status != 0) return machine::exit_code(machine::Outcome::kGuestFailed);
   if (!report.complete) return machine::exit_code(machine::Outcome::kGuestFault);
   return 0;
+}
+
+int linux_exit_code(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
+                    const machine::RunResult& result) {
+  if (result.outcome != machine::Outcome::kCompleted) return 0;
+  if (!guest.own_init()) return 0;
+  return init_exit_code(report);
 }
 
 }  // namespace lockvisor::cli

@@ -121,9 +121,13 @@ void print_linux_summary(const PreparedLinuxGuest& guest, const linux_guest::Ini
 std::optional<machine::KernelEnd> take_kernel_end(machine::RunResult& result);
 // The outcome's name on the outcome line and in the JSON: the crash's, else the run's.
 std::string linux_outcome_name(const machine::RunResult& result, const std::optional<machine::KernelEnd>& crash);
-// The exit code the Linux half adds (0 when it adds nothing): the init
-// reported a failure (1), or lockvisor's init never finished (3: nothing
-// usable was measured).
+// The JSON's `linux.kernel_end`: {kind, line}, null when the kernel did not crash.
+nlohmann::json kernel_end_json(const std::optional<machine::KernelEnd>& crash);
+// What lockvisor's init reported, as an exit code: 0, the workload failed
+// (1), or the init never finished (3: nothing usable was measured).
+int init_exit_code(const linux_guest::InitReport& report);
+// The exit code the Linux half adds (0 when it adds nothing): the init's
+// (init_exit_code), for a completed run with lockvisor's init.
 int linux_exit_code(const PreparedLinuxGuest& guest, const linux_guest::InitReport& report,
                     const machine::RunResult& result);
 

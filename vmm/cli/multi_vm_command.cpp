@@ -18,7 +18,10 @@
 #include "vmm/cli/commands.h"
 #include "vmm/experiment/run_settings.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/emulation.h"
 #include "vmm/host/host_cpus.h"
+#include "vmm/kvm/kvm_system.h"
+#include "vmm/lockstat/lock_run.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/multivm/multi_vm_run.h"
 #include "vmm/report/run_report.h"
@@ -244,13 +247,19 @@ int run_multi_vm(const CLI::App& run, const std::vector<std::string>& specs, uns
   for (const auto& vm : options.vms) labels += (labels.empty() ? "" : ", ") + vm.label;
   fmt::print("lockvisor run: {} VMs side by side ({}){}; building, then starting them together\n", options.vms.size(),
              labels, hogs ? fmt::format(", {} host CPU hogs", hogs) : "");
+  host::print_emulation_warning(stdout);
   std::fflush(stdout);
+  // The host every VM ran on, as a single run's report describes it (each
+  // VM's own report, under "result", has it too).
+  const auto host = lockstat::host_info(kvm::backend_name(kvm::detect_backend()));
   const auto result = multivm::run_vms(options);
   int code = result.exit_code;
   bool json_failed = false;
   if (json) {
     try {
-      report::write_json_file(*json, multivm::to_json(result));
+      auto doc = multivm::to_json(result);
+      doc["host"] = host;
+      report::write_json_file(*json, doc);
     } catch (const Error& e) {
       json_failed = true;
       code = std::max(code, machine::exit_code(machine::Outcome::kHostError));

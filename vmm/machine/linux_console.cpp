@@ -3,6 +3,21 @@
 #include "vmm/machine/run_control.h"
 
 namespace lockvisor::machine {
+namespace {
+
+// Adds one console byte to `line`: true when the line is complete (a
+// newline, or kMaxLineBytes reached). A carriage return is dropped.
+bool add_byte(std::string& line, char byte) {
+  if (byte == '\n') return true;
+  if (byte != '\r') line.push_back(byte);
+  return line.size() >= LinuxConsole::kMaxLineBytes;
+}
+
+void keep_if_report_worthy(std::vector<std::string>& kept, const std::string& line) {
+  if (is_report_worthy_kernel_line(line) && kept.size() < LinuxConsole::kMaxKeptLines) kept.push_back(line);
+}
+
+}  // namespace
 
 LinuxConsole::LinuxConsole(RunControl& control, LineObserver on_line)
     : control_(control), on_line_(std::move(on_line)) {}
@@ -47,17 +62,24 @@ bool LinuxConsole::put(devices::VcpuContext& vcpu, std::uint8_t byte) {
     return vcpu.host_error(why ? *why : "serial output: write failed");
   }
   std::lock_guard lock(mutex_);
-  if (byte == '\n') {
-    end_line();
-  } else if (byte != '\r') {
-    line_.push_back(static_cast<char>(byte));
-    if (line_.size() >= kMaxLineBytes) end_line();
-  }
+  if (add_byte(line_, static_cast<char>(byte))) end_line();
   return true;
 }
 
+std::vector<std::string> kept_kernel_lines(std::string_view log) {
+  std::vector<std::string> kept;
+  std::string line;
+  for (const char byte : log)
+    if (add_byte(line, byte)) {
+      keep_if_report_worthy(kept, line);
+      line.clear();
+    }
+  if (!line.empty()) keep_if_report_worthy(kept, line);
+  return kept;
+}
+
 void LinuxConsole::end_line() {
-  if (is_report_worthy_kernel_line(line_) && kept_.size() < kMaxKeptLines) kept_.push_back(line_);
+  keep_if_report_worthy(kept_, line_);
   if (on_line_)
     if (const auto status = on_line_(line_)) control_.set_guest_status(*status);
   line_.clear();

@@ -53,6 +53,10 @@ class LinuxConsole {
 
 // Whether a kernel log line is one the report keeps.
 bool is_report_worthy_kernel_line(std::string_view line);
+// The lines a LinuxConsole would keep had it seen all of `log` (a console
+// log written by another VMM, say): split and cut the same way, so that
+// kernel_end() reads a log as it reads a live console.
+std::vector<std::string> kept_kernel_lines(std::string_view log);
 
 // How a Linux kernel ended when it crashed, each its own outcome of a run
 // (exit code 3, a guest fault): a panic; a panic because init died
