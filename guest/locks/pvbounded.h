@@ -231,22 +231,29 @@
 //   vCPU is reported preempted, and so does a newcomer that has just
 //   reserved for it (yield_to_hint; a hint, never needed for progress).
 //
-// WITHOUT HALTING (no PV wait/kick, or vCPUs advertised as dedicated)
+// WITHOUT HALTING (no PV wait/kick, vCPUs advertised as dedicated, or
+// pvb_head_halt=0)
 //   Without Env::pv_available() nobody can halt, and with Env::dedicated()
 //   (KVM_HINTS_REALTIME: the host promises the vCPUs are not preempted for
 //   long, the case where Linux drops its PV lock) nobody should: the lock
 //   spins only (can_halt() false) and stays correct, with its bound (the
-//   reservation needs no halting).  Then locked never becomes 3, so the
-//   unlock has nobody to kick and releases with a plain byte store, as
-//   qspinlock does, unless N is set (it loads the word first; N set: the
-//   read-modify-write below, for rule 5's idle clock and the boost).  Why it
-//   matters: a locked read-modify-write release waits until this CPU owns
-//   the lock's line, which the spinning waiters keep pulling away, so every
-//   contended release stalls the owner for a cache-line transfer that a
-//   store leaves to the store buffer (measured natively on 2 CPUs,
-//   docs/pvbounded.md, "Where a 1:1 handoff's time goes").  A reservation
-//   made between that load and the store only misses one idle mark (rule 5
-//   reads it as no idle time: one blurred window) and one boost (a hint).
+//   reservation needs no halting).  With pvb_head_halt=0 queued nodes still
+//   halt but a reserved head only spins (head_can_halt() false).
+//   In all three cases only the lock's owner ever writes locked = 3 (in
+//   kick_node(), for a halted node it makes head), so an unlock that loads
+//   the word and finds neither 3 nor N has nobody to kick and releases with
+//   a plain byte store, as qspinlock does; otherwise the read-modify-write
+//   below (the kick, rule 5's idle clock, the boost).  With a halting head
+//   that store would be wrong: between the load and the store the head may
+//   set N and then 3 and halt, and the store would erase its request to be
+//   kicked.  Why the store matters: a locked read-modify-write release waits
+//   until this CPU owns the lock's line, which spinning waiters keep pulling
+//   away, so every contended release stalls the owner for a cache-line
+//   transfer that a store leaves to the store buffer (docs/pvbounded.md,
+//   "Without halting").  A reservation made between that load and the
+//   store only misses one idle mark (rule 5 reads it as no idle time: one
+//   blurred window) and one boost (a hint).  The cost of a spinning head:
+//   behind a preempted holder it burns its CPU instead of giving it back.
 //
 // All-zero is unlocked (trivially constructible).
 #pragma once
@@ -285,6 +292,11 @@ static_assert(kMaxHeadCpus == 0x80 && kMaxHeadCpus <= kMaxCpus, "head cpu fits i
 template <class Env>
 [[gnu::always_inline]] inline bool can_halt() {
   return Env::pv_available() && !Env::dedicated();
+}
+// Whether a reserved queue head halts; if not, the unlock may store.
+template <class Env>
+[[gnu::always_inline]] inline bool head_can_halt() {
+  return can_halt<Env>() && tuning(&Tuning::head_halt) != 0;
 }
 
 [[gnu::always_inline]] inline constexpr u32 head_cpu_bits(unsigned cpu) { return cpu << kHeadCpuOffset; }
@@ -616,7 +628,7 @@ struct Hooks {
           spins = 0;
           continue;
         }
-      } else if (can_halt<Env>() && ++spins >= tuning(&Tuning::head_spins)) {
+      } else if (head_can_halt<Env>() && ++spins >= tuning(&Tuning::head_spins)) {
         spins = 0;
         // Lent to a borrower: never halt behind one (rule 4); our heartbeat
         // stops new borrows, so we get it after this critical section.
@@ -666,10 +678,11 @@ class PvBoundedLock {
   // (*,b,l) -> (*,b,0).  One RMW so that we see locked == 3 (kick the head)
   // and N (boost a preempted head) atomically with the release.
   void unlock() {
-    // Nobody halts, so nobody waits for a kick: a plain release unless the
-    // lock is reserved (see "WITHOUT HALTING").  Release pairs with the
-    // acquire of every acquisition's cmpxchg.
-    if (!pvb::can_halt<Env>() && __builtin_expect(!pvb::no_steal(q::read(&w_)), 1)) {
+    // No reserved head halts, so only our own kick_node() can have asked
+    // for a kick (locked 3): a plain release unless the word shows 3 or N
+    // (see "WITHOUT HALTING").  Release pairs with the acquire of every
+    // acquisition's cmpxchg.
+    if (!pvb::head_can_halt<Env>() && __builtin_expect(!(q::read(&w_) & kSlowOrReserved), 1)) {
       q::clear_locked_release(&w_);
       return;
     }

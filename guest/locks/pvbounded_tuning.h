@@ -30,6 +30,13 @@
 //                    halts (PV wait) until it becomes the head.
 //   pvb_head_spins   spin iterations of a queue head that has forbidden
 //                    stealing before it halts until the lock is released.
+//   pvb_head_halt    1 (default): a queue head holding the reservation halts
+//                    after pvb_head_spins, and every unlock is a
+//                    read-modify-write (it must see that halt atomically).
+//                    0: a reserved head only spins, and an unlock that finds
+//                    nobody to kick releases with a plain store (queued
+//                    waiters still halt: their kick is asked for by the owner
+//                    itself).  "WITHOUT HALTING" in pvbounded.h says why.
 //   pvb_boost        1: when the lock is released to a head whose vCPU the
 //                    host reports preempted, ask the host to run it next
 //                    (Env::yield_to, lock_env.h).  0: never.
@@ -107,6 +114,7 @@ struct Tuning {
   u64 steal_spins;
   u64 node_spins;
   u64 head_spins;
+  u64 head_halt;     // 1: a reserved head halts (read-modify-write unlock); 0: it spins (store unlock)
   u64 boost;
   u64 handoff;       // kHandoffHead or kHandoffRunning
   u64 stale_ticks;  // pvb_stale_us in lock-clock ticks
@@ -149,6 +157,7 @@ inline Tuning g_tuning = {
     .steal_spins = 256,
     .node_spins = 1024,
     .head_spins = 1024,
+    .head_halt = 1,
     .boost = 1,
     .handoff = kHandoffHead,
     .stale_ticks = us_to_ticks(kDefaultStaleUs, kAssumedLockClockKhz),
@@ -189,6 +198,7 @@ inline constexpr TuningKey kTuningKeys[] = {
     {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30, nullptr, kPvbLocks},
     {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30, nullptr, kPvbLocks},
     {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30, nullptr, kPvbLocks},
+    {"pvb_head_halt", &Tuning::head_halt, 0, 1, nullptr, kPvbLocks},
     {"pvb_boost", &Tuning::boost, 0, 1, nullptr, kPvbLocks},
     {"pvb_handoff", &Tuning::handoff, kHandoffHead, kHandoffRunning, kHandoffWords, kPvbLocks},
     {"pvb_stale_us", &Tuning::stale_us, 1, 1000000, nullptr, kPvbLocks},

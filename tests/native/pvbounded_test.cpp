@@ -340,6 +340,28 @@ TEST(PvBounded, SpinsOnlyOnDedicatedVcpusAndStillExcludes) {
   expect_spins_only_and_excludes<DedicatedEnv>("on dedicated vCPUs");
 }
 
+// pvb_head_halt=0: reserved heads never halt (queued nodes still may, and
+// are kicked), exclusion holds, no wake-up is lost.
+using SpinHeadEnv = NativeEnvT<45>;
+TEST(PvBounded, WithHeadHaltOffAReservedHeadOnlySpinsAndNoWakeUpIsLost) {
+  SpinHeadEnv::reset();
+  TuningScope tuning(/*bound_us=*/20, /*head_spins=*/1);
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_head_halt=0", "pvb_node_spins=1"}), nullptr);
+  locks::PvBoundedLock<SpinHeadEnv> lock{};
+  const StressResult r = stress<locks::PvBoundedLock<SpinHeadEnv>, SpinHeadEnv>(lock, 4, scaled(15000));
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.total, 4 * scaled(15000));
+  EXPECT_EQ(SpinHeadEnv::event_total(LockEvent::pv_wait_head), 0u) << "a reserved head halted";
+  EXPECT_GT(SpinHeadEnv::event_total(LockEvent::pv_no_steal), 0u) << "no reservation to test";
+  EXPECT_EQ(SpinHeadEnv::stats().timeouts, 0u) << "a lost wake-up";
+  EXPECT_EQ(SpinHeadEnv::stats().kicks_sent,
+            SpinHeadEnv::stats().kicks_received + SpinHeadEnv::stats().kicks_coalesced +
+                SpinHeadEnv::stats().kicks_pending);
+  std::printf("[ head-halt=0 ] %.3f s, node halts %llu, kicks %llu\n", r.seconds,
+              static_cast<unsigned long long>(SpinHeadEnv::event_total(LockEvent::pv_wait_node)),
+              static_cast<unsigned long long>(SpinHeadEnv::stats().kicks_sent));
+}
+
 // Without halting the unlock is a store of the locked byte while the lock is
 // not reserved (the rest of the word untouched), and the read-modify-write
 // while it is: the reservation stays and rule 5's idle clock is marked.
@@ -360,6 +382,19 @@ TEST(PvBounded, WithoutHaltingTheUnlockStoresUnlessTheLockIsReserved) {
   EXPECT_EQ(held.value(), reserved) << "N survives until the head's acquisition";
   EXPECT_NE(freed, 0u) << "the reserved release marks when the lock was left free for its head";
   EXPECT_EQ(DedicatedEnv::stats().kicks_sent, 0u);
+
+  // pvb_head_halt=0 with PV: locked 3, written by the owner's kick_node()
+  // for a halted node it made head, still makes the unlock kick that head.
+  const pvb::Tuning saved = pvb::g_tuning;
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_head_halt=0"}), nullptr);
+  SpinHeadEnv::reset();
+  SpinHeadEnv::bind_cpu(0);
+  using S = locks::PvBoundedLock<SpinHeadEnv>;
+  S asked = with_word<S>(queued | q::kSlowVal);
+  asked.unlock();
+  EXPECT_EQ(asked.value(), queued);
+  EXPECT_EQ(SpinHeadEnv::stats().kicks_sent, 1u) << "the halted node made head was not kicked";
+  pvb::g_tuning = saved;
 }
 
 // ---- handoff=running: lending past a preempted reserved head -----------------
