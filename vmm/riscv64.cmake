@@ -28,6 +28,8 @@ add_executable(lockvisor
   ${vmm}/experiment/workload_settings.cpp
   ${vmm}/guest_image.cpp
   ${vmm}/guest_image_blob.S
+  ${vmm}/host/cpu_set.cpp
+  ${vmm}/host/host_cpus.cpp
   ${vmm}/kvm/binary_stats.cpp
   ${vmm}/kvm/vcpu_exit.cpp
   ${vmm}/loader/elf_loader.cpp

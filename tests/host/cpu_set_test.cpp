@@ -27,6 +27,19 @@ TEST(CpuList, RejectsGarbageWithOneLine) {
   }
 }
 
+// The placement both VMMs and the native runner use: spread wraps round
+// (more threads than CPUs share them in turn), float gives every thread all.
+TEST(ThreadCpus, SpreadWrapsFloatGivesAllEmptyIsUnpinned) {
+  const std::vector<int> cpus{2, 5, 7};
+  EXPECT_EQ(thread_cpus(cpus, 0, true), (std::vector<int>{2}));
+  EXPECT_EQ(thread_cpus(cpus, 2, true), (std::vector<int>{7}));
+  EXPECT_EQ(thread_cpus(cpus, 4, true), (std::vector<int>{5}));
+  EXPECT_EQ(thread_cpus({0}, 3, true), (std::vector<int>{0}));
+  EXPECT_EQ(thread_cpus(cpus, 4, false), cpus);
+  EXPECT_TRUE(thread_cpus({}, 1, true).empty());
+  EXPECT_TRUE(thread_cpus({}, 1, false).empty());
+}
+
 TEST(CpuList, ValidateRejectsMissingCpu) {
   try {
     validate_cpus({host_cpu_count() + 3});

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The riscv64 lockvisor's refusals that need no KVM, run under qemu-user: each
-# x86-only option or subcommand, and a bad --sbi-eid, is refused with exactly
-# one line on stderr and exit code 2 before anything runs; `locks` lists the
-# registry; `doctor` without /dev/kvm says so and fails.
+# x86-only option or subcommand, a bad --sbi-eid and a bad --pcpus (empty,
+# malformed, more CPUs than usable, a CPU outside the affinity mask: x86's
+# words and refusals) are refused with exactly one line on stderr and exit
+# code 2 before anything runs; `locks` lists the registry; `doctor` without
+# /dev/kvm says so and fails.
 #
 # Usage: vmm_refusals.sh LOCKVISOR_RISCV64_BINARY
 set -uo pipefail
@@ -13,10 +15,12 @@ fail() { echo "vmm_refusals: FAIL: $*" >&2; exit 1; }
 err=$(mktemp) && trap 'rm -f "$err"' EXIT
 
 # refused WANT_TEXT ARGS...: exit 2, one stderr line containing WANT_TEXT.
+# With `launch` set (an array), lockvisor runs under that command.
+launch=()
 refused() {
 	local want=$1 rc lines
 	shift
-	"$emu" "$bin" "$@" >/dev/null 2>"$err"
+	"${launch[@]}" "$emu" "$bin" "$@" >/dev/null 2>"$err"
 	rc=$?
 	[ "$rc" = 2 ] || fail "lockvisor $* exited $rc, want 2: $(cat "$err")"
 	lines=$(wc -l <"$err")
@@ -31,7 +35,20 @@ refused "x86-64 only" lab
 refused "x86-64 only" linux
 refused "experimental range" run --sbi-eid 50564c4b
 refused "experimental range" run --sbi-eid zz
-refused "pinning is not implemented" run --pcpus 0-3
+refused "host CPUs '': empty" run --pcpus ''
+refused "host CPUs 'two': expected all, a count" run --pcpus two
+refused "bad CPU list '0-'" run --pcpus 0-
+refused "asks for 100000 CPUs" run --pcpus 100000cpus
+# qemu-user passes the affinity mask through: CPU 1 exists (on 2 CPUs or
+# more) but taskset keeps this process off it.
+if [ "$(nproc --all)" -ge 2 ]; then
+	launch=(taskset -c 0)
+	refused "CPU 1 is not allowed for this process" run --pcpus 1
+	refused "asks for 2 CPUs, 1 are usable" run --pcpus 2cpus
+	launch=()
+else
+	refused "CPU 1 does not exist" run --pcpus 1
+fi
 
 out=$("$emu" "$bin" locks) || fail "lockvisor locks failed"
 grep -q '^pvqspinlock ' <<<"$out" || fail "lockvisor locks does not list pvqspinlock: $out"

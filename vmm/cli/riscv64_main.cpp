@@ -30,6 +30,8 @@
 #include "vmm/experiment/lock_name.h"
 #include "vmm/experiment/workload_settings.h"
 #include "vmm/guest_image.h"
+#include "vmm/host/cpu_set.h"
+#include "vmm/host/host_cpus.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/util/error.h"
 #include "vmm/util/hex_number.h"
@@ -89,7 +91,8 @@ nlohmann::json run_json(const arch::riscv64::RvRunResult& r, const arch::riscv64
                {"pv_wait", g->pv_wait},
                {"pv_halts", g->pv_halts},
                {"pv_kick", g->pv_kick}};
-    vcpus.push_back({{"done", h.done},
+    vcpus.push_back({{"affinity", host::format_cpu_list(h.affinity)},
+                     {"done", h.done},
                      {"guest", guest},
                      {"exit_code", h.exit_code},
                      {"results", results},
@@ -112,6 +115,7 @@ nlohmann::json run_json(const arch::riscv64::RvRunResult& r, const arch::riscv64
           {"host", {{"kvm", "riscv"}, {"timebase_hz", r.timebase_hz}}},
           {"settings",
            {{"vcpus", c.boot.harts},
+            {"pcpus", host::format_cpu_list(c.pcpus)},
             {"program", c.boot.program},
             {"sbi_kick", kick},
             {"sbi_pvlock", (c.boot.flags & abi::kBootFlagSbiPvlock) != 0},
@@ -127,6 +131,8 @@ int run_command(const arch::riscv64::RvMachineConfig& config, const std::string&
              machine::exit_code(result.outcome), result.reason.empty() ? "" : ": ", result.reason);
   for (unsigned i = 0; i < result.harts.size(); ++i) {
     const auto& h = result.harts[i];
+    fmt::print("hart {}: host CPUs {}{}\n", i, host::format_cpu_list(h.affinity),
+               config.pcpus.empty() ? " (not pinned)" : "");
     // A workload's counts with the guest's beside the VMM's and KVM's.
     if (const auto g = guest_counts(h))
       fmt::print("hart {}: {} acquisitions, {} violations; halts (WFI) {} (guest {}), kicks sent {} (guest {})\n", i,
@@ -222,7 +228,10 @@ int main(int argc, char** argv) {
   run->add_option("--lock", lock, "lock from the registry (`lockvisor locks`)");
   run->add_option("--vcpus", vcpus, "harts")->check(CLI::Range(1u, abi::kRiscvMaxHarts));
   std::string pcpus;
-  run->add_option("--pcpus", pcpus, "host CPUs to pin to: only 0 (no pinning) on riscv64 so far");
+  CLI::Option* pcpus_option = run->add_option(
+      "--pcpus", pcpus,
+      fmt::format("host CPUs for the harts: {}; hart i pinned to the i-th, round-robin (default: not pinned)",
+                  host::kHostCpuForms));
   run->add_option("--duration", duration, "seconds the workload runs");
   run->add_option("--timeout", timeout, "end the run after this many seconds (exit 4)");
   run->add_option("--memory", memory_mib, "guest RAM, MiB")->check(CLI::Range(8, 65536));
@@ -273,11 +282,11 @@ int main(int argc, char** argv) {
         return kUsage;
       }
     }
-    if (!pcpus.empty() && pcpus != "0") {
-      std::fprintf(stderr, "lockvisor: --pcpus %s: pinning is not implemented on riscv64 yet (use 0)\n", pcpus.c_str());
-      return kUsage;
-    }
     arch::riscv64::RvMachineConfig config;
+    if (pcpus_option->count() > 0) {
+      config.pcpus = host::resolve_pcpus_option(pcpus);
+      host::validate_cpus(config.pcpus);
+    }
     config.boot.harts = vcpus;
     config.boot.seed = seed;
     config.boot.flags = no_sbi_pvlock ? 0 : abi::kBootFlagSbiPvlock;

@@ -94,6 +94,11 @@ void validate_cpus(const std::vector<int>& cpus) {
   }
 }
 
+std::vector<int> thread_cpus(const std::vector<int>& cpus, std::size_t index, bool spread) {
+  if (cpus.empty() || !spread) return cpus;
+  return {cpus[index % cpus.size()]};
+}
+
 void set_thread_affinity(pthread_t thread, const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);

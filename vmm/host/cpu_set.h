@@ -2,6 +2,7 @@
 #pragma once
 #include <pthread.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ int host_cpu_count();
 // when LOCKVISOR_HOST_CPUS declares another host's CPUs, outside those:
 // vmm/host/host_cpus.h).
 void validate_cpus(const std::vector<int>& cpus);
+
+// The host CPUs thread `index` of a VM (a vCPU, or a native run's host
+// thread) may run on, given --pcpus `cpus`: with `spread` one each in turn
+// (thread i on cpus[i % n], so more threads than CPUs share them); else all
+// of them. Empty `cpus`: empty, the thread is not pinned.
+std::vector<int> thread_cpus(const std::vector<int>& cpus, std::size_t index, bool spread);
 
 // Restricts `thread` to `cpus`; throws on failure.
 void set_thread_affinity(pthread_t thread, const std::vector<int>& cpus);

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "vmm/host/cpu_set.h"
 #include "vmm/machine/steal_time.h"
 #include "vmm/machine/vnuma.h"
 #include "vmm/util/error.h"
@@ -161,9 +162,7 @@ void Machine::Run::start_services() {
 std::vector<int> Machine::Run::affinity_of(std::size_t vcpu) const {
   const MachineConfig& config = s_.config;
   if (config.vnuma) return vnuma_affinity(*config.vnuma, static_cast<unsigned>(vcpu), config.pin == PinPolicy::kSpread);
-  if (config.pcpus.empty()) return {};
-  if (config.pin == PinPolicy::kSpread) return {config.pcpus[vcpu % config.pcpus.size()]};
-  return config.pcpus;
+  return host::thread_cpus(config.pcpus, vcpu, config.pin == PinPolicy::kSpread);
 }
 
 void Machine::Run::start_vcpus() {

@@ -122,10 +122,9 @@ void validate_vnuma(const VnumaTopology& t, unsigned vcpus) {
 std::vector<int> vnuma_affinity(const VnumaTopology& t, unsigned vcpu, bool spread) {
   const unsigned node = t.vcpu_node.at(vcpu);
   const std::vector<int>& cpus = t.node_cpus.at(node);
-  if (!spread) return cpus;
   unsigned rank = 0;  // vcpu's position among its node's vCPUs
   for (unsigned i = 0; i < vcpu; ++i) rank += t.vcpu_node[i] == node ? 1 : 0;
-  return {cpus[rank % cpus.size()]};
+  return host::thread_cpus(cpus, rank, spread);
 }
 
 std::string format_vnuma(const VnumaTopology& t) {

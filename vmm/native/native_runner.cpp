@@ -58,9 +58,7 @@ std::mutex& run_mutex() {
 
 std::vector<int> thread_pcpus(const NativeRunConfig& config, unsigned i) {
   if (!config.affinity.empty()) return config.affinity.at(i);
-  if (config.pcpus.empty()) return {};
-  if (config.spread) return {config.pcpus[i % config.pcpus.size()]};
-  return config.pcpus;
+  return host::thread_cpus(config.pcpus, i, config.spread);
 }
 
 void pin_self(const std::vector<int>& pcpus) {

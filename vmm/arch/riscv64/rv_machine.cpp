@@ -21,6 +21,7 @@
 #include "lockvisor/abi/sbi_pvlock.h"
 #include "vmm/arch/riscv64/rv_vcpu.h"
 #include "vmm/arch/riscv64/sbi_exit.h"
+#include "vmm/host/cpu_set.h"
 #include "vmm/kvm/binary_stats.h"
 #include "vmm/machine/guest_limits.h"
 #include "vmm/machine/report_channel.h"
@@ -84,6 +85,7 @@ struct Hart {
   std::unique_ptr<machine::GuestReport> report;
   std::atomic<bool> done{false};  // reported DONE
   std::uint64_t exit_code = 0;
+  std::vector<int> affinity;
 };
 
 class Run {
@@ -93,6 +95,9 @@ class Run {
 
  private:
   void vcpu_loop(unsigned index);
+  // Pins the calling vCPU thread as config_.pcpus says and records where it
+  // may run; false (the run ended as a host error) when it cannot.
+  bool pin(unsigned index);
   // One forwarded SBI call; false when the run must end.
   bool serve_sbi(unsigned index, const SbiCall& call);
   // One report-channel message; false when the run must end.
@@ -220,8 +225,25 @@ bool Run::serve_ucall(unsigned index, std::uint64_t gpa) {
   }
 }
 
+bool Run::pin(unsigned index) {
+  Hart& h = *harts_[index];
+  try {
+    const auto cpus = host::thread_cpus(config_.pcpus, index, /*spread=*/true);
+    if (!cpus.empty()) host::set_thread_affinity(pthread_self(), cpus);
+  } catch (const Error& e) {
+    finish(machine::Outcome::kHostError, fmt::format("hart {}: {}", index, e.what()));
+    return false;
+  }
+  h.affinity = host::thread_affinity(pthread_self());
+  return true;
+}
+
 void Run::vcpu_loop(unsigned index) {
   Hart& h = *harts_[index];
+  if (!pin(index)) {
+    h.finished.store(true);
+    return;
+  }
   while (!started_.load()) std::this_thread::yield();
   while (!stop_.load()) {
     const int err = h.vcpu->run();
@@ -387,6 +409,7 @@ RvRunResult Run::go() {
     r.sbi_exits = h.sbi_exits;
     r.done = h.done.load();
     r.exit_code = h.exit_code;
+    r.affinity = h.affinity;
     r.results = h.report->results();
     r.cases = h.report->cases();
     result_.harts.push_back(r);

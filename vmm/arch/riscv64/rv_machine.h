@@ -20,6 +20,10 @@ namespace lockvisor::arch::riscv64 {
 
 struct RvMachineConfig {
   RvBootSettings boot;  // harts = the vCPU count
+  // --pcpus, resolved and checked: hart i's thread on pcpus[i % n], as x86
+  // places its vCPU threads with --pin spread (host::thread_cpus); empty:
+  // not pinned.
+  std::vector<int> pcpus;
   std::uint64_t memory_mib = 256;
   KickMode kick = KickMode::kSticky;
   double timeout_seconds = 0;  // 0: none
@@ -27,6 +31,7 @@ struct RvMachineConfig {
 };
 
 struct RvHartReport {
+  std::vector<int> affinity;   // the host CPUs its thread could run on
   pvlock::PvCounts pv;         // kicks sent / received / coalesced / dropped
   std::uint64_t acks = 0;      // kLvSbiKickAck calls that found a kick latched: the WFIs a sticky kick ended
   std::uint64_t wfi_exits = 0; // KVM's wfi_exit_stat: the guest's halts
