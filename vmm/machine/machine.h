@@ -89,5 +89,7 @@ void validate_image(const MachineConfig& config, std::span<const std::byte> imag
 
 // Smallest --memory (MiB) that fits the image and the vCPU stacks.
 std::uint64_t minimum_memory_mib(unsigned vcpus, std::uint64_t image_end);
+// The same for an image not yet loaded; throws as validate_image does.
+std::uint64_t minimum_memory_mib(unsigned vcpus, std::span<const std::byte> image);
 
 }  // namespace lockvisor::machine
