@@ -109,6 +109,10 @@ TEST(CliBadInput, UsageErrors) {
 TEST(CliBadInput, LinuxGuestOptions) {
   expect_one_line_error(lockvisor("run --initrd /tmp/x"), 2, "--initrd: needs --kernel FILE");
   expect_one_line_error(lockvisor("run --guest-lock tas"), 2, "--guest-lock: needs --kernel FILE");
+  // The MADT and MP table name 8-bit xAPIC ids: refused before the PVM check
+  // and before the kernel is opened (it does not exist).
+  expect_one_line_error(lockvisor("run --kernel /nonexistent/vmlinuz --vcpus 255"), 2,
+                        "--vcpus 255: a Linux guest has at most 254");
   expect_one_line_error(lockvisor("run --workload futex-hash"), 2, "needs --kernel FILE");
   expect_one_line_error(lockvisor("run --kernel /tmp/x --guest-lock maybe"), 2, "maybe");
   const std::string not_a_kernel = scratch("not-a-kernel");
