@@ -34,6 +34,7 @@
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/emulation.h"
+#include "vmm/host/open_files.h"
 #include "vmm/host/process_memory.h"
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/kvm/startup_floor.h"
@@ -477,6 +478,9 @@ void startup_bench(std::span<const std::byte> image, const BenchOptions& o, cons
   if (std::find(measured.begin(), measured.end(), base.vcpus) == measured.end())
     measured.insert(measured.begin(), base.vcpus);
   std::map<unsigned, StartupSamples> samples;
+  // The floor creates its vCPUs before any lockvisor VM raises the limit.
+  const unsigned most = *std::max_element(measured.begin(), measured.end());
+  host::make_room_for_files(machine::files_for_vcpus(most), fmt::format("--startup-vcpus {}", most));
   for (unsigned r = 0; r < o.repeat; ++r)
     for (const unsigned n : measured) {
       machine::MachineConfig config = base;

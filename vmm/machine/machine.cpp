@@ -63,12 +63,6 @@ std::uint64_t calibrate_tsc_khz() {
 // The run-state memslot's number (slot 0 is RAM).
 constexpr unsigned kRunStateSlot = 1;
 
-// Descriptors a VM opens. Per vCPU: its KVM fd, its runner's binary-statistics
-// fd and, with --backend kvm, the backend's own (vcpu_runner.cpp,
-// kvm_backend.cpp). Beside them the VM, its memory, devices, run-state page
-// and output files take a few (a generous bound).
-constexpr std::uint64_t kFilesPerVcpu = 3;
-constexpr std::uint64_t kFilesBesideVcpus = 64;
 
 const char* runstate_mode_name(RunStateMode mode) {
   switch (mode) {
@@ -80,6 +74,15 @@ const char* runstate_mode_name(RunStateMode mode) {
 }
 
 }  // namespace
+
+std::uint64_t files_for_vcpus(unsigned vcpus) {
+  // Per vCPU: its KVM fd, its runner's binary-statistics fd and, with
+  // --backend kvm, the backend's own (vcpu_runner.cpp, kvm_backend.cpp).
+  // Beside them the VM, its memory, devices, run-state page and output
+  // files take a few (a generous bound).
+  constexpr std::uint64_t kPerVcpu = 3, kBeside = 64;
+  return kPerVcpu * vcpus + kBeside;
+}
 
 void validate_config(const MachineConfig& config) {
   if (config.vcpus < 1 || config.vcpus > abi::kMaxVcpus)
@@ -148,7 +151,7 @@ void Machine::build_common(const kvm::KvmSystem& kvm, MachineConfig config, std:
   validate_config(config);
   if (linux_guest) validate_linux_host(kvm);
   validate_host(config, kvm);
-  host::make_room_for_files(kFilesPerVcpu * config.vcpus + kFilesBesideVcpus, fmt::format("--vcpus {}", config.vcpus));
+  host::make_room_for_files(files_for_vcpus(config.vcpus), fmt::format("--vcpus {}", config.vcpus));
   kvm.require_extension(KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS");
   kvm.require_extension(KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT");
   state_ = std::make_unique<State>(kvm, std::move(config), origin);
