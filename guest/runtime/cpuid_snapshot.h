@@ -18,9 +18,10 @@ struct CpuidLeaf {
 struct Cpl0Cpuid {
   CpuidLeaf signature;  // 0x40000000: "KVMKVMKVM\0\0\0", EAX = highest leaf
   CpuidLeaf features;   // 0x40000001: EAX = PV features, EDX = hints
-  CpuidLeaf basic;      // 1: EBX[31:24] = this vCPU's APIC ID
+  CpuidLeaf basic;      // 1: EBX[31:24] = this vCPU's APIC ID (its low byte)
+  CpuidLeaf topology;   // 0xB subleaf 0: EDX = this vCPU's x2APIC ID (all 32 bits)
 };
-static_assert(sizeof(Cpl0Cpuid) == 48, "offsets are hard-coded in arch/x86/entry.S");
+static_assert(sizeof(Cpl0Cpuid) == 64, "offsets are hard-coded in arch/x86/entry.S (CPUID_SLOT_BYTES)");
 
 // This vCPU's snapshot (guest_main keeps a copy per vCPU).
 const Cpl0Cpuid& cpl0_cpuid();

@@ -1,6 +1,7 @@
 // guest_main: the first CPL3 code of every vCPU (called from arch/x86/entry.S).
 #include "lockvisor/abi/boot_info.h"
 #include "lockvisor/abi/kvm_hypercall.h"
+#include "lockvisor/abi/pv_wake.h"
 #include "lockvisor/abi/vcpu_runstate.h"
 #include "runtime/boot.h"
 #include "runtime/check.h"
@@ -15,6 +16,8 @@ using namespace lockvisor::abi;
 // arch/x86/entry.S reads the flags at this offset (BOOT_FLAGS_OFF).
 static_assert(__builtin_offsetof(BootInfo, flags) == 20);
 static_assert(kBootFlagGuestRing0 == 0x40);  // entry.S BOOT_FLAG_RING0
+static_assert(kBootFlagX2apic == 0x800);     // entry.S BOOT_FLAG_X2APIC
+static_assert(kIdtAddr == 0x18000);          // entry.S IDT_BASE
 
 // CS as loaded: its low two bits are the current privilege level.
 u64 read_cs() {
@@ -30,7 +33,14 @@ void check_cpuid_matches_boot_info(const BootInfo& info, unsigned index) {
   LV_CHECK_MSG(guest::kvm_signature_present(), "CPUID 0x40000000 (read at CPL0) lacks the KVM signature");
   LV_CHECK_EQ(guest::pv_unhalt_advertised(), (info.flags & kBootFlagPvUnhalt) != 0);
   LV_CHECK_EQ(guest::realtime_hint(), (info.flags & kBootFlagDedicated) != 0);
-  LV_CHECK_EQ(guest::cpl0_cpuid().basic.ebx >> 24, info.vcpus[index].apic_id);
+  // CPUID.1 holds the APIC id's low byte; past kMaxXapicVcpus vCPUs the
+  // whole id is CPUID leaf 0xB's (the VMM checked that KVM has the leaf).
+  const guest::Cpl0Cpuid& cpuid = guest::cpl0_cpuid();
+  LV_CHECK_EQ(cpuid.basic.ebx >> 24, info.vcpus[index].apic_id & 0xFF);
+  if (info.vcpu_count > kMaxXapicVcpus) LV_CHECK_EQ(cpuid.topology.edx, info.vcpus[index].apic_id);
+  // The entry code switched the LAPIC to x2APIC mode only where CPUID offers it.
+  if ((info.flags & kBootFlagX2apic) != 0)
+    LV_CHECK_MSG((cpuid.basic.ecx & kCpuid1EcxX2apic) != 0, "more than 255 vCPUs need x2APIC, which CPUID does not offer");
 }
 }  // namespace
 

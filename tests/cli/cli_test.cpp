@@ -63,9 +63,12 @@ void write_file(const std::string& path, const std::string& bytes) {
 }
 
 // Checked before /dev/kvm is touched: no KVM needed.
+// One past lockvisor's most vCPUs, as an argument.
+const std::string kTooManyVcpus = std::to_string(lockvisor::abi::kMaxVcpus + 1);
+
 TEST(CliBadInput, UsageErrors) {
   expect_one_line_error(lockvisor("run --vcpus 0"), 2, "--vcpus 0");
-  expect_one_line_error(lockvisor("run --vcpus 1000"), 2, "--vcpus 1000");
+  expect_one_line_error(lockvisor("run --vcpus 100000"), 2, "--vcpus 100000");
   expect_one_line_error(lockvisor("run --no-such-option"), 2, "no-such-option");
   expect_one_line_error(lockvisor("run --pcpus 99999"), 2, "CPU");
   expect_one_line_error(lockvisor("run --pcpus 1-0"), 2, "backwards");
@@ -78,7 +81,11 @@ TEST(CliBadInput, UsageErrors) {
   expect_one_line_error(lockvisor("frobnicate"), 2, "frobnicate");
   expect_one_line_error(lockvisor("run --workload torture --lock nope"), 2, "unknown lock");
   expect_one_line_error(lockvisor("run --workload lockbench --lock pvqspinlock --no-pv"), 2, "PV_UNHALT");
-  expect_one_line_error(lockvisor("run --vcpus 257"), 2, "--vcpus 257");
+  expect_one_line_error(lockvisor("run --vcpus " + kTooManyVcpus), 2, "--vcpus " + kTooManyVcpus);
+  // The most vCPUs need more than the default --memory for their stacks
+  // (128 KiB each): refused naming what they need, before anything runs.
+  expect_one_line_error(lockvisor("run --vcpus " + std::to_string(lockvisor::abi::kMaxVcpus)), 2,
+                        "is too small for this image and " + std::to_string(lockvisor::abi::kMaxVcpus) + " vCPUs");
   expect_one_line_error(lockvisor("run --workload lockbench --lock pvbounded --vcpus 129"), 2, "at most 128 CPUs");
   expect_one_line_error(lockvisor("run --workload lockbench --cs-lines 17"), 2, "--cs-lines");
   expect_one_line_error(lockvisor("run --workload lockbench --duration 0"), 2, "--duration");
@@ -102,6 +109,10 @@ TEST(CliBadInput, UsageErrors) {
 TEST(CliBadInput, LinuxGuestOptions) {
   expect_one_line_error(lockvisor("run --initrd /tmp/x"), 2, "--initrd: needs --kernel FILE");
   expect_one_line_error(lockvisor("run --guest-lock tas"), 2, "--guest-lock: needs --kernel FILE");
+  // The MADT and MP table name 8-bit xAPIC ids: refused before the PVM check
+  // and before the kernel is opened (it does not exist).
+  expect_one_line_error(lockvisor("run --kernel /nonexistent/vmlinuz --vcpus 255"), 2,
+                        "--vcpus 255: a Linux guest has at most 254");
   expect_one_line_error(lockvisor("run --workload futex-hash"), 2, "needs --kernel FILE");
   expect_one_line_error(lockvisor("run --kernel /tmp/x --guest-lock maybe"), 2, "maybe");
   const std::string not_a_kernel = scratch("not-a-kernel");
@@ -261,14 +272,15 @@ TEST(CliNoKvm, BadOptionsStillExit2) {
   // Usage errors are found before the KVM device is opened: 2, not 6.
   const std::pair<std::string, std::string> cases[] = {
       {"run --no-such-option", "no-such-option"},
-      {"run --vcpus 1000", "--vcpus 1000"},
+      {"run --vcpus " + kTooManyVcpus, "--vcpus " + kTooManyVcpus},
       {"run --vcpus 0", "--vcpus 0"},
       {"frobnicate", "unknown command 'frobnicate'"},
       {"conformance --no-such-option", "no-such-option"},
       {"conformance --filter no-such-case", "matches no case"},
       {"bench --repeat many", "many"},
-      {"bench --startup --startup-vcpus 0", "--startup-vcpus: 0 is out of range 1..256"},
-      {"bench --startup --startup-vcpus 1,257", "--startup-vcpus: 257 is out of range 1..256"},
+      {"bench --startup --startup-vcpus 0", "--startup-vcpus: 0 is out of range 1.." + std::to_string(lockvisor::abi::kMaxVcpus)},
+      {"bench --startup --startup-vcpus 1," + kTooManyVcpus,
+       "--startup-vcpus: " + kTooManyVcpus + " is out of range 1.." + std::to_string(lockvisor::abi::kMaxVcpus)},
       {"bench --startup --startup-vcpus 99999999999", "out of range"},
       {"bench --startup --startup-vcpus 1,,8", "an empty item"},
       {"bench --startup --startup-vcpus 8,", "an empty item"},
@@ -876,11 +888,12 @@ TEST(CliOptions, NumbersOutOfRangeAreRefused) {
 // The edges of those ranges are accepted: parsing passes and the command gets
 // as far as the (missing) KVM device.
 TEST(CliOptions, NumbersAtTheEdgesOfTheirRangesAreAccepted) {
-  for (const std::string args :
-       {"run --timeout 0 --memory 4096 --seed 18446744073709551615 --kick-delay-us 1000000 --halt-poll-us 0",
-        "run --timeout 1000000 --memory 64 --seed 0x10", "run --timeout 0.001",
-        "run --workload torture --duration 3600 --locks 16 --cs 1000000000", "conformance --case-timeout 0.001",
-        "bench --startup --startup-vcpus 1,8,limit", "bench --startup --startup-vcpus 256,1"}) {
+  for (const std::string& args : std::vector<std::string>{
+           "run --timeout 0 --memory 4096 --seed 18446744073709551615 --kick-delay-us 1000000 --halt-poll-us 0",
+           "run --timeout 1000000 --memory 64 --seed 0x10", "run --timeout 0.001",
+           "run --workload torture --duration 3600 --locks 16 --cs 1000000000", "conformance --case-timeout 0.001",
+           "bench --startup --startup-vcpus 1,8,limit",
+           "bench --startup --startup-vcpus " + std::to_string(lockvisor::abi::kMaxVcpus) + ",1"}) {
     const auto o = lockvisor_env(kNoDevice, args);
     expect_stderr_line(o, 6, {"no usable KVM"}, args);
   }

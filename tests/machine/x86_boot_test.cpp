@@ -4,13 +4,22 @@
 // tables as the CPU would.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
+#include <string>
+#include <vector>
 
+#include "lockvisor/abi/boot_info.h"
 #include "lockvisor/abi/doorbell.h"
 #include "lockvisor/abi/guest_layout.h"
+#include "lockvisor/abi/lock_probe.h"
+#include "vmm/guest_image.h"
 #include "vmm/kvm/guest_memory.h"
+#include "vmm/loader/elf_loader.h"
+#include "vmm/machine/machine.h"
 #include "vmm/machine/x86_boot.h"
+#include "vmm/util/error.h"
 
 namespace lockvisor::machine {
 namespace {
@@ -18,16 +27,24 @@ namespace abi = lockvisor::abi;
 
 constexpr unsigned kVcpus = 3;
 
+// vCPU v's 16-byte TSS descriptor in the GDT at kGdtAddr: its base and limit.
+struct TssDescriptor {
+  std::uint64_t base, limit, type;
+};
+TssDescriptor tss_descriptor(const kvm::GuestMemory& memory, unsigned v) {
+  std::uint64_t low, high;
+  const std::uint64_t at = abi::kGdtAddr + abi::kSelFirstTss + 16 * v;
+  std::memcpy(&low, memory.range(at, 8)->data(), 8);
+  std::memcpy(&high, memory.range(at + 8, 8)->data(), 8);
+  return {(low >> 16 & 0xFFFFFF) | ((low >> 56 & 0xFF) << 24) | (high << 32), (low & 0xFFFF) | ((low >> 48 & 0xF) << 16),
+          low >> 40 & 0xFF};
+}
+
 class BootTablesTest : public ::testing::Test {
  protected:
   BootTablesTest() : memory_(64u << 20) { write_boot_tables(memory_, kVcpus); }
   const std::uint8_t* tss(unsigned index) const {
     return reinterpret_cast<const std::uint8_t*>(memory_.range(abi::kTssAddr + index * abi::kTssStride, abi::kTssStride)->data());
-  }
-  std::uint64_t gdt_entry(std::size_t slot) const {
-    std::uint64_t entry;
-    std::memcpy(&entry, memory_.range(abi::kGdtAddr + slot * 8, 8)->data(), 8);
-    return entry;
   }
   kvm::GuestMemory memory_;
 };
@@ -75,17 +92,105 @@ TEST_F(BootTablesTest, TssHasRsp0IoMapBaseAndTerminatingByte) {
 
 TEST_F(BootTablesTest, GdtTssDescriptorsCoverTheBitmap) {
   for (unsigned v = 0; v < kVcpus; ++v) {
-    const std::uint64_t low = gdt_entry((abi::kSelFirstTss + 16 * v) / 8);
-    const std::uint64_t limit = (low & 0xFFFF) | ((low >> 48 & 0xF) << 16);
-    const std::uint64_t base = (low >> 16 & 0xFFFFFF) | ((low >> 56 & 0xFF) << 24) |
-                               (gdt_entry((abi::kSelFirstTss + 16 * v) / 8 + 1) << 32);
-    EXPECT_EQ(limit, abi::kTssLimit);
-    EXPECT_EQ(base, abi::kTssAddr + v * abi::kTssStride);
-    EXPECT_EQ(low >> 40 & 0xFF, 0x89u);  // present, available 64-bit TSS
+    const TssDescriptor d = tss_descriptor(memory_, v);
+    EXPECT_EQ(d.limit, abi::kTssLimit);
+    EXPECT_EQ(d.base, abi::kTssAddr + v * abi::kTssStride);
+    EXPECT_EQ(d.type, 0x89u);  // present, available 64-bit TSS
   }
   kvm_sregs sregs = boot_sregs({}, 1);
   EXPECT_EQ(sregs.tr.limit, abi::kTssLimit);
   EXPECT_EQ(sregs.tr.base, abi::kTssAddr + abi::kTssStride);
+}
+
+// The largest VM: every vCPU's TSS descriptor inside the GDT limit the VMM
+// loads, pointing at its own TSS (RSP0 = its kernel stack), the last one
+// below the image.
+TEST(BootTablesLargestVm, EveryVcpuHasItsTssInsideTheGdt) {
+  kvm::GuestMemory memory(256u << 20);
+  write_boot_tables(memory, abi::kMaxVcpus);
+  for (unsigned v = 0; v < abi::kMaxVcpus; ++v) {
+    SCOPED_TRACE(v);
+    const kvm_sregs sregs = boot_sregs({}, v);
+    ASSERT_LE(sregs.tr.selector + 16u, sregs.gdt.limit + 1u) << "the descriptor is inside the GDT limit";
+    const TssDescriptor d = tss_descriptor(memory, v);
+    ASSERT_EQ(d.base, sregs.tr.base);
+    ASSERT_EQ(d.type, 0x89u);
+    std::uint64_t rsp0;
+    std::memcpy(&rsp0, memory.range(d.base + 4, 8)->data(), 8);
+    ASSERT_EQ(rsp0, kernel_stack_top(memory.size(), v));
+  }
+  EXPECT_LE(boot_sregs({}, abi::kMaxVcpus - 1).tr.base + abi::kTssStride, abi::kImageBase);
+  // The GDT ends before BootInfo, which the boot tables leave alone.
+  EXPECT_LE(abi::kGdtAddr + boot_sregs({}, 0).gdt.limit + 1u, abi::kBootInfoAddr);
+}
+
+// Every per-vCPU area below the image, sized for kMaxVcpus, lies apart from
+// every other: what the guest and the VMM write for vCPU n never lands in
+// another area, whatever n.
+TEST(GuestLayout, TheAreasBelowTheImageAreDisjointAtTheMostVcpus) {
+  struct Area {
+    std::string name;
+    std::uint64_t start, bytes;
+  };
+  std::vector<Area> areas = {
+      {"GDT", abi::kGdtAddr, abi::kGdtBytes},
+      {"BootInfo", abi::kBootInfoAddr, sizeof(abi::BootInfo)},
+      {"page tables", abi::kPageTableAddr, abi::kPageTableBytes},
+      {"IDT", abi::kIdtAddr, abi::kIdtEntries * 16},
+      {"steal time", abi::kStealTimeAddr, abi::kStealTimeStride * abi::kMaxVcpus},
+      {"lock probe", abi::kLockProbeAddr, abi::kLockProbeBytes},
+      {"TSS array", abi::kTssAddr, abi::kTssStride * abi::kMaxVcpus},
+  };
+  std::sort(areas.begin(), areas.end(), [](const Area& a, const Area& b) { return a.start < b.start; });
+  EXPECT_GE(areas.front().start, 0x1000u) << "page 0 stays unused";
+  for (std::size_t i = 0; i + 1 < areas.size(); ++i)
+    EXPECT_LE(areas[i].start + areas[i].bytes, areas[i + 1].start) << areas[i].name << " overlaps " << areas[i + 1].name;
+  EXPECT_LE(areas.back().start + areas.back().bytes, abi::kImageBase) << areas.back().name << " overlaps the image";
+  EXPECT_LE(sizeof(abi::BootInfo), abi::kBootInfoBytes);
+  EXPECT_EQ(abi::kStealTimeAddr % 64, 0u) << "KVM wants 64-byte aligned steal-time records";
+  // The run-state pages describe every vCPU.
+  EXPECT_GE(abi::kRunStateMaxVcpus, abi::kMaxVcpus);
+}
+
+// The built guest image, its per-CPU arrays sized for kMaxVcpus, loads
+// below kImageLimit; the most vCPUs need their stacks beside it, more than
+// the default --memory, and one 2 MiB page less is refused.
+TEST(GuestLayout, TheBuiltImageFitsAndTheMostVcpusNeedTheirStacks) {
+  const auto image = embedded_guest_image();
+  const auto loaded = vmm::check_elf_image(image, abi::kImageLimit, abi::kImageBase, abi::kImageLimit);
+  EXPECT_LE(loaded.end_gpa, abi::kImageLimit);
+  const std::uint64_t needed = minimum_memory_mib(abi::kMaxVcpus, image);
+  EXPECT_GE(needed << 20, loaded.end_gpa + abi::kMaxVcpus * abi::kVcpuStackBlockBytes);
+  MachineConfig config;
+  EXPECT_GT(needed, config.memory_mib);
+  config.vcpus = abi::kMaxVcpus;
+  config.memory_mib = needed;
+  EXPECT_NO_THROW(validate_image(config, image));
+  config.memory_mib = needed - 2;
+  EXPECT_THROW(validate_image(config, image), Error);
+}
+
+// CPUID: leaf 1 carries the APIC id's low byte, leaf 0xB all of it, so a
+// vCPU past 255 still finds its own id (guest/runtime/start.cpp).
+TEST(GuestCpuid, ApicIdsPast255AreWholeInLeaf0xB) {
+  std::vector<kvm_cpuid_entry2> supported(3);
+  supported[0].function = 1;
+  supported[0].ebx = 0x00ABCDEF;
+  supported[1].function = 0xB;
+  supported[2].function = 0xB;
+  supported[2].index = 1;
+  for (const unsigned apic_id : {0u, 254u, 255u, 300u, abi::kMaxVcpus - 1}) {
+    SCOPED_TRACE(apic_id);
+    for (const auto& e : guest_cpuid(supported, apic_id, {})) {
+      if (e.function == 1) {
+        EXPECT_EQ(e.ebx >> 24, apic_id & 0xFF);
+        EXPECT_EQ(e.ebx & 0xFFFFFF, 0xABCDEFu) << "the rest of EBX is KVM's";
+      }
+      if (e.function == 0xB) {
+        EXPECT_EQ(e.edx, apic_id) << "subleaf " << e.index;
+      }
+    }
+  }
 }
 
 TEST(BootRegs, EntersWithIoplZeroAndInterruptsOff) {

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -184,6 +185,8 @@ TEST(RunStateMachine, EveryVcpuOfTheLargestVmFindsItsRecord) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   auto config = runstate_config(abi::kMaxVcpus, "ms=300 until_live=1", RunStateMode::kOn);
   config.pcpus = {0};
+  // Their stacks need more than the default --memory.
+  config.memory_mib = std::max(config.memory_mib, minimum_memory_mib(abi::kMaxVcpus, embedded_guest_image()));
   LOCKVISOR_RUN_WITH_PAGE(r, *kvm, config);
   ASSERT_EQ(r.vcpus.size(), abi::kMaxVcpus);
   EXPECT_EQ(value(r, 0, "foreign_reads"), 0u);

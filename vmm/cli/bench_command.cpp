@@ -34,6 +34,7 @@
 #include "vmm/guest_image.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/emulation.h"
+#include "vmm/host/open_files.h"
 #include "vmm/host/process_memory.h"
 #include "vmm/kvm/kvm_system.h"
 #include "vmm/kvm/startup_floor.h"
@@ -203,6 +204,7 @@ struct StartupSamples {
   // anonymous growth (kernel_kib).
   std::vector<double> peak_rss_kib, build_rss_kib, build_pss_kib, kernel_kib;
   std::string runstate;
+  std::uint64_t memory_mib = 0;  // the runs' --memory
 };
 
 // The sweep's vCPU counts (bench::resolve_startup_vcpus; empty: no sweep),
@@ -224,6 +226,7 @@ double kib_growth(std::uint64_t before, std::uint64_t after) {
 // timed window).
 void sample_startup(std::span<const std::byte> image, const machine::MachineConfig& config, bool memory,
                     StartupSamples& s) {
+  s.memory_mib = config.memory_mib;
   const auto f = kvm::measure_startup_floor(config.memory_mib << 20, config.vcpus);
   s.floor_entry.push_back(f.first_entry);
   s.floor_exit.push_back(f.first_exit);
@@ -403,7 +406,7 @@ void startup_sweep(const std::map<unsigned, StartupSamples>& samples, const Star
   for (const unsigned n : counts.vcpus) {
     const StartupSamples& s = samples.at(n);
     const bool is_limit = counts.limit_listed && n == limit;
-    nlohmann::json point = {{"vcpus", n}, {"limit", is_limit}};
+    nlohmann::json point = {{"vcpus", n}, {"limit", is_limit}, {"memory_mib", s.memory_mib}};
     fmt::print("  {:>9}", is_limit ? fmt::format("{} limit", n) : std::to_string(n));
     for (const auto& c : columns) {
       const double v = c.value(s);
@@ -455,7 +458,7 @@ void startup_sweep(const std::map<unsigned, StartupSamples>& samples, const Star
                                              {"kvm", kvm_limit.vcpus},
                                              {"kvm_source", kvm_limit.source},
                                              {"lockvisor", abi::kMaxVcpus}}},
-                             {"memory_mib", machine::MachineConfig{}.memory_mib},
+                             {"memory_mib", machine::MachineConfig{}.memory_mib},  // the default; each point has its own
                              {"transparent_hugepages", thp ? nlohmann::json(*thp) : nlohmann::json(nullptr)},
                              {"cold", o.cold},
                              {"runs", o.repeat}};
@@ -475,10 +478,16 @@ void startup_bench(std::span<const std::byte> image, const BenchOptions& o, cons
   if (std::find(measured.begin(), measured.end(), base.vcpus) == measured.end())
     measured.insert(measured.begin(), base.vcpus);
   std::map<unsigned, StartupSamples> samples;
+  // The floor creates its vCPUs before any lockvisor VM raises the limit.
+  const unsigned most = *std::max_element(measured.begin(), measured.end());
+  host::make_room_for_files(machine::files_for_vcpus(most), fmt::format("--startup-vcpus {}", most));
   for (unsigned r = 0; r < o.repeat; ++r)
     for (const unsigned n : measured) {
       machine::MachineConfig config = base;
       config.vcpus = n;
+      // The default --memory, or what n vCPUs' stacks need where that is more
+      // (1024 vCPUs take 128 MiB of stacks): a run refuses less.
+      config.memory_mib = std::max(base.memory_mib, machine::minimum_memory_mib(n, image));
       sample_startup(image, config, !counts.vcpus.empty(), samples[n]);
     }
   print_startup(samples[base.vcpus], o, base, out);

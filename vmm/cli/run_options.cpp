@@ -14,6 +14,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/inject/injector.h"
 #include "vmm/inject/inject_spec.h"
+#include "vmm/linuxboot/linux_boot_plan.h"
 #include "vmm/machine/linux_cpuid.h"
 #include "vmm/machine/machine.h"
 #include "vmm/util/error.h"
@@ -109,7 +110,11 @@ bool is_freestanding_workload(const std::string& w) {
 // --kernel: what a Linux guest can and cannot be given (docs/linux-guests.md).
 CheckedOptions validate_linux_run(RunOptions& o) {
   auto& config = o.machine.config;
-  // First, before any file is read: PVM runs no ordinary kernel.
+  // First, bad input: the MADT and the MP table name 8-bit xAPIC ids only
+  // (no x2APIC entries). Then, before any file is read: PVM runs no ordinary kernel.
+  if (config.vcpus > linuxboot::kMaxVcpus)
+    fail("--vcpus {}: a Linux guest has at most {} (its ACPI tables name 8-bit xAPIC ids only)", config.vcpus,
+         linuxboot::kMaxVcpus);
   if (o.host_checks) machine::refuse_linux_on_pvm();
   const CLI::App& cmd = *o.command;
   if (o.lock.native) fail("--kernel: not with --native (a kernel needs a VM)");

@@ -10,6 +10,7 @@
 #include "lockvisor/abi/doorbell.h"
 #include "lockvisor/abi/guest_layout.h"
 #include "lockvisor/abi/kvm_hypercall.h"
+#include "lockvisor/abi/pv_wake.h"
 #include "vmm/loader/elf_loader.h"
 #include "vmm/machine/machine_state.h"
 #include "vmm/machine/x86_boot.h"
@@ -19,11 +20,14 @@
 namespace lockvisor::machine {
 namespace abi = lockvisor::abi;
 
-void validate_image(const MachineConfig& config, std::span<const std::byte> image) {
+std::uint64_t minimum_memory_mib(unsigned vcpus, std::span<const std::byte> image) {
   // Every check the real load makes, before any KVM object exists (and
   // without writing a scratch copy: 16 MiB of page faults).
-  const auto loaded = vmm::check_elf_image(image, abi::kImageLimit, abi::kImageBase, abi::kImageLimit);
-  const std::uint64_t needed = minimum_memory_mib(config.vcpus, loaded.end_gpa);
+  return minimum_memory_mib(vcpus, vmm::check_elf_image(image, abi::kImageLimit, abi::kImageBase, abi::kImageLimit).end_gpa);
+}
+
+void validate_image(const MachineConfig& config, std::span<const std::byte> image) {
+  const std::uint64_t needed = minimum_memory_mib(config.vcpus, image);
   if (config.memory_mib < needed)
     fail("--memory {} MiB is too small for this image and {} vCPUs (need at least {} MiB)", config.memory_mib,
          config.vcpus, needed);
@@ -33,6 +37,30 @@ std::uint64_t minimum_memory_mib(unsigned vcpus, std::uint64_t image_end) {
   // The image, one free 2 MiB page for guest data, and the stacks.
   const std::uint64_t bytes = align_up(image_end, kTwoMiB) + kTwoMiB + vcpus * abi::kVcpuStackBlockBytes;
   return align_up(bytes, kTwoMiB) >> 20;
+}
+
+// More vCPUs than xAPIC ids address one at a time (guest_layout.h
+// kMaxXapicVcpus): the guest learns its id from CPUID leaf 0xB and, with
+// KVM's in-kernel LAPIC, switches it to x2APIC mode, where KVM matches a
+// kick's 32-bit destination exactly once the broadcast quirk is off. Before
+// any vCPU exists: KVM builds its APIC-ID map as vCPUs come.
+void Machine::State::enable_x2apic_ids(const std::vector<kvm_cpuid_entry2>& supported, abi::BootInfo& boot) {
+  const auto has_leaf = [&](std::uint32_t function) {
+    return std::any_of(supported.begin(), supported.end(), [&](const auto& e) { return e.function == function; });
+  };
+  if (!has_leaf(0xB))
+    fail("--vcpus {}: this host's KVM has no CPUID leaf 0xB, where a guest of more than {} vCPUs finds its APIC id",
+         config.vcpus, abi::kMaxXapicVcpus);
+  if (!backend->vm_setup().in_kernel_irqchip) return;  // no LAPIC: the VMM maps every kick itself
+  const bool x2apic = std::any_of(supported.begin(), supported.end(), [](const auto& e) {
+    return e.function == 1 && (e.ecx & abi::kCpuid1EcxX2apic) != 0;
+  });
+  if (!x2apic)
+    fail("--vcpus {}: this host's KVM offers no x2APIC, which more than {} vCPUs need with --backend kvm",
+         config.vcpus, abi::kMaxXapicVcpus);
+  vm.enable_cap(KVM_CAP_X2APIC_API, KVM_X2APIC_API_USE_32BIT_IDS | KVM_X2APIC_API_DISABLE_BROADCAST_QUIRK,
+                  "KVM_CAP_X2APIC_API");
+  boot.flags |= abi::kBootFlagX2apic;
 }
 
 void Machine::State::add_freestanding_ports() {
@@ -113,6 +141,7 @@ void Machine::build_freestanding(const kvm::KvmSystem& kvm, std::span<const std:
     boot->flags |= abi::kBootFlagWorkload;
   }
   const auto supported = kvm.supported_cpuid();
+  if (cfg.vcpus > abi::kMaxXapicVcpus) s.enable_x2apic_ids(supported, *boot);
   const CpuidOptions cpuid_options{cfg.pv_unhalt, cfg.dedicated_hint, cfg.steal_time};
   for (unsigned i = 0; i < cfg.vcpus; ++i) {
     const unsigned apic_id = i;  // APIC ID == index, but every lookup goes through the map

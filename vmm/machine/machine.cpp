@@ -23,6 +23,7 @@
 #include "lockvisor/abi/boot_info.h"
 #include "lockvisor/abi/guest_layout.h"
 #include "vmm/host/cpu_set.h"
+#include "vmm/host/open_files.h"
 #include "vmm/kvm/vm.h"
 #include "vmm/loader/elf_loader.h"
 #include "vmm/machine/serial_console.h"
@@ -62,6 +63,7 @@ std::uint64_t calibrate_tsc_khz() {
 // The run-state memslot's number (slot 0 is RAM).
 constexpr unsigned kRunStateSlot = 1;
 
+
 const char* runstate_mode_name(RunStateMode mode) {
   switch (mode) {
     case RunStateMode::kOn: return "on";
@@ -72,6 +74,15 @@ const char* runstate_mode_name(RunStateMode mode) {
 }
 
 }  // namespace
+
+std::uint64_t files_for_vcpus(unsigned vcpus) {
+  // Per vCPU: its KVM fd, its runner's binary-statistics fd and, with
+  // --backend kvm, the backend's own (vcpu_runner.cpp, kvm_backend.cpp).
+  // Beside them the VM, its memory, devices, run-state page and output
+  // files take a few (a generous bound).
+  constexpr std::uint64_t kPerVcpu = 3, kBeside = 64;
+  return kPerVcpu * vcpus + kBeside;
+}
 
 void validate_config(const MachineConfig& config) {
   if (config.vcpus < 1 || config.vcpus > abi::kMaxVcpus)
@@ -123,6 +134,9 @@ void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
     fail("--ple off: this KVM cannot disable pause exits (no KVM_CAP_X86_DISABLE_EXITS with PAUSE)");
   const pvlock::VmSetup setup = pvlock::vm_setup_for(config.backend_kind, config.backend);
   if (setup.in_kernel_irqchip) kvm.require_extension(KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP");
+  // Kicks by 32-bit x2APIC id, without KVM's xAPIC broadcast (guest_layout.h kMaxXapicVcpus).
+  if (setup.in_kernel_irqchip && config.vcpus > abi::kMaxXapicVcpus)
+    kvm.require_extension(KVM_CAP_X2APIC_API, "KVM_CAP_X2APIC_API");
   if (setup.enforce_pv_feature_cpuid)
     kvm.require_extension(KVM_CAP_ENFORCE_PV_FEATURE_CPUID, "KVM_CAP_ENFORCE_PV_FEATURE_CPUID");
 }
@@ -137,6 +151,7 @@ void Machine::build_common(const kvm::KvmSystem& kvm, MachineConfig config, std:
   validate_config(config);
   if (linux_guest) validate_linux_host(kvm);
   validate_host(config, kvm);
+  host::make_room_for_files(files_for_vcpus(config.vcpus), fmt::format("--vcpus {}", config.vcpus));
   kvm.require_extension(KVM_CAP_SYNC_REGS, "KVM_CAP_SYNC_REGS");
   kvm.require_extension(KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT");
   state_ = std::make_unique<State>(kvm, std::move(config), origin);

@@ -87,7 +87,13 @@ void refuse_linux_on_pvm(const char* option = "--kernel");
 // also without KVM. Throws lockvisor::Error ("guest image: ...").
 void validate_image(const MachineConfig& config, std::span<const std::byte> image);
 
+// The most descriptors a VM of `vcpus` vCPUs opens (the VM raises its soft
+// open-file limit for them: vmm/host/open_files.h).
+std::uint64_t files_for_vcpus(unsigned vcpus);
+
 // Smallest --memory (MiB) that fits the image and the vCPU stacks.
 std::uint64_t minimum_memory_mib(unsigned vcpus, std::uint64_t image_end);
+// The same for an image not yet loaded; throws as validate_image does.
+std::uint64_t minimum_memory_mib(unsigned vcpus, std::span<const std::byte> image);
 
 }  // namespace lockvisor::machine

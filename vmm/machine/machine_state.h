@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lockvisor/abi/boot_info.h"
 #include "vmm/devices/io_bus.h"
 #include "vmm/kvm/vm.h"
 #include "vmm/machine/freestanding_ports.h"
@@ -85,6 +86,9 @@ struct Machine::State {
   bool deadlocked() const;
   // The ports of lockvisor's freestanding guest (freestanding_ports.h).
   void add_freestanding_ports();
+  // More vCPUs than abi::kMaxXapicVcpus: checks CPUID leaf 0xB and x2APIC,
+  // enables KVM_CAP_X2APIC_API and sets kBootFlagX2apic (freestanding_boot.cpp).
+  void enable_x2apic_ids(const std::vector<kvm_cpuid_entry2>& supported, lockvisor::abi::BootInfo& boot);
   template <typename Device, typename... Args>
   Device& add_device(Args&&... args) {
     devices.push_back(std::make_unique<Device>(std::forward<Args>(args)...));

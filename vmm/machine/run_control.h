@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lockvisor/abi/guest_layout.h"
 #include "vmm/machine/guest_limits.h"
 #include "vmm/machine/machine_config.h"
 #include "vmm/machine/run_result.h"
@@ -99,7 +100,7 @@ class RunControl {
   std::function<void()> stop_hook_;
   std::atomic<double> first_entry_s_{0};
   std::atomic<double> first_exit_s_{0};
-  std::vector<int> apic_map_ = std::vector<int>(256, -1);
+  std::vector<int> apic_map_ = std::vector<int>(lockvisor::abi::kMaxVcpus, -1);  // APIC id -> vCPU index
   runstate::RunStateLoader* runstate_loader_ = nullptr;
   std::uint64_t runstate_gpa_ = 0;
   std::uint64_t runstate_bytes_ = 0;

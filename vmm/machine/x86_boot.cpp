@@ -113,7 +113,7 @@ void write_boot_tables(const kvm::GuestMemory& memory, unsigned vcpu_count) {
     table(abi::kRunStatePtAddr)[(abi::kRunStateGpa % kTwoMiB) / 4096 + p] =
         (abi::kRunStateGpa + p * 4096) | kPagePresent | kPageUser;
 
-  auto* gdt = reinterpret_cast<std::uint64_t*>(memory.range(abi::kGdtAddr, abi::kTssAddr - abi::kGdtAddr)->data());
+  auto* gdt = reinterpret_cast<std::uint64_t*>(memory.range(abi::kGdtAddr, abi::kGdtBytes)->data());
   gdt[0] = 0;
   gdt[abi::kSelKernelCode / 8] = kGdtKernelCode;
   gdt[abi::kSelKernelData / 8] = kGdtKernelData;
@@ -141,7 +141,7 @@ kvm_sregs boot_sregs(kvm_sregs sregs, unsigned index) {
   tr.present = 1;
   sregs.tr = tr;
   sregs.gdt.base = abi::kGdtAddr;
-  sregs.gdt.limit = static_cast<std::uint16_t>(abi::kSelFirstTss + 16 * abi::kMaxVcpus - 1);
+  sregs.gdt.limit = static_cast<std::uint16_t>(abi::kGdtBytes - 1);
   sregs.idt.base = abi::kIdtAddr;
   sregs.idt.limit = static_cast<std::uint16_t>(abi::kIdtEntries * 16 - 1);
   sregs.cr0 = kCr0;
@@ -169,7 +169,7 @@ std::vector<kvm_cpuid_entry2> guest_cpuid(std::vector<kvm_cpuid_entry2> entries,
   std::erase_if(entries, [](const kvm_cpuid_entry2& e) { return e.function >= 0x40000000 && e.function < 0x40000100; });
   for (auto& entry : entries) {
     if (entry.function == 1) {
-      entry.ebx = (entry.ebx & 0x00FFFFFF) | (apic_id << 24);
+      entry.ebx = (entry.ebx & 0x00FFFFFF) | ((apic_id & 0xFF) << 24);  // the low byte; leaf 0xB has it all
       entry.ecx |= 1u << 31;  // "running on a hypervisor"
     }
     if (entry.function == 0xB || entry.function == 0x1F) entry.edx = apic_id;

@@ -46,7 +46,7 @@ enum class Attach { kAuto, kTpBtf, kRawTp };
 class RunStatePage {
  public:
   // Loads, attaches and maps, for vCPU indexes 0..max_vcpus-1 (at most
-  // abi::kRunStateMaxVcpus = 256, abi::kRunStatePages pages). Throws Error (kHost) with the
+  // abi::kRunStateMaxVcpus = 1024, abi::kRunStatePages pages). Throws Error (kHost) with the
   // reason when this host cannot, Error (kUsage) for a bad max_vcpus.
   static RunStatePage open(unsigned max_vcpus, Attach attach = Attach::kAuto);
 

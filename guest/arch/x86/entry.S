@@ -26,7 +26,7 @@
 #define SEL_USER_DATA   0x1b
 #define SEL_USER_CODE   0x23
 #define SEL_FIRST_TSS   0x28     /* vCPU i: SEL_FIRST_TSS + 16 * i (guest_layout.h) */
-#define IDT_BASE        0xA000
+#define IDT_BASE        0x18000  /* kIdtAddr: checked in runtime/start.cpp */
 #define PORT_FAULT      0xE7
 #define GATE_KERNEL     0x8E00   /* present, DPL0, 64-bit interrupt gate */
 #define GATE_USER       0xEE00   /* present, DPL3, 64-bit interrupt gate */
@@ -36,6 +36,7 @@
 #define BOOT_FLAG_RING0 0x40     /* kBootFlagGuestRing0: checked in runtime/start.cpp */
 #define BOOT_FLAG_WAKE_IPI 0x200 /* kBootFlagWakeIpi: checked in runtime/wake.cpp */
 #define BOOT_FLAG_WAKE_NMI 0x400 /* kBootFlagWakeNmi: checked in runtime/wake.cpp */
+#define BOOT_FLAG_X2APIC 0x800   /* kBootFlagX2apic: checked in runtime/start.cpp */
 #define VECTOR_NMI      2
 #define VECTOR_WAKE     0xF2     /* lockvisor/abi/pv_wake.h kWakeVector: checked in runtime/wake.cpp */
 #define MSR_APIC_BASE   0x1B
@@ -72,13 +73,14 @@
 
 /*
  * The CPUID snapshot (guest/runtime/cpuid_snapshot.h, struct Cpl0Cpuid):
- * three leaves of 16 bytes (EAX, EBX, ECX, EDX), at the top of the user
+ * four leaves of 16 bytes (EAX, EBX, ECX, EDX), at the top of the user
  * stack, in a 64-byte slot that keeps the CPL3 stack 16-byte aligned.
  */
 #define CPUID_SLOT_BYTES     64
 #define CPUID_OFF_SIGNATURE  0       /* 0x40000000 */
 #define CPUID_OFF_FEATURES   16      /* 0x40000001 */
 #define CPUID_OFF_BASIC      32      /* 1: APIC ID in EBX[31:24] */
+#define CPUID_OFF_TOPOLOGY   48      /* 0xB subleaf 0: x2APIC ID in EDX */
 
 /* Steal time (lockvisor/abi/kvm_hypercall.h, guest_layout.h). */
 #define KVM_SIGNATURE_EBX       0x4b4d564b   /* "KVMK" */
@@ -156,6 +158,7 @@ _start:
     CPUID_TO 0x40000000, CPUID_OFF_SIGNATURE
     CPUID_TO 0x40000001, CPUID_OFF_FEATURES
     CPUID_TO 1, CPUID_OFF_BASIC
+    CPUID_TO 0xB, CPUID_OFF_TOPOLOGY
 
     /*
      * Steal time: when the VMM's CPUID (0x40000001 EAX, just snapshot)
@@ -181,11 +184,14 @@ _start:
     /*
      * --pv-wake ipi|nmi: the x2APIC, whose ICR is one MSR write, in which
      * this vCPU's LAPIC (already software-enabled by the VMM) then sends and
-     * takes the wake-ups. Only where CPUID offers it: runtime/wake.cpp then
-     * fails the run with a clear message instead of a #GP here. And the NMI
+     * takes the wake-ups. More vCPUs than xAPIC ids address one at a time
+     * (BOOT_FLAG_X2APIC, guest_layout.h kMaxXapicVcpus): x2APIC mode too, so
+     * that KVM matches a kick to this vCPU's full 32-bit id and nothing else.
+     * Only where CPUID offers it: runtime/wake.cpp and runtime/start.cpp then
+     * fail the run with a clear message instead of a #GP here. And the NMI
      * gate starts passing NMIs to the handler (every vCPU writes the same).
      */
-    testl $(BOOT_FLAG_WAKE_IPI | BOOT_FLAG_WAKE_NMI), BOOT_FLAGS_OFF(%r12)
+    testl $(BOOT_FLAG_WAKE_IPI | BOOT_FLAG_WAKE_NMI | BOOT_FLAG_X2APIC), BOOT_FLAGS_OFF(%r12)
     jz 9f
     testl $CPUID1_ECX_X2APIC, CPUID_OFF_BASIC+8(%r15)
     jz 9f

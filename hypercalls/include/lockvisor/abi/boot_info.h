@@ -15,7 +15,9 @@ inline constexpr u64 kBootInfoMagic = 0x31304f4f42564c;  // "LVBOO01"
 //    lock_trace_* and kBootFlagLockTrace (the lock-trace log, lock_trace.h).
 // 5: adds numa_nodes, numa_remote_ns and vcpu_node[] (the virtual NUMA
 //    topology, --vnuma; one node holding every vCPU without it).
-inline constexpr u32 kBootInfoVersion = 5;
+// 6: vcpus[] and vcpu_node[] hold kMaxVcpus = 1024 entries (every field after
+//    vcpus[] moved), and kBootFlagX2apic.
+inline constexpr u32 kBootInfoVersion = 6;
 
 // The most virtual NUMA nodes a VM may have (--vnuma).
 inline constexpr u32 kMaxVnumaNodes = 16;
@@ -49,6 +51,11 @@ inline constexpr u32 kBootFlagLockTrace = 1u << 8;
 // --guest-ring 0 (the in-kernel LAPIC, and CPL0 to send and take them).
 inline constexpr u32 kBootFlagWakeIpi = 1u << 9;
 inline constexpr u32 kBootFlagWakeNmi = 1u << 10;
+// More vCPUs than kMaxXapicVcpus (guest_layout.h) with KVM's in-kernel LAPIC:
+// every vCPU's entry code switches its LAPIC to x2APIC mode (CPUID offers it:
+// the VMM checked), and the guest checks its APIC id against CPUID leaf 0xB
+// (32 bits) as well as CPUID.1 EBX[31:24] (its low byte).
+inline constexpr u32 kBootFlagX2apic = 1u << 11;
 
 inline constexpr u32 kProgramNameBytes = 32;
 inline constexpr u32 kProgramArgsBytes = 768;
@@ -78,7 +85,7 @@ struct BootInfo {
   VcpuBoot vcpus[kMaxVcpus];
   // Version 2. The vCPU run-state page (vcpu_runstate.h): always mapped
   // read-only at this guest-physical address (kRunStateGpa); records for
-  // vCPUs 0..runstate_vcpus-1 (at most 64); read as "unknown" when
+  // vCPUs 0..runstate_vcpus-1 (at most kRunStateMaxVcpus); read as "unknown" when
   // kBootFlagRunStateLive is clear, and until the host has published the
   // page (it may come after the first guest instruction).
   u64 runstate_gpa;

@@ -3,7 +3,7 @@
 // picks which events become preemption points.
 //
 // Memory. The probe area is guest RAM at kLockProbeAddr (BootInfo::
-// lock_probe_gpa), below the image: one 64-byte record per vCPU, written by
+// lock_probe_gpa), between the steal-time records and the TSS array: one 64-byte record per vCPU, written by
 // that vCPU only, then one arrival counter per lock slot. The VMM reads a
 // vCPU's record only while that vCPU is stopped in its preemption-point
 // ucall, and treats every field as untrusted.
@@ -69,7 +69,7 @@ struct LockProbeArea {
 };
 inline constexpr u64 kLockProbeBytes = sizeof(LockProbeArea);
 static_assert(kLockProbeAddr >= kStealTimeAddr + kStealTimeStride * kMaxVcpus, "probe overlaps the steal-time records");
-static_assert(kLockProbeAddr + kLockProbeBytes <= kImageBase, "probe overlaps the image");
+static_assert(kLockProbeAddr + kLockProbeBytes <= kTssAddr, "probe overlaps the TSS array");
 
 // One targeted kind's schedule. Off when both every and chance_q32 are 0.
 struct PreemptTarget {

@@ -50,9 +50,13 @@ inline constexpr char kRiscvBootInfoProperty[] = "lockvisor,boot-info";
 // script gets it from guest/arch/riscv64/CMakeLists.txt).
 inline constexpr u64 kRiscvImageBase = 0x80200000;
 
-// Hart ids 0..kRiscvMaxHarts-1 get a stack; as many as the lock runtime has
-// CPUs (locks::kMaxCpus).
-inline constexpr u32 kRiscvMaxHarts = kMaxVcpus;
+// Hart ids 0..kRiscvMaxHarts-1 get a stack. Fewer than x86's kMaxVcpus:
+// every hart is a cpu node of the device tree, which must fit
+// kRiscvFdtMaxBytes (tests/arch/fdt_writer_test.cpp builds the largest), and
+// each hart's stack lies in the image's .bss. At most as many as the lock
+// runtime has CPUs (locks::kMaxCpus = kMaxVcpus).
+inline constexpr u32 kRiscvMaxHarts = 256;
+static_assert(kRiscvMaxHarts <= kMaxVcpus, "every hart is a CPU of the lock runtime");
 
 static_assert(kRiscvFdtGpa + kRiscvFdtMaxBytes <= kRiscvBootInfoGpa, "the device tree overlaps BootInfo");
 static_assert(kRiscvBootInfoGpa + kBootInfoBytes <= kRiscvImageBase, "BootInfo overlaps the image");

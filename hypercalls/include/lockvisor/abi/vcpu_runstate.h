@@ -32,9 +32,9 @@
 
 /* LOCKVISOR_RUNSTATE_PAGES contiguous 4 KiB pages, one 64-byte record per
  * vCPU, indexed by vCPU index (= APIC ID in lockvisor): vCPU i's record is at
- * byte 64 * i. Four pages describe 256 vCPUs, the most a lockvisor VM has
+ * byte 64 * i. Sixteen pages describe 1024 vCPUs, the most a lockvisor VM has
  * (guest_layout.h kMaxVcpus, checked there). */
-#define LOCKVISOR_RUNSTATE_PAGES 4u
+#define LOCKVISOR_RUNSTATE_PAGES 16u
 #define LOCKVISOR_RUNSTATE_BYTES (LOCKVISOR_RUNSTATE_PAGES * 4096u)
 #define LOCKVISOR_RUNSTATE_RECORD_SIZE 64u
 #define LOCKVISOR_RUNSTATE_MAX_VCPUS (LOCKVISOR_RUNSTATE_BYTES / LOCKVISOR_RUNSTATE_RECORD_SIZE)
