@@ -3,6 +3,7 @@
 // And the figures mean what they say: fixed-work runs are judged by rates and
 // finish times, window costs only when every CPU was sampled, a missing VMM
 // counter is an error.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "lockvisor/abi/workload.h"
 #include "vmm/lockstat/lock_metrics.h"
 #include "vmm/lockstat/lock_run.h"
+#include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lockstat {
@@ -186,6 +188,42 @@ TEST(LockStats, AcquisitionsByPathAddUpOrAreInvalid) {
   const PathFigures f = path_figures(forged());
   EXPECT_EQ(f.by_path[0], 0u);
   EXPECT_GT(f.invalid, 0u);
+}
+
+// Up to a screen of CPUs the summary lists every CPU's count; beyond it, the
+// spread and the CPUs at the extremes (every CPU stays in the JSON).
+TEST(LockStats, PerCpuCountsAreSummarisedBeyondAScreen) {
+  const auto text_of = [](unsigned cpus) {
+    LockRun run;
+    run.mode = "guest";
+    run.lock = "tas";
+    run.workload = "lockbench";
+    run.cpus = cpus;
+    for (unsigned i = 0; i < cpus; ++i) {
+      abi::WorkloadStats s{};
+      s.version = abi::kWorkloadStatsVersion;
+      s.ops = 1000 + i;
+      s.elapsed_cycles = 1000;
+      s.tsc_khz = 1000;
+      run.samples.push_back({s, 1.0, 0, 1, 1});
+    }
+    std::FILE* sink = std::tmpfile();
+    print_summary(run, to_json(run), sink);
+    std::rewind(sink);
+    std::string text;
+    for (int c; (c = std::fgetc(sink)) != EOF;) text += static_cast<char>(c);
+    std::fclose(sink);
+    return text;
+  };
+  const auto small = text_of(report::kTableVcpus);
+  EXPECT_NE(small.find("per-vCPU ops (finish time): 1000 ("), std::string::npos) << small;
+  const auto big = text_of(report::kTableVcpus + 1);
+  EXPECT_EQ(big.find("per-vCPU ops (finish time)"), std::string::npos) << big;
+  EXPECT_NE(big.find(fmt::format("per-vCPU ops: min 1000 (vCPU 0), p50 {}, p90 {}, max {} (vCPU {}); every vCPU is "
+                                 "in the JSON (--json)",
+                                 1016, 1029, 1032, 32)),
+            std::string::npos)
+      << big;
 }
 
 TEST(LockStats, MalformedRecordsAreGuestErrors) {

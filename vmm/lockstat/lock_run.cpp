@@ -12,6 +12,8 @@
 #include "vmm/host/emulation.h"
 #include "vmm/lockstat/lock_metrics.h"
 #include "vmm/lockstat/saturating.h"
+#include "vmm/metrics/summary.h"
+#include "vmm/report/run_report.h"
 #include "vmm/metrics/fairness_json.h"
 #include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
@@ -203,10 +205,20 @@ void print_summary(const LockRun& run, const nlohmann::json&, std::FILE* out) {
   fmt::print(out, "{} {} on {} {}s: {} ops in {:.3f} s = {:.0f} ops/s{}{}\n", run.lock, run.workload, run.cpus, unit,
              m.ops_total, m.duration_s, m.ops_per_sec, m.imbalanced ? " ???" : "",
              m.violations ? fmt::format(" !!! {} VIOLATIONS", m.violations) : "");
-  std::string per_cpu;
-  for (std::size_t i = 0; i < m.per_cpu_ops.size(); ++i)
-    per_cpu += fmt::format("{}{} ({:.3f} s)", i ? ", " : "", m.per_cpu_ops[i], m.per_cpu_finish_s[i]);
-  fmt::print(out, "  per-{} ops (finish time): {}\n", unit, per_cpu);
+  if (m.per_cpu_ops.size() > report::kTableVcpus) {
+    // Beyond a screen: the spread of the per-CPU counts, naming the extremes.
+    std::vector<std::pair<std::uint64_t, std::size_t>> ops;
+    for (std::size_t i = 0; i < m.per_cpu_ops.size(); ++i) ops.emplace_back(m.per_cpu_ops[i], i);
+    std::sort(ops.begin(), ops.end());
+    const auto at = [&](double p) { return ops[metrics::nearest_rank(ops.size(), p) - 1].first; };
+    fmt::print(out, "  per-{0} ops: min {1} ({0} {2}), p50 {3}, p90 {4}, max {5} ({0} {6}); every {0} is in the JSON (--json)\n",
+               unit, ops.front().first, ops.front().second, at(50), at(90), ops.back().first, ops.back().second);
+  } else {
+    std::string per_cpu;
+    for (std::size_t i = 0; i < m.per_cpu_ops.size(); ++i)
+      per_cpu += fmt::format("{}{} ({:.3f} s)", i ? ", " : "", m.per_cpu_ops[i], m.per_cpu_finish_s[i]);
+    fmt::print(out, "  per-{} ops (finish time): {}\n", unit, per_cpu);
+  }
   if (m.fairness_rate)
     fmt::print(out, "  fairness over per-{} rates: Jain {:.3f}, max/min {}, cv {:.3f}, min/max {:.3f}, slowest half {:.3f}\n",
                unit, m.fairness_rate->jain, ratio_text(m.fairness_rate->max_min_ratio), m.fairness_rate->cv,

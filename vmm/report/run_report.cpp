@@ -51,10 +51,6 @@ nlohmann::json pv_counts_json(const pvlock::PvCounts& counts) {
   return j;
 }
 
-// Beyond a screen of vCPUs the text report summarises each column; the JSON
-// keeps every vCPU.
-constexpr std::size_t kTableVcpus = 32;
-
 // Halt polling, yields, boosts and steal time, when any of them happened.
 void print_knob_lines(const machine::RunResult& result, std::FILE* out) {
   pvlock::PvCounts sum;

@@ -1,5 +1,6 @@
 // How a run is shown: a per-vCPU table for people, JSON for tools.
 #pragma once
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -10,6 +11,10 @@
 #include "vmm/util/output_file.h"
 
 namespace lockvisor::report {
+
+// Beyond a screen of vCPUs (or native threads) the text reports summarise
+// each per-vCPU figure; the JSON keeps every vCPU.
+inline constexpr std::size_t kTableVcpus = 32;
 
 void print_run_table(const machine::RunResult& result, std::FILE* out);
 nlohmann::json run_to_json(const machine::RunResult& result, const machine::MachineConfig& config);
