@@ -30,9 +30,9 @@ namespace lockvisor::abi {
 
 // The most vCPUs the freestanding guest's layout holds; below it, the host
 // KVM's own limit (KVM_CAP_MAX_VCPUS) is checked at start. 1024 because that
-// is x86 KVM's KVM_MAX_VCPUS since Linux 5.15 (288 before; the nested test
-// machine's 6.1 reports 1024), so on every x86 host we know the host's limit
-// is the one that binds. What it costs:
+// is x86 KVM's KVM_MAX_VCPUS on current kernels (older ones had 288; the
+// nested test machine's 6.1 reports 1024), so on every x86 host we know the
+// host's limit is the one that binds. What it costs:
 // - every per-vCPU area below 1 MiB is sized for it (the static_asserts
 //   below and in lock_probe.h and boot_info.h keep them apart);
 // - the guest's per-CPU arrays grow its image (the image's PT_LOAD segments
