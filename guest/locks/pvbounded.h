@@ -114,7 +114,9 @@
 //   reserved for it, so every release is for it): after pvb_head_spins
 //   iterations it turns locked 1 -> 3 and waits while locked == 3; the
 //   unlocker's RMW returns 3 and it kicks `head cpu`.  A head never halts
-//   without N: a halted head could not enforce its deadline.
+//   without N: a halted head could not enforce its deadline.  Nobody halts
+//   without PV or on dedicated vCPUs, and no head with pvb_head_halt=0; then
+//   the unlock may be a plain store ("WITHOUT HALTING" below).
 //
 //   States of the word, (tail, byte1, locked):
 //     (0,0,0) -fast-> (0,0,1) -unlock-> (0,0,0)
