@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "lockvisor/abi/guest_layout.h"
 #include "vmm/inject/inject_spec.h"
 #include "vmm/inject/schedule_math.h"
 #include "vmm/util/error.h"
@@ -56,7 +57,8 @@ TEST(InjectSpec, SeveralSpecsInOneValue) {
 }
 
 TEST(InjectSpec, BadSpecsAreOneLineUsageErrors) {
-  const char* bad[] = {
+  const std::string above_max = "periodic:vcpu=" + std::to_string(lockvisor::abi::kMaxVcpus) + ",every=1ms,for=1us";
+  const std::string bad[] = {
       "",                                         // no kind
       "sometimes:vcpu=0,every=1ms,for=1us",       // unknown kind
       "periodic:vcpu=0,every=1ms",                // no for=
@@ -65,7 +67,7 @@ TEST(InjectSpec, BadSpecsAreOneLineUsageErrors) {
       "periodic:vcpu=0,every=1ms,for=5",          // no unit
       "periodic:vcpu=0,every=1xs,for=1us",        // bad unit
       "periodic:vcpu=-1,every=1ms,for=1us",       // negative
-      "periodic:vcpu=256,every=1ms,for=1us",      // above kMaxVcpus
+      above_max,                                  // vCPU indexes end below kMaxVcpus
       "periodic:vcpu=0,every=1ms,for=100ns",      // below 1 us
       "periodic:vcpu=0,every=99s,for=1ms",        // above 10 s
       "periodic:vcpu=0,every=1ms,for=1us,for=2us",  // twice
@@ -85,7 +87,7 @@ TEST(InjectSpec, BadSpecsAreOneLineUsageErrors) {
       "holder:lock=0,,every=2,for=1ms",           // empty item
       "periodic:vcpu=0,every=1ms,for=2s",         // above 1 s
   };
-  for (const char* text : bad) {
+  for (const std::string& text : bad) {
     SCOPED_TRACE(text);
     try {
       parse_inject_specs(text);

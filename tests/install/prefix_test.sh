@@ -69,9 +69,11 @@ complete_words() {  # prints the completions of the last word of "$@"
   fail "the completion of --lock is not 'lockvisor locks'"
 [ "$(complete_words "$lv" lab --preset "" | sort)" = "$("$lv" lab --list | awk '{print $1}' | sort)" ] ||
   fail "the completion of --preset is not 'lockvisor lab --list'"
-complete_words "$lv" run --back | grep -qx -- --backend || fail "run --back does not complete to --backend"
+# (Captured first: under pipefail, `grep -q` leaving before the completion has
+# written its last candidate would fail the pipeline on SIGPIPE.)
+grep -qx -- --backend <<<"$(complete_words "$lv" run --back)" || fail "run --back does not complete to --backend"
 [ "$(complete_words "$lv" run --backend "" | sort | tr '\n' ' ')" = "kvm userspace " ] ||
   fail "run --backend does not complete to its values"
-complete_words "$lv" run -w lo | grep -qx lockbench || fail "run -w lo does not complete to lockbench"
+grep -qx lockbench <<<"$(complete_words "$lv" run -w lo)" || fail "run -w lo does not complete to lockbench"
 [ -z "$(complete_words "$lv" run --vcpus "")" ] || fail "run --vcpus (a number) completes to something"
 echo "install prefix: ok"

@@ -21,7 +21,7 @@ sed 's/"tas"/"tas", "nosuchlock"/' "$work/scenario.toml" > "$work/badlock.toml"
 expect_usage "unknown lock" --scenario "$work/badlock.toml" --out "$work/a"
 grep -q nosuchlock "$work/err" || fail "the unknown lock is not named"
 [ ! -e "$work/a" ] || fail "an --out was made for a bad scenario"
-sed 's/values = \[1, 2\]/values = [1, 999]/' "$work/scenario.toml" > "$work/badvcpus.toml"
+sed 's/values = \[1, 2\]/values = [1, 100000]/' "$work/scenario.toml" > "$work/badvcpus.toml"
 expect_usage "vcpus out of range" --scenario "$work/badvcpus.toml" --dry-run
 printf 'name = "x"\n[[axis]\n' > "$work/broken.toml"
 expect_usage "broken TOML" --scenario "$work/broken.toml" --out "$work/b"
