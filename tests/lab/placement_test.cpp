@@ -219,6 +219,22 @@ TEST(LabPresets, TwoCpuDryRunsPrintTheLinesOfBefore) {
   EXPECT_GE(compared, 17u);
 }
 
+// The annotated reference scenario (docs/lab-example.toml) parses and plans:
+// on 2 CPUs its 8-CPU value is left out, on 16 it is there.
+TEST(LabPresets, TheAnnotatedExampleScenarioIsValidOnBothSizes) {
+  std::ifstream in(std::string(LOCKVISOR_SOURCE_DIR) + "/docs/lab-example.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_FALSE(text.str().empty());
+  for (const auto& [cpus, left] : {std::pair{kTwo, 1u}, std::pair{kSixteen, 0u}}) {
+    auto s = parse_scenario(text.str(), "docs/lab-example.toml");
+    s.host_cpus = cpus;
+    EXPECT_FALSE(expand(s).empty());
+    expand_for_host(s);
+    EXPECT_EQ(s.left_out.size(), left) << cpus.size() << " CPUs";
+  }
+}
+
 // On 16 CPUs: the same ratios at full size (quick), the contender sweep and
 // the ratios over every CPU (scaling), the 8- and 16-CPU settings that a
 // 2-CPU host leaves out (pvbounded-scale).
