@@ -90,11 +90,11 @@ fi
 # (docs/linux-guests-nested.md, section 4): run.sh tells that from a hang of
 # the command by the machine's heartbeat, and such a step runs again in a new
 # machine, with a warning line (the lab check, which froze in about one run
-# of four with two points, up to twice).
+# of four with two points and twice in a row in one trial, up to three times).
 if [ ! -w "${LOCKVISOR_KVM_DEVICE:-/dev/kvm}" ] || [ -d /sys/module/kvm_pvm ]; then
   tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1800 --retry-frozen 1 -- \
     tools/linux-guest/conformance.sh "$PWD/build/default/vmm/lockvisor"
-  tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1200 --retry-frozen 2 -- \
+  tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1200 --retry-frozen 3 -- \
     tools/dev/linux-lab-check.sh "$PWD/build/default/vmm/lockvisor"
 else
   tools/linux-guest/conformance.sh "$PWD/build/default/vmm/lockvisor"
