@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -158,6 +159,24 @@ TEST_F(StopSignalsDeathTest, UnmetSignalEndsTheProcessAfterTheGrace) {
         std::_Exit(0);
       },
       ::testing::ExitedWithCode(130), "stopped by SIGHUP: still running 3 s later");
+}
+
+// A process that waits for lockvisor children outlives their grace and its
+// kill of them: its own backstop comes later.
+TEST_F(StopSignalsDeathTest, AParentOfChildrenEndsAfterTheLongerGrace) {
+  static_assert(machine::StopSignals::kParentStopGrace > machine::StopSignals::kChildStopGrace &&
+                machine::StopSignals::kChildStopGrace > machine::StopSignals::kStopGrace);
+  EXPECT_EXIT(
+      {
+        machine::StopSignals signals;
+        machine::wait_for_children_on_stop();
+        ::kill(::getpid(), SIGHUP);
+        std::this_thread::sleep_for(machine::StopSignals::kChildStopGrace);
+        std::fprintf(stderr, "alive when its children are killed\n");
+        std::this_thread::sleep_for(machine::StopSignals::kParentStopGrace);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(130), "alive when its children are killed.*stopped by SIGHUP: still running 7 s later");
 }
 
 // Host threads of a native run cannot be stopped: a signal ends the process.

@@ -27,8 +27,9 @@ wait "$pid"
 code=$?
 set -e
 [ "$code" = 130 ] || fail "exit code $code after SIGTERM, expected 130: $(tail -5 "$work/term.log")"
-grep -q '^VM a: interrupted' "$work/term.log" || fail "no line for VM a: $(tail -5 "$work/term.log")"
-grep -q '^VM b: interrupted' "$work/term.log" || fail "no line for VM b"
+for vm in a b; do
+  grep -q "^VM $vm: interrupted" "$work/term.log" || fail "no line for VM $vm: $(grep -v '^\[' "$work/term.log" | tail -8)"
+done
 check_json "$work/term.json" '
 assert d["exit_code"] == 130 and d["failure"] == "stopped by SIGTERM", (d["exit_code"], d["failure"])
 assert [v["label"] for v in d["vms"]] == ["a", "b"]

@@ -19,6 +19,7 @@ ChildRun run_child(const std::string& lockvisor_path, const std::vector<std::str
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"--json", json_path});
   ::unlink(json_path.c_str());
+  wait_for_children_on_stop();
   const auto start = std::chrono::steady_clock::now();
   ChildProcess child(argv, log_path);
   ChildRun run;
@@ -35,7 +36,7 @@ ChildRun run_child(const std::string& lockvisor_path, const std::vector<std::str
       forwarded_at = now;
       run.interrupted = true;
     }
-    if ((forwarded && now - forwarded_at > std::chrono::seconds(2)) ||
+    if ((forwarded && now - forwarded_at > StopSignals::kChildStopGrace) ||
         (!forwarded && std::chrono::duration<double>(now - start).count() > timeout_s)) {
       run.timed_out = !forwarded;
       code = child.kill_and_reap();

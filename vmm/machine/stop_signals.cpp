@@ -30,6 +30,7 @@ namespace {
 struct StopRegistry {
   std::mutex mutex;
   std::atomic<int> signal{0};
+  std::atomic<bool> has_children{false};  // the backstop is kParentStopGrace
   const std::function<void(int)>* on_stop = nullptr;  // the innermost StopScope's
 };
 
@@ -76,6 +77,8 @@ std::string signal_name(int signal) {
 
 int stop_signal() { return stop_registry().signal.load(); }
 
+void wait_for_children_on_stop() { stop_registry().has_children.store(true); }
+
 Interrupted::Interrupted(int signal)
     : std::runtime_error(fmt::format("stopped by {} (no VM was running)", signal_name(signal))), signal_(signal) {}
 
@@ -120,6 +123,7 @@ StopSignals::~StopSignals() {
 void StopSignals::watch() {
   auto& registry = stop_registry();
   std::optional<std::chrono::steady_clock::time_point> grace_end;  // set by the first signal
+  std::chrono::seconds grace = kStopGrace;
   for (;;) {
     pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {quit_.get(), POLLIN, 0}};
     // After the first signal, look every 20 ms for a reason to stop harder.
@@ -129,7 +133,8 @@ void StopSignals::watch() {
     if ((fds[0].revents & POLLIN) != 0 && ::read(signals_.get(), &info, sizeof info) == sizeof info) {
       const int signal = static_cast<int>(info.ssi_signo);
       if (grace_end) hard_stop(signal, "second signal; no report");
-      grace_end = std::chrono::steady_clock::now() + kStopGrace;
+      grace = registry.has_children.load() ? kParentStopGrace : kStopGrace;
+      grace_end = std::chrono::steady_clock::now() + grace;
       std::lock_guard lock(registry.mutex);
       registry.signal.store(signal);
       if (registry.on_stop != nullptr) (*registry.on_stop)(signal);
@@ -138,7 +143,7 @@ void StopSignals::watch() {
       if (unstoppable_ && unstoppable_())
         hard_stop(stop_signal(), "a native run's host threads cannot be stopped mid-workload; no report");
       if (std::chrono::steady_clock::now() >= *grace_end)
-        hard_stop(stop_signal(), fmt::format("still running {} s later; no report", kStopGrace.count()).c_str());
+        hard_stop(stop_signal(), fmt::format("still running {} s later; no report", grace.count()).c_str());
     }
   }
 }

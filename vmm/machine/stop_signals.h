@@ -31,9 +31,19 @@ namespace lockvisor::machine {
 // a signal while a native run's host threads are running (they cannot be
 // stopped mid-workload), or the process still alive kStopGrace after the
 // first signal end the process at once: one line on stderr, exit code 130.
+//
+// A process whose stop waits for lockvisor children (the multi-VM parent,
+// the lab's points) must outlive theirs: each child ends itself, with or
+// without its report, kStopGrace after the SIGTERM it is passed; the parent
+// kills what is left at kChildStopGrace (time for an exit that is slow, as
+// under a sanitizer in an emulated machine, where ending a run with its
+// report takes one to two seconds), and its own backstop moves to
+// kParentStopGrace once it calls wait_for_children_on_stop().
 class StopSignals {
  public:
   static constexpr std::chrono::seconds kStopGrace{3};
+  static constexpr std::chrono::seconds kChildStopGrace{kStopGrace + std::chrono::seconds(2)};
+  static constexpr std::chrono::seconds kParentStopGrace{kChildStopGrace + std::chrono::seconds(2)};
   // `unstoppable`, when given, tells whether work that no signal can cut
   // short is in progress (a native run's host threads): then a signal ends
   // the process at once. It is called on the watcher thread.
@@ -55,6 +65,10 @@ sigset_t stop_signal_set();
 
 // The first SIGINT/SIGTERM/SIGHUP taken by StopSignals, or 0.
 int stop_signal();
+// From now on the backstop is StopSignals::kParentStopGrace: this process
+// waits, when stopped, up to kChildStopGrace for children that stop
+// themselves. Called before the first child starts; never undone.
+void wait_for_children_on_stop();
 // "SIGINT", "SIGTERM", "SIGHUP" (or "signal N").
 std::string signal_name(int signal);
 

@@ -27,11 +27,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long a child may take to end after SIGTERM before it is killed. Its
-// run ends within milliseconds of the signal; the bound must stay below this
-// process's own StopSignals backstop (machine/stop_signals.h, 3 s after a
-// signal to the parent), so that the parent still reports every VM.
-constexpr auto kStopGrace = std::chrono::seconds(2);
+// How long a child may take to end after SIGTERM before it is killed: past
+// its own backstop, below this process's (machine/stop_signals.h), so that
+// the parent still reports every VM.
+constexpr auto kStopGrace = machine::StopSignals::kChildStopGrace;
 // Room past the longest child watchdog before the parent calls it hung.
 constexpr double kRunMarginS = 30;
 
@@ -71,6 +70,7 @@ const nlohmann::json* run_json_of(const nlohmann::json& result) {
 }  // namespace
 
 MultiRunResult run_vms(const MultiRunOptions& o) {
+  machine::wait_for_children_on_stop();
   ScratchDir scratch("lockvisor-vms", "the VMs' reports");
   std::vector<Running> vms;
   vms.reserve(o.vms.size());
