@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/linux/real_kernels.h"
+#include "tests/support/ci_required.h"
 #include "vmm/linuxboot/bzimage.h"
 #include "vmm/linuxboot/linux_boot_plan.h"
 #include "vmm/util/error.h"
@@ -13,7 +14,7 @@ namespace {
 
 TEST(RealKernel, DebianKernelsParseAndPlan) {
   const auto kernels = testing::find_real_kernels();
-  if (kernels.empty()) GTEST_SKIP() << "no Debian kernel found: run tools/linux-guest/fetch-kernels.sh";
+  if (kernels.empty()) LOCKVISOR_SKIP_OUTSIDE_CI("no Debian kernel found: run tools/linux-guest/fetch-kernels.sh");
   for (const auto& k : kernels) {
     SCOPED_TRACE(k.label + " " + k.path.string());
     const auto file = testing::read_file(k.path);
@@ -49,7 +50,7 @@ TEST(RealKernel, DebianKernelsParseAndPlan) {
 // a real file of the kind users pass by mistake.
 TEST(RealKernel, ElfVmlinuxIsRefusedSayingWhatItIs) {
   const auto path = testing::nested_kvm_elf_kernel();
-  if (path.empty()) GTEST_SKIP() << "no ELF vmlinux in the nested-KVM cache";
+  if (path.empty()) LOCKVISOR_SKIP_OUTSIDE_CI("no ELF vmlinux in the nested-KVM cache");
   const auto file = testing::read_file(path);
   try {
     parse_bzimage(file, path.string());

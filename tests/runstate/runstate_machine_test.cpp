@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/support/ci_required.h"
 #include "tests/support/kvm_required.h"
 #include "tests/support/run_failure.h"
 #include "vmm/guest_image.h"
@@ -231,7 +232,7 @@ TEST(RunStateMachine, OffReadsUnknownForEveryVcpu) {
 // the same VM runs, with a page of "unknown".
 TEST(RunStateMachine, OnFailsAsAHostErrorWhenThePageCannotBePublished) {
   LOCKVISOR_REQUIRE_KVM(kvm);
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to drop the BPF privilege in a child";
+  if (::geteuid() != 0) LOCKVISOR_SKIP_OUTSIDE_CI("needs root, to drop the BPF privilege in a child");
   auto config = runstate_config(4, "ms=1", RunStateMode::kOn);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0) << std::strerror(errno);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/ci_required.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/machine/machine.h"
 #include "vmm/machine/vnuma.h"
@@ -45,7 +46,7 @@ TEST(Vnuma, UnevenCountsStillCoverEverything) {
 TEST(Vnuma, ExplicitFormAndItsRoundTrip) {
   // The explicit form checks that its host CPUs exist and are allowed.
   const std::vector<int> allowed = host::allowed_cpus();
-  if (allowed.size() < 2) GTEST_SKIP() << "needs two allowed host CPUs";
+  if (allowed.size() < 2) LOCKVISOR_SKIP_OUTSIDE_CI("needs two allowed host CPUs");
   const std::string a = std::to_string(allowed[0]), b = std::to_string(allowed[1]);
   const VnumaTopology t = parse_vnuma("0+2@" + a + ",1+3@" + b, 4, {}, false);
   ASSERT_EQ(t.nodes(), 2u);
@@ -74,9 +75,9 @@ TEST(Vnuma, ExplicitFormRefusesAPartialOverlapOfHostCpus) {
 
 TEST(Vnuma, NodesNamingTheSameHostCpusShareThem) {
   const std::vector<int> allowed = host::allowed_cpus();
-  if (allowed.size() < 2) GTEST_SKIP() << "needs two allowed host CPUs";
+  if (allowed.size() < 2) LOCKVISOR_SKIP_OUTSIDE_CI("needs two allowed host CPUs");
   const std::string both = std::to_string(allowed[0]) + "-" + std::to_string(allowed[1]);
-  if (allowed[1] != allowed[0] + 1) GTEST_SKIP() << "needs two adjacent allowed host CPUs";
+  if (allowed[1] != allowed[0] + 1) LOCKVISOR_SKIP_OUTSIDE_CI("needs two adjacent allowed host CPUs");
   const VnumaTopology t = parse_vnuma("0-3@" + both + ",4-7@" + both, 8, {}, false);
   ASSERT_EQ(t.nodes(), 2u);
   EXPECT_TRUE(t.shares_cpus());

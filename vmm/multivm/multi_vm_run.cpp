@@ -27,10 +27,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// How long a child may take to end after SIGTERM before it is killed: past
-// its own backstop, below this process's (machine/stop_signals.h), so that
-// the parent still reports every VM.
-constexpr auto kStopGrace = machine::StopSignals::kChildStopGrace;
+// A child may take kChildStopGrace to end after SIGTERM before it is
+// killed: past its own backstop, below this process's (run_vms() moves it to
+// kParentStopGrace), so that the parent still reports every VM.
+constexpr auto kChildStopGrace = machine::StopSignals::kChildStopGrace;
 // Room past the longest child watchdog before the parent calls it hung.
 constexpr double kRunMarginS = 30;
 
@@ -156,11 +156,11 @@ MultiRunResult run_vms(const MultiRunOptions& o) {
                                 kRunMarginS);
       stop_all("timeout (hung)", nullptr);
     }
-    if (stopping && now - stop_at > kStopGrace)
+    if (stopping && now - stop_at > kChildStopGrace)
       for (auto& vm : vms)
         if (!vm.exit_code) {
           vm.exit_code = vm.child->kill_and_reap();
-          vm.stopped_by += fmt::format("; killed after {} s without ending", kStopGrace.count());
+          vm.stopped_by += fmt::format("; killed after {} s without ending", kChildStopGrace.count());
         }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
