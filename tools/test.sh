@@ -61,7 +61,7 @@ build/fuzz/tests/hostile/lockvisor_report_channel_fuzz -max_total_time="${LOCKVI
 # The guest-booting steps. With a usable /dev/kvm they run one after the
 # other (the guests' timing tests want the CPUs). Without one, each runs
 # inside tools/nested-kvm, whose single-threaded TCG keeps one host CPU busy:
-# then they run as two lanes of nested machines side by side (19 minutes
+# then they run as two lanes of nested machines side by side (16 minutes
 # instead of about 30 on two CPUs; docs/testing.md).
 #
 # Default build, label kvm (conformance, guest locks, CLI, the lab, the
