@@ -17,6 +17,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 tools/install-deps.sh --riscv
 # Debian 12's own kernels (both flavours) for the Linux-guest tests.
 tools/linux-guest/fetch-kernels.sh
+# The nested machine's parts, cached: its kernel is also the ELF vmlinux that
+# a host test passes to `run --kernel` to see it refused, and two nested
+# machines start at once below.
+tools/nested-kvm/prepare.sh >/dev/null
 jobs=$(nproc)
 
 cmake --preset default >/dev/null
@@ -134,7 +138,6 @@ fi
 # No /dev/kvm: two lanes of nested machines. Lane 2 writes to a log, shown
 # when both have ended with its exit status; either lane failing fails the
 # suite.
-tools/nested-kvm/prepare.sh >/dev/null  # once, before two machines start
 lane2_log=build/test-lane2.log
 (kvm_asan && kvm_backend_nested && linux_nested) >"$lane2_log" 2>&1 &
 lane2=$!

@@ -50,7 +50,7 @@ TEST(RealKernel, DebianKernelsParseAndPlan) {
 // a real file of the kind users pass by mistake.
 TEST(RealKernel, ElfVmlinuxIsRefusedSayingWhatItIs) {
   const auto path = testing::nested_kvm_elf_kernel();
-  if (path.empty()) LOCKVISOR_SKIP_OUTSIDE_CI("no ELF vmlinux in the nested-KVM cache");
+  if (path.empty()) LOCKVISOR_SKIP_OUTSIDE_CI("no ELF vmlinux in the nested-KVM cache (tools/nested-kvm/prepare.sh makes it)");
   const auto file = testing::read_file(path);
   try {
     parse_bzimage(file, path.string());
