@@ -27,10 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A child may take kChildStopGrace to end after SIGTERM before it is
-// killed: past its own backstop, below this process's (run_vms() moves it to
-// kParentStopGrace), so that the parent still reports every VM.
-constexpr auto kChildStopGrace = machine::StopSignals::kChildStopGrace;
 // Room past the longest child watchdog before the parent calls it hung.
 constexpr double kRunMarginS = 30;
 
@@ -156,11 +152,14 @@ MultiRunResult run_vms(const MultiRunOptions& o) {
                                 kRunMarginS);
       stop_all("timeout (hung)", nullptr);
     }
-    if (stopping && now - stop_at > kChildStopGrace)
+    // A child may take kChildStopGrace to end after SIGTERM before it is
+    // killed: past its own backstop, below this process's (moved to
+    // kParentStopGrace above), so that the parent still reports every VM.
+    if (stopping && now - stop_at > machine::StopSignals::kChildStopGrace)
       for (auto& vm : vms)
         if (!vm.exit_code) {
           vm.exit_code = vm.child->kill_and_reap();
-          vm.stopped_by += fmt::format("; killed after {} s without ending", kChildStopGrace.count());
+          vm.stopped_by += fmt::format("; killed after {} s without ending", machine::StopSignals::kChildStopGrace.count());
         }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
