@@ -83,9 +83,11 @@ TEST(CliBadInput, UsageErrors) {
   expect_one_line_error(lockvisor("run --workload lockbench --lock pvqspinlock --no-pv"), 2, "PV_UNHALT");
   expect_one_line_error(lockvisor("run --vcpus " + kTooManyVcpus), 2, "--vcpus " + kTooManyVcpus);
   // The most vCPUs need more than the default --memory for their stacks
-  // (128 KiB each): refused naming what they need, before anything runs.
-  expect_one_line_error(lockvisor("run --vcpus " + std::to_string(lockvisor::abi::kMaxVcpus)), 2,
-                        "is too small for this image and " + std::to_string(lockvisor::abi::kMaxVcpus) + " vCPUs");
+  // (128 KiB each): without --memory the run takes what they need, an
+  // explicit --memory below it is refused naming the size, before anything runs.
+  expect_one_line_error(lockvisor("run --memory 64 --vcpus " + std::to_string(lockvisor::abi::kMaxVcpus)), 2,
+                        "--memory 64 MiB is too small for this image and " + std::to_string(lockvisor::abi::kMaxVcpus) +
+                            " vCPUs (need at least 144 MiB)");
   expect_one_line_error(lockvisor("run --workload lockbench --lock pvbounded --vcpus 129"), 2, "at most 128 CPUs");
   expect_one_line_error(lockvisor("run --workload lockbench --cs-lines 17"), 2, "--cs-lines");
   expect_one_line_error(lockvisor("run --workload lockbench --duration 0"), 2, "--duration");
@@ -367,6 +369,36 @@ void expect_lock_report_keys(const nlohmann::json& j) {
   EXPECT_GT(j["ops_total"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(j["violations"].get<std::uint64_t>(), 0u);
   EXPECT_GT(j["cpu_seconds"].get<double>(), 0.0);
+}
+
+// --version and every run report name the commit the binary was built from
+// (written at build time, not when the build was configured): a commit of
+// this source tree, the same text in both places.
+TEST(CliVersion, NamesACommitOfThisTree) {
+  const Outcome v = lockvisor("--version");
+  ASSERT_EQ(v.exit_code, 0) << v.output;
+  const std::string text = v.output.substr(0, v.output.find('\n'));
+  if (!std::filesystem::exists(std::filesystem::path(LOCKVISOR_SOURCE_DIR) / ".git")) {
+    EXPECT_TRUE(text.ends_with(" (not a git checkout)")) << text;
+    return;
+  }
+  const std::string prefix = " (git ";
+  const auto at = text.find(prefix);
+  ASSERT_NE(at, std::string::npos) << text;
+  ASSERT_EQ(text.back(), ')') << text;
+  std::string commit = text.substr(at + prefix.size(), text.size() - 1 - at - prefix.size());
+  if (commit.ends_with("-dirty")) commit.resize(commit.size() - 6);
+  ASSERT_GE(commit.size(), 7u) << text;
+  ASSERT_EQ(commit.find_first_not_of("0123456789abcdef"), std::string::npos) << text;
+  const auto git = lockvisor::test::run_command("git -C " + std::string(LOCKVISOR_SOURCE_DIR) + " cat-file -e " +
+                                                commit + "^{commit}");
+  EXPECT_EQ(git.exit_code, 0) << commit << " is not a commit of " << LOCKVISOR_SOURCE_DIR << ": " << git.output;
+
+  const std::string json = scratch("version.json");
+  const Outcome run = lockvisor("run --native --workload lockbench --lock tas --vcpus 1 --duration 0.05 --json " + json);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(read_json(json)["host"]["lockvisor_version"].get<std::string>(), text);
+  std::filesystem::remove(json);
 }
 
 // A pingpong guest's elapsed_ns is untrusted: missing, empty, multi-valued

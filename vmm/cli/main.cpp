@@ -16,6 +16,7 @@
 #include "vmm/machine/machine.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/native/native_runner.h"
+#include "vmm/util/build_version.h"
 #include "vmm/util/error.h"
 
 namespace {
@@ -82,7 +83,7 @@ namespace {
 int run_command_line(int argc, char** argv) {
   using namespace lockvisor;
   CLI::App app{"lockvisor: a minimal KVM VMM with a paravirtual lock backend", "lockvisor"};
-  app.set_version_flag("--version", LOCKVISOR_VERSION);
+  app.set_version_flag("--version", util::build_version());
   app.require_subcommand(1);
   bool verbose = false;
   std::string log_level = "warn";

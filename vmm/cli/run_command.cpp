@@ -352,6 +352,12 @@ int run(RunOptions& o) {
   const std::uint64_t merge_short_ns = checked.merge_short_ns;
   std::vector<std::byte> storage;
   const auto image = select_guest_image(o.machine.image, storage);
+  // Without --memory the guest gets the default, or the least that holds the
+  // image and every vCPU's stack block when that is more (hundreds of vCPUs):
+  // a vCPU count KVM allows is not refused for a size nobody asked for. An
+  // explicit --memory too small is still refused.
+  if (o.command->count("--memory") == 0)
+    config.memory_mib = std::max(config.memory_mib, machine::minimum_memory_mib(config.vcpus, image));
   machine::validate_image(config, image);
   // Like --json, a bad --api path fails before anything boots; the socket
   // is listening (0600) from here on and served once the VM runs.

@@ -145,7 +145,7 @@ constexpr RunSetting kRows[] = {
   {.key = "dedicated", .flag = "--dedicated", .type = T::kSwitch, .target = G::kMachine,
    .help = "Advertise KVM_HINTS_REALTIME (vCPUs are dedicated)", .lab = "advertise KVM_HINTS_REALTIME"},
   {.key = "memory_mib", .flag = "--memory", .type = T::kUnsigned, .target = G::kMachine, .min = 2,
-   .max = abi::kMaxMemoryBytes >> 20, .def = "64", .help = "Guest memory in MiB (an even number)",
+   .max = abi::kMaxMemoryBytes >> 20, .def = "64", .help = "Guest memory in MiB (an even number); without it, the default or the least the vCPUs' stacks need",
    .lab = "guest memory, MiB"},
   {.key = "seed", .flag = "--seed", .type = T::kUnsigned, .target = G::kMachine, .min = 0, .max = kU64Max,
    .def = "1", .help = "Seed of the guest's pseudo-random choices", .lab = "seed of the workload's random choices",

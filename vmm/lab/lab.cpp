@@ -28,12 +28,9 @@
 #include "vmm/lab/timelines.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/machine/stop_signals.h"
+#include "vmm/util/build_version.h"
 #include "vmm/util/error.h"
 #include "vmm/util/output_file.h"
-
-#ifndef LOCKVISOR_GIT_DESCRIBE
-#define LOCKVISOR_GIT_DESCRIBE "unknown"
-#endif
 
 namespace lockvisor::lab {
 namespace fs = std::filesystem;
@@ -217,7 +214,7 @@ int run_lab(const LabOptions& o) {
                 {"compare", compared_axis(scenario)},
                 {"throughput_unit", throughput_unit(scenario)},
                 {"command", o.command},
-                {"version", LOCKVISOR_GIT_DESCRIBE},
+                {"version", util::build_version()},
                 {"machine", machine_description()}};
     const bool declared = !o.host_cpus.empty();
     const char* variable = std::getenv(host::kHostCpusVariable);

@@ -15,7 +15,7 @@
 #include "vmm/metrics/summary.h"
 #include "vmm/report/run_report.h"
 #include "vmm/metrics/fairness_json.h"
-#include "vmm/report/run_report.h"
+#include "vmm/util/build_version.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lockstat {
@@ -92,7 +92,7 @@ nlohmann::json host_info(const std::string& kvm_kind) {
   utsname uts{};
   uname(&uts);
   nlohmann::json info = {
-      {"kvm", kvm_kind}, {"cpu_model", model}, {"kernel", uts.release}, {"lockvisor_version", LOCKVISOR_VERSION}};
+      {"kvm", kvm_kind}, {"cpu_model", model}, {"kernel", uts.release}, {"lockvisor_version", util::build_version()}};
   info.update(host::emulation_json(host::emulation()));
   return info;
 }
