@@ -36,12 +36,14 @@ add_executable(lockvisor
   ${vmm}/machine/report_channel.cpp
   ${vmm}/machine/run_result.cpp
   ${vmm}/pvlock/hypercall_table.cpp
+  ${vmm}/util/build_version.cpp
   ${vmm}/util/guest_text.cpp)
 set_target_properties(lockvisor PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/vmm)
 set(rv64_guest_elf ${CMAKE_BINARY_DIR}/guest/arch/riscv64/lockvisor-rv64-guest.elf)
 set_source_files_properties(${vmm}/guest_image_blob.S PROPERTIES
   COMPILE_DEFINITIONS "LOCKVISOR_GUEST_ELF=\"${rv64_guest_elf}\"" OBJECT_DEPENDS ${rv64_guest_elf})
-add_dependencies(lockvisor lockvisor-rv64-guest)
+add_dependencies(lockvisor lockvisor-rv64-guest lockvisor_git_describe)
+set_source_files_properties(${vmm}/util/build_version.cpp PROPERTIES INCLUDE_DIRECTORIES ${LOCKVISOR_GIT_DESCRIBE_DIR})
 target_include_directories(lockvisor PRIVATE ${PROJECT_SOURCE_DIR})
 target_include_directories(lockvisor SYSTEM PRIVATE ${CMAKE_BINARY_DIR}/header-only)
 target_compile_definitions(lockvisor PRIVATE FMT_HEADER_ONLY=1 LOCKVISOR_VERSION="${PROJECT_VERSION}")

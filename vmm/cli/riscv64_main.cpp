@@ -33,6 +33,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/host_cpus.h"
 #include "vmm/machine/run_result.h"
+#include "vmm/util/build_version.h"
 #include "vmm/util/error.h"
 #include "vmm/util/hex_number.h"
 #include "vmm/util/unique_fd.h"
@@ -112,7 +113,7 @@ nlohmann::json run_json(const arch::riscv64::RvRunResult& r, const arch::riscv64
           {"exit_code", machine::exit_code(r.outcome)},
           {"reason", r.reason},
           {"wall_seconds", r.wall_seconds},
-          {"host", {{"kvm", "riscv"}, {"timebase_hz", r.timebase_hz}}},
+          {"host", {{"kvm", "riscv"}, {"timebase_hz", r.timebase_hz}, {"lockvisor_version", util::build_version()}}},
           {"settings",
            {{"vcpus", c.boot.harts},
             {"pcpus", host::format_cpu_list(c.pcpus)},
@@ -215,6 +216,7 @@ int locks_command() {
 
 int main(int argc, char** argv) {
   CLI::App app{"lockvisor for riscv64: the RV64 guest and its PV locks under RISC-V KVM (docs/riscv.md)"};
+  app.set_version_flag("--version", util::build_version());
   app.require_subcommand(1);
 
   CLI::App* run = app.add_subcommand("run", "boot the RV64 guest and run a program or a lock workload");
