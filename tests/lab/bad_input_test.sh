@@ -67,4 +67,10 @@ placement = json.load(open(sys.argv[1] + "/lab.json"))["placement"]
 assert {"setting": "pcpus", "word": "1cpu", "resolved": "0"} in placement["terms"], placement
 PY
 grep -q "## Placement" "$work/jobs/report.md" || fail "report.md has no Placement section"
+# The scenario's description keeps its own figures; both reports say under it
+# what this lab changed (its --set and --repeats).
+for f in summary.md report.md; do
+  grep -qF "*This lab changed the scenario: pcpus=1cpu, 2 repeats per point." "$work/jobs/$f" ||
+    fail "$f does not say what the lab changed: $(head -12 "$work/jobs/$f")"
+done
 echo "bad input: ok"

@@ -247,7 +247,7 @@ std::optional<double> host_slice_ns(const nlohmann::json& manifest) {
 std::string report_markdown(const Scenario& s, const Summary& summary, const nlohmann::json& manifest,
                             const std::string& plots_note, const std::string& timelines) {
   const auto& m = manifest.at("machine");
-  std::string out = with_emulation_note(fmt::format("# {}\n\n{}\n\n", s.title, s.description), m);
+  std::string out = with_emulation_note(fmt::format("# {}\n\n{}\n\n", s.title, described(s)), m);
   // A modelled remote cost is no measurement: say so whatever the scenario's
   // own text says (docs/vnuma.md).
   std::string modelled;

@@ -388,7 +388,7 @@ std::string killed_note(const Summary& summary) {
 }  // namespace
 
 std::string summary_markdown(const Scenario& s, const Summary& summary) {
-  std::string out = fmt::format("# Lab summary: {}\n\n{}\n\n", s.title, s.description);
+  std::string out = fmt::format("# Lab summary: {}\n\n{}\n\n", s.title, described(s));
   out += fmt::format("{} results. Medians over the completed runs of each point, with the 95% bootstrap "
                      "confidence interval of the median in brackets ({} resamples, seeded: reproducible).\n\n",
                      summary.records, kResamples);

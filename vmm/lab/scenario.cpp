@@ -524,4 +524,11 @@ void add_native_twins(Scenario& s) {
   s.axes.push_back(std::move(mode));
 }
 
+std::string described(const Scenario& s) {
+  if (s.changed.empty()) return s.description;
+  return fmt::format("{}\n\n*This lab changed the scenario: {}. The text above gives the scenario's own settings; "
+                     "the tables below are this lab's.*",
+                     s.description, s.changed);
+}
+
 }  // namespace lockvisor::lab

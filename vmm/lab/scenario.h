@@ -134,6 +134,10 @@ struct Scenario {
   std::vector<int> host_cpus;
   // The axis values expand_for_host left out for host_cpus (min_cpus).
   std::vector<LeftOutValue> left_out;
+  // What this lab changed against the scenario's own text ("duration_s=0.1,
+  // 1 repeat per point"; empty: nothing): the reports print it under the
+  // description, whose figures are the scenario's.
+  std::string changed;
 };
 
 // The axis whose values the report ranks and the plots label, per point of
@@ -175,5 +179,9 @@ Scenario parse_scenario(const std::string& text, const std::string& origin);
 
 // Adds the "mode" axis (guest, native) that makes native twins, innermost.
 void add_native_twins(Scenario& s);
+
+// The scenario's description for the reports, followed by what this lab
+// changed (Scenario::changed), so that its figures are not read as this lab's.
+std::string described(const Scenario& s);
 
 }  // namespace lockvisor::lab
