@@ -681,6 +681,45 @@ TEST(CliKvm, KvmBackendAndGuestRing0RunOrAreRefusedOnPvm) {
   EXPECT_EQ(ring0.exit_code, 0) << ring0.output;
 }
 
+// Past 255 vCPUs a kick needs a 32-bit APIC id (the kvm backend switches
+// KVM's LAPIC to x2APIC; the userspace backend maps ids itself), and the
+// vCPUs' stacks need more than the default 64 MiB. A ping-pong ring of 400
+// vCPUs kicks every one of them in turn: a kick that went to the wrong vCPU
+// would stop the ring (a deadlock, exit 5), so a completed run with every
+// vCPU's two kicks is the check. --memory is not given: the run takes what
+// 400 vCPUs need.
+TEST(CliKvm, KicksReachEveryVcpuPastTheXapicIdsWithMemoryForTheirStacks) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  constexpr unsigned kVcpus = 400;
+  std::vector<std::string> backends = {"userspace"};
+  if (lockvisor::kvm::detect_backend() != lockvisor::kvm::Backend::kPvm) backends.emplace_back("kvm");
+  for (const auto& backend : backends) {
+    SCOPED_TRACE(backend);
+    const std::string json = scratch("many-vcpus-" + backend + ".json");
+    std::filesystem::remove(json);
+    const auto o = lockvisor("run --backend " + backend + " --workload pingpong --vcpus " + std::to_string(kVcpus) +
+                             " --pcpus 0 --rounds 2 --timeout 300 --json " + json);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    const auto j = read_json(json);
+    EXPECT_GT(j["config"]["memory_mib"].get<std::uint64_t>(), 64u) << "the default would not hold the stacks";
+    ASSERT_EQ(j["vcpus"].size(), kVcpus);
+    std::uint64_t kicks = 0;
+    for (const auto& v : j["vcpus"]) {
+      const auto index = v["index"].get<unsigned>();
+      EXPECT_EQ(v["apic_id"].get<unsigned>(), index);
+      // Each vCPU kicked its successor once per round: KVM handled the
+      // hypercall (kvm), or the VMM did (userspace).
+      const auto sent = backend == "kvm" ? v["kvm_stats"]["hypercalls"].get<std::uint64_t>()
+                                         : v["pv"]["kicks_sent"].get<std::uint64_t>();
+      EXPECT_EQ(sent, 2u) << "vCPU " << index;
+      kicks += sent;
+    }
+    EXPECT_EQ(kicks, 2u * kVcpus);
+    std::filesystem::remove(json);
+  }
+}
+
 // --pv-wake: each mechanism runs a PV lock at 4:1 with the kvm backend at
 // ring 0, the JSON names it, and the guest's handler counts are KVM's
 // injection counts per vCPU (wake_check.h); on PVM one line and exit 2.

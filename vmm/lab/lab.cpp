@@ -175,9 +175,12 @@ void write_outputs(const std::string& dir_text) {
             ? ", locality.png (handoff_locality: handoffs between two vCPUs that stayed within a virtual node)"
             : "");
   } else {
-    plots_note = fmt::format("No plots: {} (needs /usr/bin/python3 with matplotlib: tools/install-deps.sh installs "
-                             "python3-matplotlib).",
-                             plotted.why);
+    plots_note = plotted.timed_out
+                     ? fmt::format("No plots: {} (a slow or busy host; `lockvisor lab report {}` draws them again).",
+                                   plotted.why, dir_text)
+                     : fmt::format("No plots: {} (needs /usr/bin/python3 with matplotlib: tools/install-deps.sh "
+                                   "installs python3-matplotlib).",
+                                   plotted.why);
     fmt::print(stderr, "lockvisor lab: warning: {}\n", plots_note);
   }
   const auto timelines = timelines_section(scenario, summary, dir_text, host_slice_ns(manifest));

@@ -70,7 +70,7 @@ ScriptRun run_python_script(const ToolScript& script, const std::vector<std::str
     while (!(code = child.poll())) {
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s) {
         child.kill_and_reap();
-        return {false, fmt::format("{} timed out after {:.0f} s", script.path, timeout_s)};
+        return {false, fmt::format("{} timed out after {:.0f} s", script.path, timeout_s), true};
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

@@ -28,6 +28,9 @@ ToolScript tool_script(const char* name, const char* env_override);
 struct ScriptRun {
   bool ok = false;
   std::string why;  // when not ok: "... is not in ...", "exit 1", "timed out after 300 s", ...
+  // Not ok because it ran past its time (a slow or busy host), not for want
+  // of python3 and matplotlib: the callers' advice differs.
+  bool timed_out = false;
 };
 
 // Runs /usr/bin/python3 SCRIPT ARGS with stdout and stderr to `log_path`.

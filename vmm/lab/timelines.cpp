@@ -196,7 +196,9 @@ std::string timelines_section(const Scenario& scenario, const Summary& summary, 
                                            (dir / "logs" / (fs::path(trace).stem().string() + ".swimlane.log")).string(),
                                            kSwimlaneTimeoutS);
       if (!drawn.ok) {
-        out += fmt::format("- No picture: {} (needs /usr/bin/python3 with matplotlib). Trace: [{}]({})\n", drawn.why,
+        out += fmt::format("- No picture: {} ({}). Trace: [{}]({})\n", drawn.why,
+                           drawn.timed_out ? "a slow or busy host; `lockvisor lab report` draws it again"
+                                           : "needs /usr/bin/python3 with matplotlib",
                            trace, trace);
         continue;
       }
