@@ -6,7 +6,7 @@
 #   B: lab --preset quick one point at a time against the default --jobs (wall times and medians), 256
 #      and 1024 vCPUs with the run-state page (KVM's limit refuses the second with one line where it is
 #      lower), memory and start-up per vCPU (bench --startup), the NUMA locks at 16 vCPUs 1:1 on two nodes
-#      against their stated bounds, and `run --native --vnuma 2`.
+#      traced and judged against their stated bounds, `run --native --vnuma 2`, and lab --preset scaling.
 # Every result goes under OUT (default ./big-host-out), with host.txt naming the machine and steps.tsv
 # each step's command, exit status and wall time. A step that fails is recorded and the next one runs.
 #
@@ -95,3 +95,7 @@ if ((cpus >= 16)) || [[ -n "$dry" ]]; then
 fi
 step native-vnuma-cna 30 "$bin" run --native --workload lockbench --lock cna --vcpus "$cpus" --pcpus all \
   --vnuma 2 --duration 1 --json "$out/native-vnuma-cna.json"
+# Last, so that a slow one costs no other step: the scaling preset at this
+# size (the contender sweep side by side, 1:1 to 8:1 on every CPU), with its
+# verdicts in report.md.
+step scaling 180 "$bin" lab --preset scaling --out "$out/scaling"
