@@ -75,13 +75,15 @@ Scenario effective_scenario(const nlohmann::json& manifest) {
   for (const auto& o : manifest.value("overrides", nlohmann::json::array()))
     overrides.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
   apply_overrides(s, overrides, origin);
-  for (const auto& [name, value] : overrides) s.changed += fmt::format("{}{}={}", s.changed.empty() ? "" : ", ", name, value);
+  const auto changed = [&s](const std::string& what) { s.changed += (s.changed.empty() ? "" : ", ") + what; };
+  for (const auto& [name, value] : overrides) changed(name + "=" + value);
   const unsigned repeats = manifest.at("repeats").get<unsigned>();
-  if (repeats != s.repeats)
-    s.changed += fmt::format("{}{} repeat{} per point", s.changed.empty() ? "" : ", ", repeats, repeats == 1 ? "" : "s");
+  if (repeats != s.repeats) changed(fmt::format("{} repeat{} per point", repeats, repeats == 1 ? "" : "s"));
   s.repeats = repeats;
-  if (manifest.at("native").get<bool>() && !s.native) s.changed += fmt::format("{}native twins", s.changed.empty() ? "" : ", ");
-  if (manifest.at("native").get<bool>()) add_native_twins(s);
+  if (manifest.at("native").get<bool>()) {
+    if (!s.native) changed("native twins");
+    add_native_twins(s);
+  }
   // The CPUs the lab was planned for, whichever machine continues it (a lab
   // from before host-relative placements: this one's).
   const auto placement = manifest.value("placement", nlohmann::json::object());
