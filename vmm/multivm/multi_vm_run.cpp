@@ -153,8 +153,8 @@ MultiRunResult run_vms(const MultiRunOptions& o) {
       stop_all("timeout (hung)", nullptr);
     }
     // A child may take kChildStopGrace to end after SIGTERM before it is
-    // killed: past its own backstop, below this process's (moved to
-    // kParentStopGrace above), so that the parent still reports every VM.
+    // killed: past its own backstop, below this process's own
+    // (kParentStopGrace), so that the parent still reports every VM.
     if (stopping && now - stop_at > machine::StopSignals::kChildStopGrace)
       for (auto& vm : vms)
         if (!vm.exit_code) {
