@@ -131,6 +131,9 @@ std::vector<UsageCommand> usage_commands() {
       {"lockvisor lab merge OUT IN...", "lab_merge", false,
        scenario + " && $LV lab --scenario s.toml --native --shard 1/2 --out s1 && "
                   "$LV lab --scenario s.toml --native --shard 2/2 --out s2 && $LV lab merge m s1 s2"},
+      {"lockvisor lab compare BASE OTHER", "lab_compare", false,
+       scenario + " && $LV lab --scenario s.toml --native --out a && $LV lab --scenario s.toml --native --jobs 2 "
+                  "--out b && $LV lab compare a b > c.md; rc=$?; cat c.md; [ $rc -le 1 ]"},
       {"lockvisor ctl SOCK COMMAND [ARGS]", "ctl", true,
        "$LV run --workload lockbench --vcpus 2 --duration 600 --api api.sock > run.log 2>&1 & pid=$!; "
        "while [ ! -S api.sock ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done; "
@@ -208,6 +211,8 @@ void run_case(const UsageCommand& c) {
       EXPECT_EQ(nlohmann::json::parse(line)["settings"]["seed"], "7");
   } else if (name == "linux_parts") {
     EXPECT_GT(read_json(dir / "q.json")["ops_per_sec"].get<double>(), 0.0);
+  } else if (name == "lab_compare") {
+    EXPECT_NE(o.output.find("medians of the other lab inside the base's 95% interval"), std::string::npos) << o.output;
   } else if (name == "lab_merge") {
     EXPECT_TRUE(fs::exists(dir / "m" / "summary.csv"));
   } else if (name == "bench") {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +53,12 @@ TEST(HostCpus, WordsResolveAgainstTheUsableCpus) {
   // Rounded down, at least one.
   EXPECT_EQ(resolve_host_cpus("1/4", kTwo), (std::vector<int>{0}));
   EXPECT_EQ(resolve_host_cpus("3/4", kSixteen).size(), 12u);
+  // The larger of two words: a share that never falls below a count.
+  EXPECT_EQ(resolve_host_cpus("max(2cpus,1/8)", kTwo), kTwo);
+  EXPECT_EQ(resolve_host_cpus("max(2cpus,1/8)", kSixteen), (std::vector<int>{0, 1}));
+  EXPECT_EQ(resolve_host_cpus("max(1/8,2cpus)", kSixteen), (std::vector<int>{0, 1}));
+  EXPECT_EQ(resolve_host_cpus("max(2cpus,1/4)", kSixteen), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(resolve_host_cpus("max(2cpus,max(1/4,50%))", kSixteen).size(), 8u);
   // The first usable CPUs of a mask with holes (taskset -c 2,5,7).
   EXPECT_EQ(resolve_host_cpus("2cpus", {2, 5, 7}), (std::vector<int>{2, 5}));
   // A bare number is a CPU list, as it always was.
@@ -62,7 +69,7 @@ TEST(HostCpus, WordsResolveAgainstTheUsableCpus) {
 
 TEST(HostCpus, BadWordsAreOneLineWithTheAcceptedForms) {
   // Not a word at all: the message lists the accepted forms.
-  for (const char* word : {"", "some", "0cpus", "4cpu", "x2", "all,1", "1/2/3"}) {
+  for (const char* word : {"", "some", "0cpus", "4cpu", "x2", "all,1", "1/2/3", "max(2cpus)", "max(2cpus,1/8", "min(1cpu,all)"}) {
     const auto why = error_of([&] { resolve_host_cpus(word, kSixteen); });
     EXPECT_NE(why.find(host::kHostCpuForms), std::string::npos) << "'" << word << "': " << why;
     EXPECT_EQ(why.find('\n'), std::string::npos) << why;
@@ -75,6 +82,11 @@ TEST(HostCpus, BadWordsAreOneLineWithTheAcceptedForms) {
   }
   EXPECT_NE(error_of([] { resolve_host_cpus("4cpus", kTwo); }).find("asks for 4 CPUs, 2 are usable (0-1)"),
             std::string::npos);
+  // Inside max(): each word as on its own, and no CPU list.
+  EXPECT_NE(error_of([] { resolve_host_cpus("max(4cpus,1/8)", kTwo); }).find("asks for 4 CPUs, 2 are usable (0-1)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { resolve_host_cpus("max(0-3,1/8)", kSixteen); }).find("not CPU lists"), std::string::npos);
+  EXPECT_NE(error_of([] { resolve_host_cpus("max(1cpu,3/2)", kSixteen); }).find("between 0 and 1"), std::string::npos);
 }
 
 TEST(HostCpus, VcpusAreACountOrARatioOfTheHostCpus) {
@@ -235,9 +247,10 @@ TEST(LabPresets, TheAnnotatedExampleScenarioIsValidOnBothSizes) {
   }
 }
 
-// On 16 CPUs: the same ratios at full size (quick), the contender sweep and
-// the ratios over every CPU (scaling), the 8- and 16-CPU settings that a
-// 2-CPU host leaves out (pvbounded-scale).
+// On 16 CPUs: quick's ratios on an eighth of the host (at least 2 CPUs, so
+// that eight points fit side by side), the contender sweep and the ratios
+// over every CPU (scaling), the 8- and 16-CPU settings that a 2-CPU host
+// leaves out (pvbounded-scale).
 TEST(LabPresets, SixteenCpuExpansionsAreTheExpectedOnes) {
   for (const char* name : {"quick", "scaling", "pvbounded-scale"}) {
     const auto expected = golden(std::string(name) + ".16cpu.txt");
@@ -245,14 +258,22 @@ TEST(LabPresets, SixteenCpuExpansionsAreTheExpectedOnes) {
     EXPECT_EQ(dry_run(name, "0-15"), expected) << name;
   }
   EXPECT_EQ(dry_run("scaling", "0-1"), golden("scaling.2cpu.txt"));
-  // The lines that say the ratios, read back: quick's 2:1 is 32 vCPUs on all 16.
+  // The lines that say the ratios, read back: quick's 2:1 is 4 vCPUs on 2 of the 16.
   const auto quick = dry_run("quick", "0-15");
-  EXPECT_NE(quick.find("placement=1:1,lock=ticket#r0  lockvisor run --workload lockbench --lock ticket --vcpus 16 "
-                       "--pcpus 0-15 "),
+  EXPECT_NE(quick.find("placement=1:1,lock=ticket#r0  lockvisor run --workload lockbench --lock ticket --vcpus 2 "
+                       "--pcpus 0-1 "),
             std::string::npos);
-  EXPECT_NE(quick.find("placement=2:1,lock=tas#r0  lockvisor run --workload lockbench --lock tas --vcpus 32 --pcpus 0-15 "),
+  EXPECT_NE(quick.find("placement=2:1,lock=tas#r0  lockvisor run --workload lockbench --lock tas --vcpus 4 --pcpus 0-1 "),
             std::string::npos);
   EXPECT_NE(quick.find("placement=4:1,lock=tas#r0  lockvisor run --workload lockbench --lock tas --vcpus 4 --pcpus 0 "),
+            std::string::npos);
+  // And the eighth grows with the host: on 64 CPUs 1:1 is 8 vCPUs on 8.
+  const auto quick64 = dry_run("quick", "0-63");
+  EXPECT_NE(quick64.find("placement=1:1,lock=ticket#r0  lockvisor run --workload lockbench --lock ticket --vcpus 8 "
+                         "--pcpus 0-7 "),
+            std::string::npos);
+  EXPECT_NE(quick64.find("placement=2:1,lock=tas#r0  lockvisor run --workload lockbench --lock tas --vcpus 16 "
+                         "--pcpus 0-7 "),
             std::string::npos);
 }
 
@@ -327,6 +348,53 @@ TEST(LabSideBySide, RunningPointsNeverShareACpu) {
   ASSERT_TRUE(run_side_by_side(todo, host, 1, run, finished));
   EXPECT_EQ(ran_on["p1"], "0-1");
   EXPECT_EQ(ran_on["p3"], "0");
+}
+
+// quick on 16 CPUs with the default --jobs: its 1:1 and 2:1 points take 2
+// CPUs each, so eight of them run at once and fill the host, without sharing
+// a CPU. Each of the first eight runs waits until all eight are running (the
+// event, not a time), so a scheduler that started fewer would hang the test.
+TEST(LabSideBySide, QuickFillsSixteenCpusWithEightPointsAtOnce) {
+  const auto* preset = find_preset("quick");
+  ASSERT_NE(preset, nullptr);
+  auto s = parse_scenario(preset->text, "preset quick");
+  s.host_cpus = kSixteen;
+  const auto points = expand(s);
+  std::vector<const Point*> todo;
+  for (const auto& p : points) todo.push_back(&p);
+  const unsigned jobs = default_jobs(kSixteen.size());
+  ASSERT_EQ(jobs, 8u);
+
+  std::mutex mutex;
+  std::condition_variable all_started;
+  std::multiset<int> busy;
+  bool overlap = false;
+  std::size_t started = 0, running = 0, max_running = 0, max_busy = 0;
+  const auto run = [&](const Point&, const std::vector<std::string>& args) {
+    const auto at = std::find(args.begin(), args.end(), "--pcpus");
+    const auto cpus = host::parse_cpu_list(*(at + 1));
+    std::unique_lock lock(mutex);
+    for (int cpu : cpus) overlap = overlap || busy.count(cpu) > 0;
+    busy.insert(cpus.begin(), cpus.end());
+    max_busy = std::max(max_busy, busy.size());
+    max_running = std::max(max_running, ++running);
+    if (++started <= jobs) {
+      all_started.notify_all();
+      all_started.wait(lock, [&] { return started >= jobs; });
+    }
+    for (int cpu : cpus) busy.erase(busy.find(cpu));
+    --running;
+    PointRun r;
+    r.outcome = "completed";
+    return r;
+  };
+  std::size_t finished_points = 0;
+  const auto finished = [&](const Point&, const PointRun&, const std::vector<int>&) { ++finished_points; };
+  ASSERT_TRUE(run_side_by_side(todo, kSixteen, jobs, run, finished));
+  EXPECT_FALSE(overlap);
+  EXPECT_EQ(max_running, 8u);
+  EXPECT_EQ(max_busy, 16u);
+  EXPECT_EQ(finished_points, points.size());
 }
 
 TEST(LabSideBySide, TheDefaultIsOneBelowEightCpusThenHalfOfThem) {

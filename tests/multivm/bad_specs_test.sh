@@ -26,6 +26,9 @@ expect_usage "--vm: the value is empty" --vm lock=ticket --vm ""
 expect_usage "unknown key 'json'" --vm json=/tmp/x --vm lock=ticket
 expect_usage "--native cannot be combined" --native --vm lock=ticket --vm lock=unfair
 expect_usage "--vm 1 'pcpus=0,x': 'x' is not key=value" --vm pcpus=0,x --vm lock=ticket
+# A comma inside max(...) belongs to the value: the word is read whole and refused for its list.
+expect_usage "--vm 1 'pcpus=max(1cpu,0-1)': pcpus=max(1cpu,0-1): --pcpus: host CPUs 'max(1cpu,0-1)': max() compares words" \
+  --vm 'pcpus=max(1cpu,0-1)' --vm lock=ticket
 expect_usage "--serial outside --vm" --serial "$work/s" --vm lock=ticket --vm lock=unfair
 expect_usage "--vm 2 'serial=$work/s': serial=$work/s: another VM uses that path" --vm "serial=$work/s" --vm "serial=$work/s"
 expect_usage "--api outside --vm: every VM would use that socket" --api "$work/sock" --vm lock=ticket --vm lock=unfair

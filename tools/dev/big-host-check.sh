@@ -3,7 +3,8 @@
 # minutes (so that a lent host with a 10-minute limit per command and 15 minutes in all runs both parts):
 #   A: lab --preset pvbounded-scale (pvbounded's goal per setting at 2, 8 and 16 CPUs) and trace-check of
 #      its timelines at 8 on 8 and 64 on 16;
-#   B: lab --preset quick one point at a time against the default --jobs (wall times and medians), 256
+#   B: lab --preset quick one point at a time against the default --jobs and against itself (lab compare:
+#      wall times and medians), 256
 #      and 1024 vCPUs with the run-state page (KVM's limit refuses the second with one line where it is
 #      lower), memory and start-up per vCPU (bench --startup), the NUMA locks at 16 vCPUs 1:1 on two nodes
 #      traced and judged against their stated bounds, `run --native --vnuma 2`, and lab --preset scaling.
@@ -73,8 +74,15 @@ if [[ "$part" == A ]]; then
 fi
 
 # Part B.
-step quick-serial 150 "$bin" lab --preset quick --jobs 1 --out "$out/quick-serial"
-step quick-jobs 150 "$bin" lab --preset quick --out "$out/quick-jobs"
+# quick one point at a time, side by side (the default --jobs), and one at a
+# time again: `lab compare` puts each median of the second and third beside the
+# first's interval, so that what side by side changes reads against what the
+# host changes between two serial labs.
+step quick-serial 120 "$bin" lab --preset quick --jobs 1 --out "$out/quick-serial"
+step quick-jobs 120 "$bin" lab --preset quick --out "$out/quick-jobs"
+step quick-serial-again 120 "$bin" lab --preset quick --jobs 1 --out "$out/quick-serial-again"
+step quick-compare-jobs 30 "$bin" lab compare "$out/quick-serial" "$out/quick-jobs"
+step quick-compare-serial 30 "$bin" lab compare "$out/quick-serial" "$out/quick-serial-again"
 step vcpus-256-runstate 60 "$bin" run --workload lockbench --lock pvqspinlock --vcpus 256 --pcpus all \
   --runstate on --duration 0.5 --json "$out/vcpus-256.json"
 step vcpus-1024-runstate 120 "$bin" run --workload lockbench --lock pvqspinlock --vcpus 1024 --pcpus all \

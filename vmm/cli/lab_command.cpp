@@ -2,6 +2,7 @@
 //   lockvisor lab --preset quick --out results/quick [--resume] [--native] [--shard I/N]
 //   lockvisor lab merge OUT IN...
 //   lockvisor lab report DIR
+//   lockvisor lab compare BASE OTHER [--metric NAME]...
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/host_cpus.h"
 #include "vmm/lab/lab.h"
+#include "vmm/lab/lab_compare.h"
 #include "vmm/lab/presets.h"
 #include "vmm/lab/scenario.h"
 #include "vmm/util/error.h"
@@ -40,6 +42,8 @@ struct LabCommandOptions {
   std::string merge_out;
   std::vector<std::string> merge_inputs;
   std::string report_dir;
+  std::string compare_base, compare_other;
+  std::vector<std::string> compare_metrics;
 };
 
 // The command exactly as typed, for report.md.
@@ -157,7 +161,14 @@ Action add_lab_command(CLI::App& app) {
   merge->add_option("inputs", o->merge_inputs, "Result directories of the same scenario")->required();
   CLI::App* report = command->add_subcommand("report", "Rewrite the summaries, plots and report.md of a lab directory");
   report->add_option("dir", o->report_dir, "The lab directory")->required();
-  return [o, merge, report, host_cpus] {
+  CLI::App* compare = command->add_subcommand(
+      "compare", "Each point's median in OTHER against BASE's 95% interval, and both wall times (exit 1: some outside)");
+  compare->add_option("base", o->compare_base, "The lab compared against (e.g. the one run with --jobs 1)")->required();
+  compare->add_option("other", o->compare_other, "A lab of the same points")->required();
+  compare->add_option("--metric", o->compare_metrics,
+                      fmt::format("A summary.csv metric (repeatable; default {})", lab::kCompareDefaultMetric));
+  return [o, merge, report, compare, host_cpus] {
+    if (compare->parsed()) return lab::compare_labs(o->compare_base, o->compare_other, o->compare_metrics, stdout);
     if (merge->parsed()) return lab::merge_labs(o->merge_out, o->merge_inputs, command_line());
     if (report->parsed()) {
       lab::write_outputs(o->report_dir);

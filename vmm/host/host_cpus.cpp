@@ -33,6 +33,25 @@ std::vector<int> share(const std::vector<int>& usable, unsigned long p, unsigned
   return first(usable, count == 0 ? 1 : count, word);
 }
 
+// The two words of "max(A,B)", split at the comma outside parentheses;
+// false when `w` is not of that form.
+bool split_max(std::string_view w, std::string_view& a, std::string_view& b) {
+  constexpr std::string_view kOpen = "max(";
+  if (w.substr(0, kOpen.size()) != kOpen || !ends_with(w, ")")) return false;
+  const std::string_view inner = w.substr(kOpen.size(), w.size() - kOpen.size() - 1);
+  int depth = 0;
+  for (std::size_t i = 0; i < inner.size(); ++i) {
+    if (inner[i] == '(') ++depth;
+    if (inner[i] == ')') --depth;
+    if (inner[i] == ',' && depth == 0) {
+      a = inner.substr(0, i);
+      b = inner.substr(i + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
 // Far above any overcommit worth running; keeps n * CPUs from wrapping.
 constexpr unsigned long kMaxRatio = 1024;
 
@@ -62,6 +81,17 @@ std::vector<int> resolve_host_cpus(const std::string& word, const std::vector<in
   if (const auto slash = w.find('/');
       slash != std::string_view::npos && whole_number(w.substr(0, slash), n) && whole_number(w.substr(slash + 1), d))
     return share(usable, n, d, word);
+  if (std::string_view a, b; split_max(w, a, b)) {
+    // Both words take the first usable CPUs, so the larger set holds the
+    // smaller: the larger is the answer. A CPU list names fixed CPUs, which
+    // no size comparison can mix with a share of the host: refused.
+    const std::string first_word(a), second_word(b);
+    if (is_cpu_list(first_word) || is_cpu_list(second_word))
+      fail("host CPUs '{}': max() compares words (4cpus, 1/8, all), not CPU lists", word);
+    auto x = resolve_host_cpus(first_word, usable);
+    auto y = resolve_host_cpus(second_word, usable);
+    return x.size() >= y.size() ? x : y;
+  }
   fail("host CPUs '{}': expected {}", word, kHostCpuForms);
 }
 

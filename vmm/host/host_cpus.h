@@ -6,6 +6,11 @@
 //   host CPUs:  all       every usable CPU
 //               4cpus     a count: the first 4 usable CPUs (1cpu for one)
 //               1/2, 50%  a fraction of the usable CPUs, rounded down, at least 1
+//               max(2cpus,1/8)
+//                         the larger of two such words: a share that grows
+//                         with the host but never falls below a count (a
+//                         preset's point that must keep its 2-CPU shape on
+//                         2 CPUs and be an eighth of a big host)
 //               0-3,8     an explicit CPU list, as before
 //   vCPUs:      4         a count
 //               2x        a ratio of the resolved host CPUs (2x on 8 CPUs: 16)
@@ -28,7 +33,8 @@ inline constexpr const char* kHostCpusVariable = "LOCKVISOR_HOST_CPUS";
 
 // The accepted forms, for messages.
 inline constexpr const char* kHostCpuForms =
-    "all, a count (4cpus), a fraction of the usable CPUs (1/2, 50%) or a CPU list (0-3,8)";
+    "all, a count (4cpus), a fraction of the usable CPUs (1/2, 50%), the larger of two of these "
+    "(max(2cpus,1/8)) or a CPU list (0-3,8)";
 inline constexpr const char* kVcpuForms = "a count (4) or a ratio of the host CPUs (2x)";
 
 // The CPUs words resolve against: LOCKVISOR_HOST_CPUS when set, else the

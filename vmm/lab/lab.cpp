@@ -149,13 +149,23 @@ void prepare_out(const fs::path& dir, bool resume) {
 
 }  // namespace
 
+LabDirectory load_lab(const std::string& dir_text) {
+  const fs::path dir(dir_text);
+  LabDirectory lab;
+  lab.manifest = read_manifest(dir);
+  lab.scenario = effective_scenario(lab.manifest);
+  lab.records = load_results((dir / kResults).string()).records;
+  lab.summary = summarize(lab.scenario, lab.records, static_cast<unsigned>(lab.scenario.host_cpus.size()),
+                          host_slice_ns(lab.manifest));
+  return lab;
+}
+
 void write_outputs(const std::string& dir_text) {
   const fs::path dir(dir_text);
-  const auto manifest = read_manifest(dir);
-  const auto scenario = effective_scenario(manifest);
-  const auto loaded = load_results((dir / kResults).string());
-  const auto summary = summarize(scenario, loaded.records, static_cast<unsigned>(scenario.host_cpus.size()),
-                                 host_slice_ns(manifest));
+  const auto lab = load_lab(dir_text);
+  const auto& manifest = lab.manifest;
+  const auto& scenario = lab.scenario;
+  const auto& summary = lab.summary;
   std::error_code ec;
   fs::create_directories(dir / "logs", ec);  // the scripts' logs (a copied lab may lack it)
   write_text(dir / "summary.csv", summary_csv(summary));
@@ -323,6 +333,10 @@ int run_lab(const LabOptions& o) {
   const auto record = [&](const Point& p, const PointRun& run, const std::vector<int>& cpus) {
     auto line = record_of(p, run);
     line["cpus"] = host::format_cpu_list(cpus);
+    // When it ended (Unix time, s): with wall_s, when each point ran, so that
+    // `lab compare` can give a lab's wall time, side by side or not.
+    line["finished_at"] =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     log.append(line);
     spent += run.wall_s;
     ++ran;

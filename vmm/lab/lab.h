@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "vmm/lab/lab_summary.h"
 #include "vmm/lab/matrix.h"
+#include "vmm/lab/scenario.h"
 
 namespace lockvisor::lab {
 
@@ -43,5 +47,17 @@ int merge_labs(const std::string& out, const std::vector<std::string>& inputs, c
 
 // Rewrites the summaries, report and plots of a lab directory from its results.
 void write_outputs(const std::string& dir);
+
+// A lab directory as its summaries see it: lab.json, the scenario as the lab
+// ran it (preset or file with its --repeats, --native and --set, planned for
+// the CPUs lab.json names), its results and their summary. Throws a usage
+// lockvisor::Error for a directory that is no lab.
+struct LabDirectory {
+  nlohmann::json manifest;
+  Scenario scenario;
+  std::vector<nlohmann::json> records;
+  Summary summary;
+};
+LabDirectory load_lab(const std::string& dir);
 
 }  // namespace lockvisor::lab
