@@ -82,9 +82,10 @@ TEST(HostCpus, BadWordsAreOneLineWithTheAcceptedForms) {
   }
   EXPECT_NE(error_of([] { resolve_host_cpus("4cpus", kTwo); }).find("asks for 4 CPUs, 2 are usable (0-1)"),
             std::string::npos);
-  // Inside max(): each word as on its own, and no CPU list.
-  EXPECT_NE(error_of([] { resolve_host_cpus("max(4cpus,1/8)", kTwo); }).find("asks for 4 CPUs, 2 are usable (0-1)"),
-            std::string::npos);
+  // Inside max(): each word as on its own, except that a count is a floor;
+  // and no CPU list.
+  EXPECT_EQ(resolve_host_cpus("max(4cpus,1/8)", kTwo), kTwo);
+  EXPECT_EQ(resolve_host_cpus("max(2cpus,1/8)", {5}), (std::vector<int>{5}));
   EXPECT_NE(error_of([] { resolve_host_cpus("max(0-3,1/8)", kSixteen); }).find("not CPU lists"), std::string::npos);
   EXPECT_NE(error_of([] { resolve_host_cpus("max(1cpu,3/2)", kSixteen); }).find("between 0 and 1"), std::string::npos);
 }

@@ -83,13 +83,20 @@ std::vector<int> resolve_host_cpus(const std::string& word, const std::vector<in
     return share(usable, n, d, word);
   if (std::string_view a, b; split_max(w, a, b)) {
     // Both words take the first usable CPUs, so the larger set holds the
-    // smaller: the larger is the answer. A CPU list names fixed CPUs, which
-    // no size comparison can mix with a share of the host: refused.
-    const std::string first_word(a), second_word(b);
-    if (is_cpu_list(first_word) || is_cpu_list(second_word))
-      fail("host CPUs '{}': max() compares words (4cpus, 1/8, all), not CPU lists", word);
-    auto x = resolve_host_cpus(first_word, usable);
-    auto y = resolve_host_cpus(second_word, usable);
+    // smaller: the larger is the answer. A count here is a floor, so on a
+    // host with fewer CPUs it is all of them (max(2cpus,1/8) on one CPU is
+    // that CPU). A CPU list names fixed CPUs, which no size comparison can
+    // mix with a share of the host: refused.
+    const auto term = [&](std::string_view t) {
+      const std::string text(t);
+      if (is_cpu_list(text)) fail("host CPUs '{}': max() compares words (4cpus, 1/8, all), not CPU lists", word);
+      if (unsigned long count = 0; ends_with(t, "cpus") && whole_number(t.substr(0, t.size() - 4), count) &&
+                                   count > usable.size())
+        return usable;
+      return resolve_host_cpus(text, usable);
+    };
+    auto x = term(a);
+    auto y = term(b);
     return x.size() >= y.size() ? x : y;
   }
   fail("host CPUs '{}': expected {}", word, kHostCpuForms);

@@ -10,7 +10,8 @@
 //                         the larger of two such words: a share that grows
 //                         with the host but never falls below a count (a
 //                         preset's point that must keep its 2-CPU shape on
-//                         2 CPUs and be an eighth of a big host)
+//                         2 CPUs and be an eighth of a big host); the count
+//                         is a floor, so a smaller host gives all its CPUs
 //               0-3,8     an explicit CPU list, as before
 //   vCPUs:      4         a count
 //               2x        a ratio of the resolved host CPUs (2x on 8 CPUs: 16)
