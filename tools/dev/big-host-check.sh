@@ -5,8 +5,9 @@
 #      its timelines at 8 on 8 and 64 on 16, then pvbounded at 64 vCPUs on 8 CPUs traced and checked;
 #   B: lab --preset quick one point at a time against the default --jobs and against itself (lab compare:
 #      wall times and medians), 256 and 1024 vCPUs with the run-state page (KVM's limit refuses the second
-#      with one line where it is lower), memory and start-up per vCPU (bench --startup), the NUMA locks at 16 vCPUs 1:1 on two nodes
-#      traced and judged against their stated bounds, `run --native --vnuma 2`, and lab --preset scaling.
+#      with one line where it is lower), memory and start-up per vCPU (bench --startup), the NUMA locks
+#      at 16 vCPUs 1:1 on two nodes traced and judged against their stated bounds, `run --native --vnuma
+#      2`, and lab --preset scaling.
 # Every result goes under OUT (default ./big-host-out), with host.txt naming the machine and steps.tsv
 # each step's command, exit status and wall time. A step that fails is recorded and the next one runs.
 #
