@@ -27,6 +27,7 @@
 #include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
 #include "vmm/util/output_file.h"
+#include "vmm/util/top_level_comma.h"
 
 namespace lockvisor::cli {
 namespace {
@@ -99,19 +100,9 @@ std::vector<SpecEntry> split_spec(const std::string& spec, const std::string& wh
   if (spec.empty()) fail("{}: empty; expected key=value[,key=value...]", where);
   std::vector<SpecEntry> entries;
   std::size_t start = 0;
-  // The comma that ends an entry; one inside parentheses belongs to the
-  // value (pcpus=max(2cpus,1/8)).
-  const auto next_comma = [&spec](std::size_t from) {
-    int depth = 0;
-    for (std::size_t i = from; i < spec.size(); ++i) {
-      if (spec[i] == '(') ++depth;
-      if (spec[i] == ')' && depth > 0) --depth;
-      if (spec[i] == ',' && depth == 0) return i;
-    }
-    return std::string::npos;
-  };
   while (start <= spec.size()) {
-    const auto comma = next_comma(start);
+    // A comma inside parentheses belongs to the value (pcpus=max(2cpus,1/8)).
+    const auto comma = find_top_level_comma(spec, start);
     const auto token = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? spec.size() + 1 : comma + 1;
     const auto eq = token.find('=');

@@ -6,6 +6,7 @@
 
 #include "vmm/host/cpu_set.h"
 #include "vmm/util/error.h"
+#include "vmm/util/top_level_comma.h"
 
 namespace lockvisor::host {
 namespace {
@@ -39,17 +40,11 @@ bool split_max(std::string_view w, std::string_view& a, std::string_view& b) {
   constexpr std::string_view kOpen = "max(";
   if (w.substr(0, kOpen.size()) != kOpen || !ends_with(w, ")")) return false;
   const std::string_view inner = w.substr(kOpen.size(), w.size() - kOpen.size() - 1);
-  int depth = 0;
-  for (std::size_t i = 0; i < inner.size(); ++i) {
-    if (inner[i] == '(') ++depth;
-    if (inner[i] == ')') --depth;
-    if (inner[i] == ',' && depth == 0) {
-      a = inner.substr(0, i);
-      b = inner.substr(i + 1);
-      return true;
-    }
-  }
-  return false;
+  const std::size_t comma = find_top_level_comma(inner);
+  if (comma == std::string_view::npos) return false;
+  a = inner.substr(0, comma);
+  b = inner.substr(comma + 1);
+  return true;
 }
 
 // Far above any overcommit worth running; keeps n * CPUs from wrapping.

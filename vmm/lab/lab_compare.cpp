@@ -3,26 +3,36 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <optional>
+#include <set>
 
 #include "vmm/lab/lab.h"
+#include "vmm/lab/lab_summary.h"
 #include "vmm/lab/metrics.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lab {
 namespace {
 
-std::string number(double v) {
-  const double a = std::abs(v);
-  if (a >= 1e6) return fmt::format("{:.3g} M", v / 1e6);
-  if (a >= 1e3) return fmt::format("{:.3g} k", v / 1e3);
-  if (a >= 1 || v == 0) return fmt::format("{:.3g}", v);
-  return fmt::format("{:.2g}", v);
-}
-
 std::string wall_text(double s) { return s < 0 ? "n/a (results without finished_at)" : fmt::format("{:.1f} s", s); }
+
+// A lab's wall time in seconds from its results' finished_at and wall_s
+// (first point's start to last point's end, pauses of a resumed lab
+// included); negative when a result lacks finished_at (labs of older
+// versions).
+double lab_wall_seconds(const std::vector<nlohmann::json>& records) {
+  double first = 0, last = 0;
+  bool any = false;
+  for (const auto& r : records) {
+    if (!r.contains("finished_at") || !r["finished_at"].is_number()) return -1;
+    const double end = r["finished_at"].get<double>();
+    const double start = end - r.value("wall_s", 0.0);
+    first = any ? std::min(first, start) : start;
+    last = any ? std::max(last, end) : end;
+    any = true;
+  }
+  return any ? last - first : -1;
+}
 
 // What the two labs' plans differ in, in words ("" when nothing).
 std::string plan_differences(const LabDirectory& a, const LabDirectory& b) {
@@ -47,20 +57,6 @@ std::string plan_differences(const LabDirectory& a, const LabDirectory& b) {
 
 }  // namespace
 
-double lab_wall_seconds(const std::vector<nlohmann::json>& records) {
-  double first = 0, last = 0;
-  bool any = false;
-  for (const auto& r : records) {
-    if (!r.contains("finished_at") || !r["finished_at"].is_number()) return -1;
-    const double end = r["finished_at"].get<double>();
-    const double start = end - r.value("wall_s", 0.0);
-    first = any ? std::min(first, start) : start;
-    last = any ? std::max(last, end) : end;
-    any = true;
-  }
-  return any ? last - first : -1;
-}
-
 int compare_labs(const std::string& base_dir, const std::string& other_dir, const std::vector<std::string>& names,
                  std::FILE* out) {
   std::vector<const Metric*> chosen;
@@ -73,6 +69,8 @@ int compare_labs(const std::string& base_dir, const std::string& other_dir, cons
   const auto other = load_lab(other_dir);
   std::map<std::string, const PointSummary*> theirs;
   for (const auto& p : other.summary.points) theirs[p.key] = &p;
+  std::set<std::string> base_keys;
+  for (const auto& p : base.summary.points) base_keys.insert(p.key);
 
   const double base_wall = lab_wall_seconds(base.records), other_wall = lab_wall_seconds(other.records);
   fmt::print(out, "# lab compare: {} against {}\n\n", other_dir, base_dir);
@@ -98,15 +96,13 @@ int compare_labs(const std::string& base_dir, const std::string& other_dir, cons
       const Estimate& o = it->second->estimates.at(m->name);
       const bool inside = o.median >= b.lo && o.median <= b.hi;
       if (!inside) outside.push_back(p.key);
-      rows.push_back(fmt::format("| {} | {} [{}, {}] (n={}) | {} (n={}) | {} | {} |", p.key, number(b.median), number(b.lo),
-                                 number(b.hi), b.n, number(o.median), o.n,
+      rows.push_back(fmt::format("| {} | {} [{}, {}] (n={}) | {} (n={}) | {} | {} |", p.key, fmt_num(b.median), fmt_num(b.lo),
+                                 fmt_num(b.hi), b.n, fmt_num(o.median), o.n,
                                  b.median != 0 ? fmt::format("{:.2f}", o.median / b.median) : "n/a",
                                  inside ? "yes" : "**no**"));
     }
     for (const auto& p : other.summary.points)
-      if (std::none_of(base.summary.points.begin(), base.summary.points.end(),
-                       [&](const PointSummary& q) { return q.key == p.key; }))
-        not_compared.push_back(p.key);
+      if (!base_keys.count(p.key)) not_compared.push_back(p.key);
     if (rows.empty()) fail("lab compare: no point of {} has completed runs with {} in both labs", base_dir, m->name);
     fmt::print(out, "\n## {} ({}, {} is better)\n\n", m->name, m->unit, m->higher_is_better ? "higher" : "lower");
     fmt::print(out, "| point | base: median [95% interval] | other: median | other / base | inside |\n|---|---|---|---|---|\n");

@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace lockvisor::lab {
 
 // The metric compared when none is named.
@@ -28,11 +26,5 @@ inline constexpr int kCompareOutsideExit = 1;
 // directory is no lab, a metric is unknown, or no point can be compared.
 int compare_labs(const std::string& base, const std::string& other, const std::vector<std::string>& metrics,
                  std::FILE* out);
-
-// A lab's wall time in seconds from its results' finished_at and wall_s
-// (first point's start to last point's end, pauses of a resumed lab
-// included); negative when a result lacks finished_at (labs of older
-// versions).
-double lab_wall_seconds(const std::vector<nlohmann::json>& records);
 
 }  // namespace lockvisor::lab

@@ -68,16 +68,6 @@ void add_run(PointSummary& ps, const std::string& outcome, const nlohmann::json&
     if (const auto v = read_metric(m, report, id, host_slice_ns)) ps.values[m.name].push_back(*v);
 }
 
-std::string fmt_num(double v) {
-  if (v == 0) return "0";
-  const double a = std::abs(v);
-  if (a >= 1e6) return fmt::format("{:.3g}", v);
-  if (a >= 100) return fmt::format("{:.0f}", v);
-  if (a >= 1) return fmt::format("{:.2f}", v);
-  if (a >= 0.01) return fmt::format("{:.3f}", v);
-  return fmt::format("{:.2g}", v);  // exits per acquisition, p99.9 in slices: 0.000 would hide them
-}
-
 std::string outcomes_text(const std::map<std::string, unsigned>& outcomes) {
   std::string text;
   for (const auto& [name, n] : outcomes) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", n, name);
@@ -253,6 +243,16 @@ void note_left_out(const Claim& c, const Scenario& s, ClaimResult& result) {
 }
 
 }  // namespace
+
+std::string fmt_num(double v) {
+  if (v == 0) return "0";
+  const double a = std::abs(v);
+  if (a >= 1e6) return fmt::format("{:.3g}", v);
+  if (a >= 100) return fmt::format("{:.0f}", v);
+  if (a >= 1) return fmt::format("{:.2f}", v);
+  if (a >= 0.01) return fmt::format("{:.3f}", v);
+  return fmt::format("{:.2g}", v);  // exits per acquisition, p99.9 in slices: 0.000 would hide them
+}
 
 Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records, unsigned host_cpus,
                   std::optional<double> host_slice_ns) {

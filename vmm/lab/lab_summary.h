@@ -47,6 +47,10 @@ struct Summary {
 Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records, unsigned host_cpus,
                   std::optional<double> host_slice_ns = std::nullopt);
 
+// A number as the summaries print it: three significant digits for large
+// values, enough decimals that small ones (exits per acquisition) stay visible.
+std::string fmt_num(double v);
+
 std::string summary_csv(const Summary& summary);
 std::string summary_markdown(const Scenario& s, const Summary& summary);
 
