@@ -3,8 +3,10 @@
 # each lock): after a small guest matrix, one traced run per
 # selected cell. Each leaves a trace windowed on its longest lock wait (no
 # wait in the file is longer than the one the window was built around, and
-# that one is in it), its swimlane PNG, a record in timelines.jsonl, and a
-# section in report.md that links both; --resume re-runs only a missing one.
+# that one is in it), its swimlane PNG, trace-check's JSON and text beside it,
+# a record in timelines.jsonl, and a section in report.md that links them and
+# has trace-check's table of acquisitions by path; --resume re-runs only a
+# missing one.
 # Needs /dev/kvm: skipped (exit 77) without it, a failure under CI=true.
 source "$(dirname "$0")/lab_test_common.sh"
 require_kvm
@@ -44,9 +46,20 @@ for t in tl:
     png = os.path.splitext(t["trace"])[0] + ".png"
     assert os.path.getsize(os.path.join(d, png)) > 10000, png
     assert "](%s)" % png in report and "](%s)" % t["trace"] in report, png
-    # Beside it: the measured runs' worst wait of the same cell.
-    section = report[report.index("### lock=%s\n" % t["axes"]["lock"]):]
-    assert "Measured runs (2): worst wait" in section.split("###")[1], section[:400]
+    # Beside it: the measured runs' worst wait of the same cell, and what
+    # trace-check finds in the traced run, kept as its JSON and text.
+    section = report[report.index("### lock=%s\n" % t["axes"]["lock"]):].split("###")[1]
+    assert "Measured runs (2): worst wait" in section, section[:400]
+    stem = os.path.splitext(t["trace"])[0]
+    check = json.load(open(os.path.join(d, stem + ".check.json")))
+    assert check["vcpus"] == 2 and not check["bound"]["judged"], check["bound"]
+    locks = check["locks"]
+    assert locks and sum(p["acquisitions"] for p in locks[0]["paths"].values()) == locks[0]["acquisitions"], locks
+    assert "lock 0 time:" in open(os.path.join(d, stem + ".check.txt")).read()
+    assert "[JSON](%s.check.json)" % stem in section, section
+    assert "- Lock 0: %d acquisitions" % locks[0]["acquisitions"] in section, section
+    for path, p in locks[0]["paths"].items():
+        assert "  | %s | %d (" % (path, p["acquisitions"]) in section, (path, section)
 PY
 # A missing timeline (its record gone) runs again on --resume, and only it.
 head -n 1 "$work/out/timelines.jsonl" > "$work/one" && mv "$work/one" "$work/out/timelines.jsonl"

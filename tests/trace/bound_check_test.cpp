@@ -20,6 +20,7 @@
 #include "vmm/trace/trace.h"
 #include "vmm/trace/trace_reader.h"
 #include "vmm/trace/trace_writer.h"
+#include "tests/trace/sample_trace.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::trace {
@@ -295,22 +296,7 @@ TEST(BoundCheck, RulesComeFromTheRunsArguments) {
 
 // Through the file: the writer's JSON read back gives the same verdicts.
 TEST(TraceReader, AWrittenTraceReadsBackToTheSameVerdicts) {
-  constexpr std::uint64_t kOrigin = 1'000'000'000;
-  const char* const exit_names[] = {"hypercall"};
-  Trace trace(TraceOptions{100000, 0});
-  trace.begin(2, kOrigin, exit_names);
-  trace.metadata()["vcpus"] = 2;
-  trace.metadata()["args"] = "lock=pvbounded pvb_bound_max_us=1";  // a fixed T: 1 ms
-  for (unsigned v = 0; v < 2; ++v) trace.vcpu_lane(v).add({kOrigin, kOrigin + 20 * kMs, 0, 0, EventKind::kGuest});
-  const auto wait = [&](unsigned v, std::uint64_t a, std::uint64_t q, AcqPath p) {
-    trace.lock_lane(v).add({kOrigin + a, kOrigin + q, 0, 0, EventKind::kLockWait, static_cast<std::uint8_t>(p)});
-    trace.lock_lane(v).add({kOrigin + q, kOrigin + q + 100, 0, 0, EventKind::kLockHold, static_cast<std::uint8_t>(p)});
-  };
-  wait(0, 1 * kMs, 6 * kMs, AcqPath::reserved);
-  wait(1, 3 * kMs, 3 * kMs, AcqPath::steal);
-  wait(1, 4 * kMs, 4 * kMs, AcqPath::fast);
-  trace.host_lane(0).add({kOrigin + 3 * kMs + 500 * kUs, kOrigin + 5 * kMs, 0, 1, EventKind::kPreempted});
-  std::istringstream in(to_trace_json(trace));
+  std::istringstream in(sample_trace_json("lock=pvbounded pvb_bound_max_us=1"));  // a fixed T: 1 ms
   const TraceTimeline t = read_trace_json(in, "t.json");
   ASSERT_EQ(t.vcpus, 2u);
   ASSERT_EQ(t.acquisitions.size(), 3u);

@@ -11,6 +11,7 @@
 #include "vmm/lab/point_runner.h"
 #include "vmm/lab/python_script.h"
 #include "vmm/lab/results_log.h"
+#include "vmm/lab/timeline_check.h"
 #include "vmm/machine/stop_signals.h"
 
 namespace lockvisor::lab {
@@ -107,7 +108,8 @@ bool run_timelines(const std::vector<TimelinePlan>& plans, const std::string& di
     std::error_code ignored;
     // Left by an interrupted run or a removed record: made again.
     fs::remove(trace, ignored);
-    fs::remove(fs::path(trace).replace_extension(".png"), ignored);
+    for (const char* made : {".png", ".check.json", ".check.txt"})
+      fs::remove(fs::path(trace).replace_extension(made), ignored);
     auto run = run_point(lockvisor, p.args, (dir / ("." + p.name + ".json")).string(),
                          (dir / "logs" / (p.name + ".log")).string(), 120 + 20 * std::max(p.duration_s, 1.0));
     if (run.interrupted || machine::stop_signal() != 0) return false;
@@ -147,7 +149,11 @@ std::string timelines_section(const Scenario& scenario, const Summary& summary, 
   out += "One extra run per cell, traced (`lockvisor run --trace --trace-window worst-wait`): not one of the measured "
          "runs, since the lock log costs a store per acquisition. Each picture is that run's longest lock wait "
          "with what every vCPU did meanwhile (legend in docs/trace.md); the trace file opens in "
-         "[Perfetto](https://ui.perfetto.dev). The measured runs' worst wait of the same cell is beside it.\n";
+         "[Perfetto](https://ui.perfetto.dev). The measured runs' worst wait of the same cell is beside it, and what "
+         "`lockvisor trace-check` finds in the traced run (docs/trace.md): the bound oracle's verdict for pvbounded, "
+         "the stated bound's for the NUMA locks, and per acquisition path how many acquisitions it made, their "
+         "handoff latency (the previous release to this acquisition), how long the lock sat free before them and "
+         "what the acquiring vCPU was doing meanwhile (for `queue` and `reserved` it is the queue head).\n";
   // In matrix order, like the summary.
   std::map<std::string, const nlohmann::json*> by_key;
   for (const auto& r : loaded.records) by_key[r.value("key", std::string())] = &r;
@@ -200,10 +206,13 @@ std::string timelines_section(const Scenario& scenario, const Summary& summary, 
                            drawn.timed_out ? "a slow or busy host; `lockvisor lab report` draws it again"
                                            : "needs /usr/bin/python3 with matplotlib",
                            trace, trace);
+        out += timeline_check_markdown(timeline_check(dir, trace), trace);
         continue;
       }
     }
-    out += fmt::format("- Trace: [{}]({})\n\n![{}: worst wait]({})\n", trace, trace, labels_text(point.labels), png);
+    out += fmt::format("- Trace: [{}]({})\n", trace, trace);
+    out += timeline_check_markdown(timeline_check(dir, trace), trace);
+    out += fmt::format("\n![{}: worst wait]({})\n", labels_text(point.labels), png);
   }
   return out;
 }

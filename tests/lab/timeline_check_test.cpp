@@ -1,0 +1,91 @@
+// The lab's trace-check of a timeline (vmm/lab/timeline_check.h): run once
+// on the trace, kept beside it as NAME.check.json and NAME.check.txt, read
+// back from the JSON after that, and rendered into report.md's lines; a
+// trace that cannot be read costs only its table. The trace is
+// tests/trace/sample_trace.h's: with a fixed 1 ms bound, one wait of 5 ms,
+// one steal past it after its head was due (a violation) and one while the
+// head was preempted.
+#include "vmm/lab/timeline_check.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/trace/sample_trace.h"
+
+namespace lockvisor::lab {
+namespace {
+namespace fs = std::filesystem;
+constexpr std::uint64_t kMs = 1'000'000;
+
+class TimelineCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("lockvisor-timeline-check-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "timelines");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const std::string& rel, const std::string& text) { std::ofstream(dir_ / rel) << text; }
+  fs::path dir_;
+};
+
+TEST_F(TimelineCheck, JudgesTheTraceOnceKeepsBothFilesAndRendersTheVerdictAndPaths) {
+  write("timelines/a.json", trace::sample_trace_json("lock=pvbounded pvb_bound_max_us=1"));
+  const auto check = timeline_check(dir_, "timelines/a.json");
+  ASSERT_TRUE(check.is_object()) << check.dump();
+  EXPECT_TRUE(fs::exists(dir_ / "timelines/a.check.json"));
+  ASSERT_TRUE(fs::exists(dir_ / "timelines/a.check.txt"));
+  EXPECT_EQ(check["bound"]["violations"], 1u);
+  EXPECT_EQ(check["bound"]["bound_ns"], 1 * kMs);
+  // The text is trace-check's own.
+  std::ifstream text(dir_ / "timelines/a.check.txt");
+  const std::string body((std::istreambuf_iterator<char>(text)), {});
+  EXPECT_NE(body.find("lock 0 time: 3 acquisitions"), std::string::npos) << body;
+
+  const auto md = timeline_check_markdown(check, "timelines/a.json");
+  EXPECT_NE(md.find("[text](timelines/a.check.txt), [JSON](timelines/a.check.json)"), std::string::npos) << md;
+  EXPECT_NE(md.find("T = 1.00 ms: 1 of 3 waits longer than T checked, **1 bypass in 1 wait breaks the invariant**"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- Lock 0: 3 acquisitions"), std::string::npos) << md;
+  for (const char* row : {"  | reserved | 1 (33.3 %) |", "  | steal | 1 (33.3 %) |", "  | fast | 1 (33.3 %) |"})
+    EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
+  EXPECT_EQ(md.find("NUMA bound"), std::string::npos) << "not a NUMA lock:\n" << md;
+
+  // Kept: a second look reads the JSON, not the trace (which is now junk).
+  write("timelines/a.json", "not a trace");
+  EXPECT_EQ(timeline_check(dir_, "timelines/a.json"), check);
+}
+
+TEST_F(TimelineCheck, WithinTheBoundItSaysSoAndALockWithoutTheOracleGetsOnlyItsPaths) {
+  write("timelines/adaptive.json", trace::sample_trace_json("lock=pvbounded"));  // T_max 16 ms: nothing to judge
+  const auto md = timeline_check_markdown(timeline_check(dir_, "timelines/adaptive.json"), "timelines/adaptive.json");
+  EXPECT_NE(md.find("T = 16.00 ms: 0 of 3 waits longer than T checked, no bypass breaks the invariant"),
+            std::string::npos)
+      << md;
+  write("timelines/tas.json", trace::sample_trace_json("lock=tas"));
+  const auto tas = timeline_check_markdown(timeline_check(dir_, "timelines/tas.json"), "timelines/tas.json");
+  EXPECT_EQ(tas.find("bound oracle"), std::string::npos) << tas;
+  EXPECT_NE(tas.find("- Lock 0: 3 acquisitions"), std::string::npos) << tas;
+}
+
+TEST_F(TimelineCheck, AnUnreadableTraceCostsOnlyItsTableInOneLine) {
+  write("timelines/bad.json", "{\"traceEvents\": [");
+  const auto check = timeline_check(dir_, "timelines/bad.json");
+  ASSERT_TRUE(check.is_string()) << check.dump();
+  EXPECT_FALSE(fs::exists(dir_ / "timelines/bad.check.json"));
+  const auto md = timeline_check_markdown(check, "timelines/bad.json");
+  EXPECT_EQ(md.rfind("- No trace-check: ", 0), 0u) << md;
+  EXPECT_NE(md.find("bad.json"), std::string::npos) << md;
+  EXPECT_EQ(md.find('\n'), md.size() - 1) << md;
+  // A missing trace says so too.
+  EXPECT_TRUE(timeline_check(dir_, "timelines/none.json").is_string());
+}
+
+}  // namespace
+}  // namespace lockvisor::lab
