@@ -49,9 +49,10 @@ TEST_F(TimelineCheck, JudgesTheTraceOnceKeepsBothFilesAndRendersTheVerdictAndPat
 
   const auto md = timeline_check_markdown(check, "timelines/a.json");
   EXPECT_NE(md.find("[text](timelines/a.check.txt), [JSON](timelines/a.check.json)"), std::string::npos) << md;
-  EXPECT_NE(md.find("T = 1.00 ms: 1 of 3 waits longer than T checked, **1 bypass in 1 wait breaks the invariant**"),
+  EXPECT_NE(md.find("T = 1.00 ms: 1 wait longer than T, 1 checked: **1 bypass in 1 wait breaks the invariant**"),
             std::string::npos)
       << md;
+  EXPECT_EQ(md.find("merged"), std::string::npos) << md;
   EXPECT_NE(md.find("- Lock 0: 3 acquisitions"), std::string::npos) << md;
   for (const char* row : {"  | reserved | 1 (33.3 %) |", "  | steal | 1 (33.3 %) |", "  | fast | 1 (33.3 %) |"})
     EXPECT_NE(md.find(row), std::string::npos) << row << "\n" << md;
@@ -65,13 +66,32 @@ TEST_F(TimelineCheck, JudgesTheTraceOnceKeepsBothFilesAndRendersTheVerdictAndPat
 TEST_F(TimelineCheck, WithinTheBoundItSaysSoAndALockWithoutTheOracleGetsOnlyItsPaths) {
   write("timelines/adaptive.json", trace::sample_trace_json("lock=pvbounded"));  // T_max 16 ms: nothing to judge
   const auto md = timeline_check_markdown(timeline_check(dir_, "timelines/adaptive.json"), "timelines/adaptive.json");
-  EXPECT_NE(md.find("T = 16.00 ms: 0 of 3 waits longer than T checked, no bypass breaks the invariant"),
-            std::string::npos)
-      << md;
+  EXPECT_NE(md.find("T = 16.00 ms: no wait longer than T\n"), std::string::npos) << md;
   write("timelines/tas.json", trace::sample_trace_json("lock=tas"));
   const auto tas = timeline_check_markdown(timeline_check(dir_, "timelines/tas.json"), "timelines/tas.json");
   EXPECT_EQ(tas.find("bound oracle"), std::string::npos) << tas;
   EXPECT_NE(tas.find("- Lock 0: 3 acquisitions"), std::string::npos) << tas;
+}
+
+// What the report says when the oracle could not look (the acquisitions of a
+// merged trace, a wait reaching outside the window) is never "no violation".
+TEST(TimelineCheckMarkdown, AWaitNobodyCheckedIsNoVerdictAndMergedAcquisitionsAreSaid) {
+  nlohmann::json check = {{"merged_slices", 0},
+                          {"bound",
+                           {{"judged", true}, {"bound_ns", 16000000}, {"waits", 900}, {"long_waits", 3},
+                            {"checked", 2}, {"violations", 0}, {"waits_with_violation", 0}}},
+                          {"locks", nlohmann::json::array()}};
+  auto md = timeline_check_markdown(check, "timelines/x.json");
+  EXPECT_NE(md.find("T = 16.00 ms: 3 waits longer than T, 2 checked (the text says why not the others): no bypass "
+                    "breaks the invariant"),
+            std::string::npos)
+      << md;
+  check["bound"]["checked"] = 0;
+  check["merged_slices"] = 41;
+  md = timeline_check_markdown(check, "timelines/x.json");
+  EXPECT_NE(md.find("3 waits longer than T, **none checked** (the text says why)\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find("no bypass"), std::string::npos) << md;
+  EXPECT_NE(md.find("merged runs of short acquisitions into 41 slices"), std::string::npos) << md;
 }
 
 TEST_F(TimelineCheck, AnUnreadableTraceCostsOnlyItsTableInOneLine) {

@@ -10,12 +10,15 @@
 # Needs /dev/kvm: skipped (exit 77) without it, a failure under CI=true.
 source "$(dirname "$0")/lab_test_common.sh"
 require_kvm
-guest_scenario timeline 2 tas pvticket ticket <<'TOML'
+guest_scenario timeline 2 tas pvticket pvbounded <<'TOML'
 [timeline]
-where = { lock = ["tas", "pvticket"] }
+where = { lock = ["tas", "pvbounded"] }
 TOML
 "$LOCKVISOR" lab --scenario "$work/timeline.toml" --dry-run > "$work/dry" || fail "dry run"
 grep -q "then 2 traced runs" "$work/dry" || fail "dry run does not list the traced runs: $(tail -2 "$work/dry")"
+# A lock that trace-check judges keeps every acquisition in its trace; the others merge short ones.
+grep "lock=tas#timeline" "$work/dry" | grep -q -- "--trace-merge-short" || fail "tas's timeline does not merge"
+grep "lock=pvbounded#timeline" "$work/dry" | grep -q -- "--trace-merge-short" && fail "pvbounded's timeline merges"
 "$LOCKVISOR" lab --scenario "$work/timeline.toml" --out "$work/out" > "$work/log" 2>&1 || fail "lab: $(tail -3 "$work/log")"
 grep -q "2 traced runs" "$work/log" || fail "the lab did not announce 2 traced runs: $(cat "$work/log")"
 /usr/bin/python3 - "$work/out" <<'PY' || fail "timeline check"
@@ -24,7 +27,7 @@ d = sys.argv[1]
 runs = [json.loads(l) for l in open(d + "/results.jsonl")]
 assert len(runs) == 6 and all(r["outcome"] == "completed" for r in runs), [r["outcome"] for r in runs]
 tl = [json.loads(l) for l in open(d + "/timelines.jsonl")]
-assert sorted(t["axes"]["lock"] for t in tl) == ["pvticket", "tas"], tl
+assert sorted(t["axes"]["lock"] for t in tl) == ["pvbounded", "tas"], tl
 report = open(d + "/report.md").read()
 assert "## Timelines: each lock's worst wait" in report, report
 for t in tl:
@@ -52,7 +55,11 @@ for t in tl:
     assert "Measured runs (2): worst wait" in section, section[:400]
     stem = os.path.splitext(t["trace"])[0]
     check = json.load(open(os.path.join(d, stem + ".check.json")))
-    assert check["vcpus"] == 2 and not check["bound"]["judged"], check["bound"]
+    # pvbounded's is judged by the oracle, from every acquisition; tas's is not.
+    judged = t["axes"]["lock"] == "pvbounded"
+    assert check["vcpus"] == 4 and check["bound"]["judged"] == judged, check["bound"]
+    assert not judged or check["merged_slices"] == 0, check["merged_slices"]
+    assert ("pvbounded's bound oracle" in section) == judged, section
     locks = check["locks"]
     assert locks and sum(p["acquisitions"] for p in locks[0]["paths"].values()) == locks[0]["acquisitions"], locks
     assert "lock 0 time:" in open(os.path.join(d, stem + ".check.txt")).read()

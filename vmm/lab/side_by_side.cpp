@@ -1,6 +1,7 @@
 #include "vmm/lab/side_by_side.h"
 
 #include <algorithm>
+#include <bit>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -79,8 +80,21 @@ bool run_side_by_side(const std::vector<const Point*>& todo, const std::vector<i
   const auto take = [&](const CpuDemand& d) -> std::optional<std::vector<int>> {
     std::vector<int> got;
     if (d.movable) {
-      if (free_cpus.size() < d.cpus.size()) return std::nullopt;
-      got.assign(free_cpus.begin(), free_cpus.begin() + static_cast<std::ptrdiff_t>(d.cpus.size()));
+      // The lowest free block of the usable CPUs that starts, as the planned
+      // CPUs do (the first ones), at a multiple of the point's size rounded up
+      // to a power of two: on a host whose cores, core pairs and caches come
+      // in aligned powers of two, the point then sits in the cache topology
+      // as its planned CPUs do, and its numbers stay comparable with a run
+      // one at a time. (The lowest free CPUs whatever they are put two-CPU
+      // points on CPUs 0 and 13, say, across a cache domain that 0-1 share.)
+      const std::size_t k = d.cpus.size(), stride = std::bit_ceil(std::max<std::size_t>(k, 1));
+      for (std::size_t start = 0; got.empty() && start + k <= host_cpus.size(); start += stride) {
+        const auto first = host_cpus.begin() + static_cast<std::ptrdiff_t>(start);
+        std::vector<int> block(first, first + static_cast<std::ptrdiff_t>(k));
+        std::sort(block.begin(), block.end());
+        if (std::includes(free_cpus.begin(), free_cpus.end(), block.begin(), block.end())) got = std::move(block);
+      }
+      if (got.size() != k) return std::nullopt;
     } else {
       for (int cpu : d.cpus)
         if (std::find(host_cpus.begin(), host_cpus.end(), cpu) != host_cpus.end()) got.push_back(cpu);

@@ -6,7 +6,10 @@
 //
 // A point whose host CPUs came from a word (pcpus = "all", "4cpus", "1/2":
 // vmm/lab/placement.h) needs only as many CPUs: it runs on the lowest free
-// ones, and its result records which. A point that names its CPUs (an explicit
+// block of that size aligned as its planned CPUs are (k CPUs starting at a
+// multiple of k rounded up to a power of two, counted in the host's usable
+// CPUs), so that it keeps their place among the host's cores and caches, and
+// its result records which. A point that names its CPUs (an explicit
 // list, an explicit --vnuma map, VMs with their own CPUs) waits for exactly
 // those; one without pcpus waits for the whole host. Points start in matrix
 // order (a point that does not fit yet holds back the ones after it), so a lab

@@ -79,16 +79,30 @@ std::string timeline_check_markdown(const nlohmann::json& check, const std::stri
   const auto& bound = check.value("bound", nlohmann::json::object());
   if (bound.value("judged", false)) {
     const auto violations = bound.value("violations", std::uint64_t{0});
-    out += fmt::format(": pvbounded's bound oracle, T = {:.2f} ms: {} of {} waits longer than T checked, ",
-                       number(bound, "bound_ns") * 1e-6, bound.value("checked", std::uint64_t{0}),
-                       bound.value("waits", std::uint64_t{0}));
-    out += violations == 0 ? std::string("no bypass breaks the invariant")
-                           : fmt::format("**{} {} in {} {} the invariant**", violations,
-                                         violations == 1 ? "bypass" : "bypasses",
-                                         bound.value("waits_with_violation", std::uint64_t{0}),
-                                         violations == 1 ? "wait breaks" : "waits break");
+    const auto long_waits = bound.value("long_waits", std::uint64_t{0});
+    const auto checked = bound.value("checked", std::uint64_t{0});
+    out += fmt::format(": pvbounded's bound oracle, T = {:.2f} ms: ", number(bound, "bound_ns") * 1e-6);
+    if (long_waits == 0) {
+      out += "no wait longer than T";
+    } else if (checked == 0) {
+      // Nothing judged is no verdict: say so rather than "no violation".
+      out += fmt::format("{} {} longer than T, **none checked** (the text says why)", long_waits,
+                         long_waits == 1 ? "wait" : "waits");
+    } else {
+      out += fmt::format("{} {} longer than T, {} checked{}: ", long_waits, long_waits == 1 ? "wait" : "waits", checked,
+                         checked < long_waits ? " (the text says why not the others)" : "");
+      out += violations == 0 ? std::string("no bypass breaks the invariant")
+                             : fmt::format("**{} {} in {} {} the invariant**", violations,
+                                           violations == 1 ? "bypass" : "bypasses",
+                                           bound.value("waits_with_violation", std::uint64_t{0}),
+                                           violations == 1 ? "wait breaks" : "waits break");
+    }
   }
   out += "\n";
+  if (const auto merged = check.value("merged_slices", std::uint64_t{0}); merged != 0)
+    out += fmt::format("- This trace merged runs of short acquisitions into {} slices (`--trace-merge-short`): the "
+                       "table counts only the others, and the lock's free time in it includes the merged ones' holds\n",
+                       merged);
   const auto& numa = check.value("numa_bound", nlohmann::json::object());
   if (numa.value("judged", false)) {
     const auto over = numa.value("violations", std::uint64_t{0});

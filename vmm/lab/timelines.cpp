@@ -13,6 +13,7 @@
 #include "vmm/lab/results_log.h"
 #include "vmm/lab/timeline_check.h"
 #include "vmm/machine/stop_signals.h"
+#include "vmm/trace/trace_check.h"
 
 namespace lockvisor::lab {
 namespace fs = std::filesystem;
@@ -82,7 +83,10 @@ std::vector<TimelinePlan> plan_timelines(const Scenario& scenario, const std::ve
     plan.args = run_arguments(settings);
     const auto trace = (fs::path(dir) / kTimelinesDir / (plan.name + ".json")).string();
     plan.args.insert(plan.args.end(), {"--trace", trace, "--trace-window", "worst-wait", "--trace-max-events",
-                                       std::to_string(kTimelineMaxEvents), "--trace-merge-short", kTimelineMergeShort});
+                                       std::to_string(kTimelineMaxEvents)});
+    const auto* lock = lookup(settings, "lock");
+    if (!trace::trace_check_judges(lock ? *lock : std::string(), lookup(settings, "vnuma") != nullptr))
+      plan.args.insert(plan.args.end(), {"--trace-merge-short", kTimelineMergeShort});
     plans.push_back(std::move(plan));
   }
   return plans;

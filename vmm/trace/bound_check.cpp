@@ -550,10 +550,12 @@ BoundRules bound_rules_from(const nlohmann::json& metadata) {
   }
   rules.aim_ns = rules.bound_ns;
   rules.bound_ns = std::max(rules.bound_ns, max_ns);
-  rules.judged = lock == "pvbounded";
+  rules.judged = bound_judges(lock);
   rules.halts_visible = metadata.value("backend", "") != "kvm";
   return rules;
 }
+
+bool bound_judges(std::string_view lock) { return lock == "pvbounded"; }
 
 BoundReport check_bound(const TraceTimeline& t, const BoundRules& rules) { return Checker(t, rules).run(); }
 

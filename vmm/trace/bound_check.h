@@ -72,6 +72,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -119,6 +120,9 @@ std::vector<std::pair<std::string, std::string>> run_args(const nlohmann::json& 
 // T and the other parameters as the traced run had them: its metadata.args
 // ("pvb_bound_us=... lock=pvbounded ..."), the lock's defaults otherwise.
 BoundRules bound_rules_from(const nlohmann::json& metadata);
+
+// Whether the oracle judges runs of `lock` (a registry name): pvbounded's.
+bool bound_judges(std::string_view lock);
 
 enum class Verdict : std::uint8_t { kAllowed, kExplained, kViolation, kUnknown };
 inline constexpr unsigned kVerdicts = 4;

@@ -15,6 +15,10 @@ TraceCheck check_trace(const TraceTimeline& timeline, const TraceCheckOptions& o
   return check;
 }
 
+bool trace_check_judges(std::string_view lock, bool with_topology) {
+  return bound_judges(lock) || (with_topology && states_numa_bound(lock));
+}
+
 std::string format_trace_check(const TraceTimeline& timeline, const TraceCheck& check, std::size_t runs) {
   std::string out = format_bound_report(timeline, check.bound, runs);
   if (check.numa.rules.judged) out += format_numa_bound_report(timeline, check.numa, runs);
@@ -32,6 +36,7 @@ nlohmann::json trace_check_json(const std::string& file, const TraceTimeline& ti
   for (const LongWait& w : report.long_waits) checked += w.checked;
   return {{"file", file},
           {"vcpus", timeline.vcpus},
+          {"merged_slices", timeline.merged_slices},
           {"bound",
            {{"judged", report.rules.judged},
             {"bound_ns", report.rules.bound_ns},

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vmm/trace/bound_check.h"
@@ -43,6 +44,13 @@ struct TraceCheck {
 };
 
 TraceCheck check_trace(const TraceTimeline& timeline, const TraceCheckOptions& options);
+
+// Whether a traced run of `lock` gets a verdict: pvbounded's oracle, or a
+// NUMA lock's stated bound when the run has a virtual topology. Such a trace
+// must keep every acquisition: the verdicts need each bypass's time, so a
+// trace whose short acquisitions were merged (--trace-merge-short) leaves
+// every long wait unchecked.
+bool trace_check_judges(std::string_view lock, bool with_topology);
 
 // How many lines of bypass runs the text shows per long wait, by default.
 inline constexpr std::size_t kTraceCheckRunsShown = 12;
