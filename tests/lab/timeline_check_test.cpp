@@ -92,6 +92,8 @@ TEST(TimelineCheckMarkdown, AWaitNobodyCheckedIsNoVerdictAndMergedAcquisitionsAr
   EXPECT_NE(md.find("3 waits longer than T, **none checked** (the text says why)\n"), std::string::npos) << md;
   EXPECT_EQ(md.find("no bypass"), std::string::npos) << md;
   EXPECT_NE(md.find("merged runs of short acquisitions into 41 slices"), std::string::npos) << md;
+  EXPECT_NE(md.find("- No lock has two whole acquisitions in the trace's window to tabulate\n"), std::string::npos)
+      << md;
 }
 
 TEST_F(TimelineCheck, AnUnreadableTraceCostsOnlyItsTableInOneLine) {

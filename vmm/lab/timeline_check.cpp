@@ -113,7 +113,9 @@ std::string timeline_check_markdown(const nlohmann::json& check, const std::stri
                        over == 0 ? std::string("no run over it")
                                  : fmt::format("**{} run{} over it**", over, over == 1 ? "" : "s"));
   }
-  for (const auto& lock : check.value("locks", nlohmann::json::array())) {
+  const auto locks = check.value("locks", nlohmann::json::array());
+  if (locks.empty()) out += "- No lock has two whole acquisitions in the trace's window to tabulate\n";
+  for (const auto& lock : locks) {
     const double span = number(lock, "span_ns"), acquisitions = number(lock, "acquisitions");
     out += fmt::format("- Lock {}: {:.0f} acquisitions in {:.1f} ms of trace, held {:.1f} % of it\n\n",
                        lock.value("lock", 0u), acquisitions, span * 1e-6, share(number(lock, "held_ns"), span));
