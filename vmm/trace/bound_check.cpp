@@ -72,6 +72,13 @@ bool queue_path(std::uint8_t p) {
   return p == static_cast<std::uint8_t>(AcqPath::queue) || p == static_cast<std::uint8_t>(AcqPath::reserved);
 }
 
+// A wait that ended on a path of the steal phase (fast, spin, steal, borrow)
+// never joined the queue: an MCS node cannot leave it, so a queued waiter
+// is acquired as the head. Whatever its running time says (a vCPU the trace
+// shows running may not have been, as under an emulator's round-robin), it
+// was not the head anyone bypassed.
+bool never_queued(std::uint8_t p) { return p < locks::kAcqPathCount && !queue_path(p); }
+
 // Sorted by begin, overlapping or touching spans joined.
 std::vector<Span> merge_spans(std::vector<Span> spans) {
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin_ns < b.begin_ns; });
@@ -332,6 +339,7 @@ class Checker {
       // B was ahead of W in the queue. Fine if it arrived first; else W had
       // not queued when B did, i.e. W's steal phase was not over by then.
       if (!b.arrive_ns || *b.arrive_ns <= arrive) return done(Reason::kAhead);
+      if (never_queued(w.path)) return done(Reason::kNotQueued, static_cast<int>(w.vcpu));
       const std::uint64_t ran = wv.running_time(arrive, *b.arrive_ns);
       if (ran >= rules_.steal_phase_ns || wv.halted_since(arrive, *b.arrive_ns))
         return done(Reason::kRule2, static_cast<int>(w.vcpu));
@@ -351,7 +359,8 @@ class Checker {
       const VcpuIndex& cv = vcpus_[c.vcpu];
       const int head = static_cast<int>(c.vcpu);
       if (!cv.known_at(t)) return done(Reason::kUnknownState, head);
-      const bool queued = cv.halted_since(c.arrive, t) || cv.running_time(c.arrive, t) >= rules_.steal_phase_ns;
+      const bool queued = !never_queued(c.path) && (cv.halted_since(c.arrive, t) ||
+                                                    cv.running_time(c.arrive, t) >= rules_.steal_phase_ns);
       // A steal past the queue (rule 3 and 3b): a due head gets N whether or
       // not it runs, so its state explains nothing here.
       if (steal && queued) {
@@ -386,6 +395,7 @@ class Checker {
   struct Candidate {
     unsigned vcpu;
     std::uint64_t arrive;
+    std::uint8_t path;  // how its wait ended
   };
 
   // A steal at t past presumed head c (queued, older than T by its arrival).
@@ -428,7 +438,7 @@ class Checker {
                                  [&](std::uint64_t x, std::size_t k) { return x < *a[k].arrive_ns; });
       if (it == list.begin()) continue;
       const TracedAcquisition& c = a[*std::prev(it)];
-      if (c.acquired_ns > t && *c.arrive_ns <= w_arrive) out.push_back({v, *c.arrive_ns});
+      if (c.acquired_ns > t && *c.arrive_ns <= w_arrive) out.push_back({v, *c.arrive_ns, c.path});
     }
     std::sort(out.begin(), out.end(), [](const Candidate& x, const Candidate& y) { return x.arrive < y.arrive; });
     return out;
