@@ -179,46 +179,39 @@ TEST(BoundCheck, AHeadLateIntoItsSlowPathOrAStealerLateToItsStealIsExplained) {
             (std::vector<Reason>{Reason::kWaiterLate, Reason::kRule3, Reason::kWaiterLate}));
 }
 
-TEST(BoundCheck, AWaiterDescheduledBeforeItQueuedExplainsFastPathsAndQueueJumps) {
-  // vCPU 0 is preempted 5 us after it arrives (in its steal phase): nobody
-  // is queued, others take the lock on the fast path or queue before it.
+// vCPU 0 waits from 1 ms to 6 ms and its wait ends on path `end`; meanwhile
+// vCPU 1 takes the lock on the fast path (at 3 ms) and vCPU 2, arriving
+// later, is served in queue order before it (at 4 ms). `preempted`: vCPU 0 is
+// descheduled 5 us after it arrives, in its steal phase, until 5.9 ms.
+BoundReport fast_path_and_queue_jump(AcqPath end, bool preempted) {
   Builder b(3);
-  b.acq(0, 1 * kMs, 6 * kMs, AcqPath::queue)
-      .preempted(0, 1 * kMs + 5 * kUs, 5 * kMs + 900 * kUs)
+  b.acq(0, 1 * kMs, 6 * kMs, end)
       .acq(1, 3 * kMs, 3 * kMs, AcqPath::fast)
       .acq(2, 3 * kMs + 500 * kUs, 4 * kMs, AcqPath::queue);
-  const BoundReport r = check_bound(b.t, rules());
+  if (preempted) b.preempted(0, 1 * kMs + 5 * kUs, 5 * kMs + 900 * kUs);
+  return check_bound(b.t, rules());
+}
+
+TEST(BoundCheck, AWaiterDescheduledBeforeItQueuedExplainsFastPathsAndQueueJumps) {
+  // Preempted before it queued: nobody is queued, both are explained.
+  const BoundReport r = fast_path_and_queue_jump(AcqPath::queue, true);
   EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kWaiterLate, Reason::kWaiterLate}));
   EXPECT_EQ(r.violations, 0u);
-
-  // The same arrivals with vCPU 0 running (so queued): both break a rule.
-  Builder v(3);
-  v.acq(0, 1 * kMs, 6 * kMs, AcqPath::queue)
-      .acq(1, 3 * kMs, 3 * kMs, AcqPath::fast)
-      .acq(2, 3 * kMs + 500 * kUs, 4 * kMs, AcqPath::queue);
-  const BoundReport rv = check_bound(v.t, rules());
+  // Running (so queued once past its steal phase): both break a rule.
+  const BoundReport rv = fast_path_and_queue_jump(AcqPath::queue, false);
   EXPECT_EQ(reasons(rv), (std::vector<Reason>{Reason::kRule1, Reason::kRule2}));
   EXPECT_EQ(rv.violations, 2u);
 }
 
 TEST(BoundCheck, AWaitThatEndedInItsStealPhaseNeverQueuedWhateverItsRunningTime) {
-  // vCPU 0 "runs" 5 ms (as a vCPU the emulator's round-robin did not run
-  // looks to the trace) and then takes the lock on the spin path: it never
+  // vCPU 0 "runs" 5 ms (as a vCPU that an emulator's round-robin did not run
+  // looks to the trace) and takes the lock in its steal phase: it never
   // queued, so the fast path and the queue jump past it break no rule.
-  Builder b(3);
-  b.acq(0, 1 * kMs, 6 * kMs, AcqPath::spin)
-      .acq(1, 3 * kMs, 3 * kMs, AcqPath::fast)
-      .acq(2, 3 * kMs + 500 * kUs, 4 * kMs, AcqPath::queue);
-  const BoundReport r = check_bound(b.t, rules());
+  const BoundReport r = fast_path_and_queue_jump(AcqPath::spin, false);
   EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kWaiterLate, Reason::kNotQueued}));
   EXPECT_EQ(r.violations, 0u);
-  // The same waiter ending as the queue head (above: rule 1 and rule 2) or
-  // by a steal, which a newcomer makes before it queues.
-  for (const AcqPath end : {AcqPath::steal, AcqPath::borrow, AcqPath::fast}) {
-    Builder s(3);
-    s.acq(0, 1 * kMs, 6 * kMs, end).acq(1, 3 * kMs, 3 * kMs, AcqPath::fast);
-    EXPECT_EQ(check_bound(s.t, rules()).violations, 0u) << static_cast<int>(end);
-  }
+  for (const AcqPath end : {AcqPath::steal, AcqPath::borrow, AcqPath::fast})
+    EXPECT_EQ(fast_path_and_queue_jump(end, false).violations, 0u) << static_cast<int>(end);
 }
 
 TEST(BoundCheck, ABorrowNeedsLendingOnAndAPreemptedHead) {
