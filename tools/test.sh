@@ -108,11 +108,12 @@ kvm_backend_nested() {
 # QEMU 7.2's SVM emulation can freeze the nested machine under a Linux guest
 # (docs/linux-guests-nested.md, section 4): run.sh tells that from a hang of
 # the command by the machine's heartbeat, and such a step runs again in a new
-# machine, with a warning line (the lab check, which froze in about one run
-# of four with two points and twice in a row in one trial, up to three times).
+# machine, with a warning line, up to three times (the lab check froze in
+# about one run of four with two points and twice in a row in one trial; the
+# conformance suite, one guest at a time, twice in a row in another).
 linux_nested() {
   local lv=$PWD/build/default/vmm/lockvisor
-  tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1800 --retry-frozen 1 -- \
+  tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1800 --retry-frozen 3 -- \
     tools/linux-guest/conformance.sh "$lv" &&
     tools/nested-kvm/run.sh --smp 1 --mem 3072 --timeout 1200 --retry-frozen 3 -- \
       tools/dev/linux-lab-check.sh "$lv"
