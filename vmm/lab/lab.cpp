@@ -413,7 +413,7 @@ int merge_labs(const std::string& out, const std::vector<std::string>& inputs, c
           fs::copy_file(fs::path(in) / trace, dir / trace, fs::copy_options::overwrite_existing, ec);
           if (ec) fail("lab merge: {}: cannot copy {}: {}", in, trace, ec.message());
           // What was made from an earlier trace of that name is made again from this one.
-          for (const char* made : {".png", ".check.json", ".check.txt"})
+          for (const char* made : kMadeFromTrace)
             fs::remove((dir / trace).replace_extension(made), ec);
         }
         log.append(r);

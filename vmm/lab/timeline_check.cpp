@@ -16,10 +16,6 @@ namespace lockvisor::lab {
 namespace fs = std::filesystem;
 namespace {
 
-fs::path beside(const fs::path& trace, const char* extension) {
-  return fs::path(trace).replace_extension(extension);
-}
-
 double share(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
 double number(const nlohmann::json& j, const char* key) {
@@ -51,7 +47,7 @@ std::string us(double ns) { return fmt::format("{:.2f}", ns * 1e-3); }
 
 nlohmann::json timeline_check(const fs::path& dir, const std::string& trace) {
   const fs::path file = dir / trace;
-  const fs::path json_path = beside(file, ".check.json");
+  const fs::path json_path = fs::path(file).replace_extension(kCheckJsonExtension);
   try {
     if (fs::exists(json_path)) {
       std::ifstream in(json_path, std::ios::binary);
@@ -60,7 +56,7 @@ nlohmann::json timeline_check(const fs::path& dir, const std::string& trace) {
     const trace::TraceTimeline timeline = trace::read_trace_file(file.string());
     const trace::TraceCheck check = trace::check_trace(timeline, trace::TraceCheckOptions{});
     auto json = trace::trace_check_json(trace, timeline, check);
-    OutputFile(beside(file, ".check.txt").string(), "--out")
+    OutputFile(fs::path(file).replace_extension(kCheckTextExtension).string(), "--out")
         .write(trace::format_trace_check(timeline, check, trace::kTraceCheckRunsShown));
     OutputFile(json_path.string(), "--out").write(json.dump(2) + "\n");
     return json;
@@ -73,8 +69,8 @@ nlohmann::json timeline_check(const fs::path& dir, const std::string& trace) {
 
 std::string timeline_check_markdown(const nlohmann::json& check, const std::string& trace) {
   if (!check.is_object()) return fmt::format("- No trace-check: {}\n", check.is_string() ? check.get<std::string>() : "?");
-  const auto text = fs::path(trace).replace_extension(".check.txt").string();
-  const auto json = fs::path(trace).replace_extension(".check.json").string();
+  const auto text = fs::path(trace).replace_extension(kCheckTextExtension).string();
+  const auto json = fs::path(trace).replace_extension(kCheckJsonExtension).string();
   std::string out = fmt::format("- `lockvisor trace-check` ([text]({}), [JSON]({}))", text, json);
   const auto& bound = check.value("bound", nlohmann::json::object());
   if (bound.value("judged", false)) {

@@ -18,6 +18,10 @@
 
 namespace lockvisor::lab {
 
+// What the check leaves beside the trace (the trace's extension replaced).
+inline constexpr const char* kCheckJsonExtension = ".check.json";
+inline constexpr const char* kCheckTextExtension = ".check.txt";
+
 // Makes NAME.check.json and NAME.check.txt for the trace at `dir`/`trace`
 // (a path relative to the lab directory, as timelines.jsonl records it)
 // unless the JSON exists. Returns the JSON, or a string saying in one line

@@ -112,7 +112,7 @@ bool run_timelines(const std::vector<TimelinePlan>& plans, const std::string& di
     std::error_code ignored;
     // Left by an interrupted run or a removed record: made again.
     fs::remove(trace, ignored);
-    for (const char* made : {".png", ".check.json", ".check.txt"})
+    for (const char* made : kMadeFromTrace)
       fs::remove(fs::path(trace).replace_extension(made), ignored);
     auto run = run_point(lockvisor, p.args, (dir / ("." + p.name + ".json")).string(),
                          (dir / "logs" / (p.name + ".log")).string(), 120 + 20 * std::max(p.duration_s, 1.0));
@@ -199,7 +199,7 @@ std::string timelines_section(const Scenario& scenario, const Summary& summary, 
                          "is the worst of the ones kept)\n",
                          meta.at(dropped).dump());
     const auto trace = r.at("trace").get<std::string>();
-    const auto png = fs::path(trace).replace_extension(".png").string();
+    const auto png = fs::path(trace).replace_extension(kSwimlaneExtension).string();
     if (!fs::exists(dir / png)) {
       const auto drawn = run_python_script(script, {(dir / trace).string(), "-o", (dir / png).string(),
                                                     "--around-worst-wait"},

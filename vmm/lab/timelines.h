@@ -16,6 +16,7 @@
 #include "vmm/lab/matrix.h"
 #include "vmm/lab/scenario.h"
 #include "vmm/lab/lab_summary.h"
+#include "vmm/lab/timeline_check.h"
 
 namespace lockvisor::lab {
 
@@ -34,6 +35,12 @@ inline constexpr unsigned long long kTimelineMaxEvents = 64000000;
 // topology): its verdict needs every acquisition, and its worst waits are
 // short, so its window holds few.
 inline constexpr const char* kTimelineMergeShort = "10us";
+
+// What the report makes from a timeline's trace (its swimlane, trace-check's
+// JSON and text), by the extension that replaces the trace's: made again
+// whenever the trace is.
+inline constexpr const char* kSwimlaneExtension = ".png";
+inline constexpr const char* kMadeFromTrace[] = {kSwimlaneExtension, kCheckJsonExtension, kCheckTextExtension};
 
 struct TimelinePlan {
   std::string id;    // the cell's key + "#timeline"
