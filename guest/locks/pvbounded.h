@@ -30,7 +30,8 @@
 //   3. The bound.  Every waiter stamps its arrival time t0 (lock clock).  A queue
 //      head whose age (now - t0) reaches T (pvb_bound_us) sets N with its CPU
 //      number.  N is STICKY: only the head's own acquisition clears it,
-//        (n,N|me,0) -> (n,0,1)     (or (0,0,1) when it is also the tail),
+//        (n,N|me,0) -> (n,s,1)     (s: its successor's cpu if linked, else
+//                                   0; (0,0,1) when it is also the tail),
 //      so a head that is then halted, descheduled or slow to wake keeps the
 //      lock reserved: newcomers queue instead of stealing, and the next
 //      release is a direct handoff to it.  (pvqspinlock's pending bit is
@@ -45,8 +46,10 @@
 //      past T while halted (kicked, waiting for the host to run it) or
 //      descheduled cannot set N itself.  So the head is always findable:
 //      byte 1 names it from the moment it is head (the owner that passes
-//      headship writes next's cpu there, halted or not; the head of a queue
-//      it found empty writes its own on its loop's first iteration), and a
+//      headship writes next's cpu there, halted or not: in the cmpxchg that
+//      takes the lock if next has linked in by then, else when it passes
+//      headship; the head of a queue it found empty writes its own on its
+//      loop's first iteration), and a
 //      per-CPU stamp (HeadStamp: this lock, due = t0 + T, or later with
 //      T_head) says which lock that CPU heads and when its reservation is
 //      due; the head's acquisition clears the stamp while it holds the lock.
@@ -100,7 +103,8 @@
 //      RUNNING waiters makes heads old on arrival too, but each takes the
 //      lock at once: no idle time, no raise, and the bound stays at T where
 //      it is cheap.  Three counters on one shared line, written once per head
-//      acquisition (a slow path), none on the fast path or a steal; with
+//      acquisition (a slow path), none on the fast path or a steal (T_now
+//      itself, read by every head loop, sits on a line of its own); with
 //      T_max <= T the bound is fixed and nothing is written.  Owners of
 //      different locks race on the counters; a lost update only blurs one
 //      window, and every value written lies in [T, T_max].  A head that
@@ -123,8 +127,10 @@
 //     (n,*,0) -steal, only if !N and (n == 0 or the head is not due)-> (n,*,1)
 //     (n,h,0) -newcomer: head h stamped for this lock and due-> (n,N|h,0)
 //     (n,b,*) -head h names itself (queue was empty)-> (n,b'|h,*), N kept
-//     (n,b,1) -owner passes headship to h-> (n,[N|]h,1 or 3), N kept
-//     (n,0,1) -head older than T-> (n,N|h,1) -unlock-> (n,N|h,0) -head-> (n,0,1)
+//     (n,*,0) -head takes it, successor s linked-> (n,s,1), else (n,0,1)
+//     (n,b,1) -owner passes headship to h-> (n,[N|]h,1 or 3), N kept (no
+//             write when its acquisition named h and h is young and running)
+//     (n,0,1) -head older than T-> (n,N|h,1) -unlock-> (n,N|h,0) -head-> (n,s,1)
 //     (n,N|h,1) -head spun pvb_head_spins-> (n,N|h,3) -unlock: kick h-> (n,N|h,0)
 //     (n,*,1) -owner passes headship to halted h-> (n,[N|]h,3) -unlock: kick h
 //     (n,N|h,0) -borrow, running mode, h preempted and silent-> (n,N|h,5)
@@ -147,10 +153,13 @@
 //     (n,N|me,3), and locked == 3 is written together with the right cpu.
 //   * While a CPU is a queue head, byte 1's cpu is it, except in two
 //     windows where it is the 0 its predecessor's acquisition left: between
-//     pass() and kick_node() (the lock is held, so nobody steals), and
-//     between joining an empty queue and its first loop iteration.  Nobody
-//     but that head, the owner that made it head, and a newcomer adding N
-//     writes byte 1 (a borrow keeps it).
+//     pass() and kick_node() when it linked in after that acquisition (the
+//     lock is held, so nobody steals), and between joining an empty queue
+//     and its first loop iteration.  Byte 1 names a CPU before it is head
+//     only from its predecessor's acquisition to pass(), with the lock held,
+//     when nobody reads byte 1 to steal, reserve or kick.  Nobody but that
+//     head, the owner that makes it head, and a newcomer adding N writes
+//     byte 1 (a borrow keeps it).
 //   * locked == 5 => a borrower holds the lock (running mode) and N is set
 //     for `head cpu`; nobody turns 5 into 3 (the head does not halt behind a
 //     borrower), so a borrower's unlock never has to kick.
@@ -306,7 +315,9 @@ template <class Env>
 [[gnu::always_inline]] inline constexpr bool no_steal(u32 v) { return (v & kNoSteal) != 0; }
 [[gnu::always_inline]] inline constexpr bool locked(u32 v) { return (v & q::kLockedMask) != 0; }
 
-// Per CPU, on its own cache line: when this CPU's head loop last ran (lock clock).
+// Per CPU, on its own cache line: when this CPU's head loop last ran (lock
+// clock).  Lending (rule 4) reads it as the head's heartbeat; the owner's
+// kick_node() as its own clock, read by the iteration that won the lock.
 struct alignas(kCacheLine) HeadLife {
   u64 alive;
 };
@@ -330,26 +341,40 @@ struct alignas(kCacheLine) HeadStamp {
   u64 freed;
 };
 
-// Arrival time of each queue node (same indexing as q::QNodePool), written
-// by the node's CPU in init_node(), read by the owner that passes headship.
+// Arrival times of one CPU's queue nodes (same indexing as q::QNodePool),
+// on that CPU's own line: written by the node's CPU in init_node() on every
+// slow-path entry, read by the owner that passes headship.  (Two CPUs' nodes
+// on one line would pull it back and forth between them at each arrival.)
+struct alignas(kCacheLine) Arrivals {
+  u64 t0[q::kMaxNodes];
+};
+
+// Rule 5's working bound T_now in lock-clock ticks; 0 until first raised.  Read
+// through bound_now(), which clamps it into [T, max(T, T_max)], so that a
+// T or T_max set after it was raised (as the tests do) needs no reset.  Read
+// by every head-loop iteration and every handoff, written only when a window
+// moves it: on a line of its own, apart from the window's counters.
+struct alignas(kCacheLine) WorkingBound {
+  u64 ticks;
+};
+// Rule 5's current window, written by every head acquisition while the bound
+// is adaptive.  Sharing a line with the working bound would invalidate every
+// spinning head's copy of it at each handoff.
+struct alignas(kCacheLine) BoundWindow {
+  u64 handoffs;  // head acquisitions counted in the current window
+  u64 idle;      // of the window, ticks a reserved lock sat free for its head
+  u64 since;     // when the window began (lock clock)
+};
+
 template <class Env>
 struct Arrival {
-  alignas(kCacheLine) static inline u64 t0[kMaxCpus][q::kMaxNodes];
+  static inline Arrivals arrivals[kMaxCpus];
 
   static u64* of(QNode* node) {
     const unsigned cpu = load_relaxed(&node->cpu);
     const auto idx = static_cast<unsigned>(node - q::QNodePool<Env>::node(cpu, 0));
-    return &t0[cpu][idx];
+    return &arrivals[cpu].t0[idx];
   }
-  // Rule 5's working bound T_now in lock-clock ticks; 0 until first raised.  Read
-  // through bound_now(), which clamps it into [T, max(T, T_max)], so that a
-  // T or T_max set after it was raised (as the tests do) needs no reset.
-  struct alignas(kCacheLine) Adaptive {
-    u64 ticks;
-    u64 handoffs;  // head acquisitions counted in the current window
-    u64 idle;      // of the window, ticks a reserved lock sat free for its head
-    u64 since;     // when the window began (lock clock)
-  };
   // The steering looks at windows of kWindow head acquisitions and at the
   // share of the window's time the lock sat free, reserved for a head that
   // had not taken it yet (the reserved handoff's idle time): at least
@@ -362,12 +387,13 @@ struct Arrival {
   static constexpr u64 kWindow = 64;
   static constexpr u64 kIdleUp = 4;
   static constexpr u64 kIdleDown = 16;
-  static inline Adaptive adaptive;
+  static inline WorkingBound working;
+  static inline BoundWindow window;
 
   static u64 bound_now() {
     const u64 t = tuning(&Tuning::bound_ticks);
     const u64 t_max = tuning(&Tuning::bound_max_ticks);
-    const u64 now = load_relaxed(&adaptive.ticks);
+    const u64 now = load_relaxed(&working.ticks);
     if (now <= t) return t;
     return now < t_max ? now : (t_max > t ? t_max : t);
   }
@@ -391,18 +417,18 @@ struct Arrival {
     const u64 t = tuning(&Tuning::bound_ticks);
     const u64 t_max = tuning(&Tuning::bound_max_ticks);
     if (t_max <= t) return;  // a fixed bound
-    const u64 handoffs = load_relaxed(&adaptive.handoffs) + 1;
-    const u64 idle_sum = load_relaxed(&adaptive.idle) + idle;
+    const u64 handoffs = load_relaxed(&window.handoffs) + 1;
+    const u64 idle_sum = load_relaxed(&window.idle) + idle;
     if (handoffs < kWindow) {
-      store_relaxed(&adaptive.handoffs, handoffs);
-      if (idle != 0) store_relaxed(&adaptive.idle, idle_sum);
+      store_relaxed(&window.handoffs, handoffs);
+      if (idle != 0) store_relaxed(&window.idle, idle_sum);
       return;
     }
-    const u64 since = load_relaxed(&adaptive.since);
+    const u64 since = load_relaxed(&window.since);
     const u64 span = now_clock > since ? now_clock - since : 0;
-    store_relaxed(&adaptive.handoffs, u64{0});
-    store_relaxed(&adaptive.idle, u64{0});
-    store_relaxed(&adaptive.since, now_clock);
+    store_relaxed(&window.handoffs, u64{0});
+    store_relaxed(&window.idle, u64{0});
+    store_relaxed(&window.since, now_clock);
     const u64 now = bound_now();
     u64 next = now;
     if (kIdleUp * idle_sum >= span) {
@@ -413,7 +439,7 @@ struct Arrival {
       if (next < t) next = t;
     }
     if (next != now) {
-      store_relaxed(&adaptive.ticks, next);
+      store_relaxed(&working.ticks, next);
       lockevent_inc<Env>(next > now ? LockEvent::pv_bound_up : LockEvent::pv_bound_down);
     }
   }
@@ -552,16 +578,31 @@ struct Hooks {
   // locked is 1 and byte 1 is ours to write for `next` (next itself may set
   // N|next or publish itself concurrently: the same value).  Always names
   // next in byte 1 and stamps it (publish_head), so that newcomers can
-  // reserve for it once it is due even if it never runs meanwhile.
+  // reserve for it once it is due even if it never runs meanwhile.  Our
+  // acquisition has usually named it already; then the word is written only
+  // to reserve for an old next or to ask for its kick.
   static void kick_node(QSpinWord* lock, QNode* next) {
     const unsigned cpu = load_relaxed(&next->cpu);
-    const u64 now = read_lock_clock();
+    // The lock clock as our head loop read it in the iteration that won the
+    // lock (its heartbeat; kick_node follows only a head's acquisition):
+    // no clock read while we hold the lock.  Some hundred nanoseconds old,
+    // it makes next look younger by that much, never older, and its
+    // headship start earlier by as much, before any mark of it can exist.
+    const u64 now = load_relaxed(&Arrival<Env>::life[Env::cpu()].alive);
     Arrival<Env>::publish_head(lock, next, cpu, now);
     // Reserve at once only without T_head: with it, the new head must first
     // compete that long.
     const bool old = Arrival<Env>::older_than_bound(next, now) && tuning(&Tuning::head_ticks) == 0;
-    const bool halted = can_halt<Env>() &&
-                        cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuHashed}, Order::seq_cst) == q::kVcpuHalted;
+    // Did next halt?  A seq_cst load decides for the usual running next,
+    // which costs no read-modify-write of the node line it spins on: after
+    // pass()'s seq_cst store this is the store-buffer pattern of
+    // wait_node_halting() (a node that publishes "halted" re-checks
+    // node->locked with seq_cst; if we read "running", that re-check sees
+    // our pass() and the node does not halt).  A node seen halted may be
+    // waking up: the cmpxchg to hashed decides that race, as in pvqspinlock.
+    const bool halted =
+        can_halt<Env>() && __atomic_load_n(&next->state, __ATOMIC_SEQ_CST) == q::kVcpuHalted &&
+        cmpxchg(&next->state, u8{q::kVcpuHalted}, u8{q::kVcpuHashed}, Order::seq_cst) == q::kVcpuHalted;
     const u32 cpu_bits = head_cpu_bits(cpu);
     u32 v = q::read(lock);
     for (;;) {
@@ -579,7 +620,10 @@ struct Hooks {
   static u32 wait_head_or_lock(QSpinWord* lock, QNode* node) {
     const unsigned me = load_relaxed(&node->cpu);
     const u32 reserve = kNoSteal | head_cpu_bits(me);
-    store_relaxed(&node->state, u8{q::kVcpuRunning});  // for successors' wait_early
+    // For successors' wait_early.  Usually it says running already; not
+    // writing it then leaves the line with the owner that passed headship
+    // and is reading it (kick_node).
+    if (load_relaxed(&node->state) != q::kVcpuRunning) store_relaxed(&node->state, u8{q::kVcpuRunning});
     const u64 head_since = read_lock_clock();
     u64* const alive = &Arrival<Env>::life[me].alive;
     HeadStamp* const stamp = &Arrival<Env>::stamp[me];
@@ -602,9 +646,19 @@ struct Hooks {
         continue;
       }
       if (!locked(v)) {
-        // Take it, clearing byte 1 (N is cleared only here).
-        // (n,*,0) -> (n,0,1).  Acquire pairs with the unlock's release.
-        const u32 mine = (v & q::kTailMask) | q::kLockedVal;
+        // Take it, clearing N (only here) and naming in byte 1 our
+        // successor if it has linked in: it heads the queue as soon as the
+        // slow path passes headship, and naming it now, in the cmpxchg we
+        // need anyway, spares the handoff two read-modify-writes of this
+        // contended word while we hold the lock (kick_node's, and the new
+        // head's own when it finds another cpu there).  Nobody reads byte 1
+        // of a held lock to steal or reserve, so naming it before pass() is
+        // unseen.  (n,*,0) -> (n,s,1), or (n,0,1) with no successor yet.
+        // Acquire pairs with the unlock's release; the acquire load of
+        // `next` pairs with the successor's link_prev().
+        const QNode* const next = q::load_next_acquire(node);
+        const u32 successor = next ? head_cpu_bits(q::QNodePool<Env>::cpu_of(next)) : 0;
+        const u32 mine = (v & q::kTailMask) | successor | q::kLockedVal;
         if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) {
           // Rule 5: what this handoff cost the lock steers T_now (up to
           // this iteration's clock read: a release after it reads as none).

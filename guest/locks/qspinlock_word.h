@@ -117,6 +117,12 @@ struct QNodePool {
   static QNode* node(unsigned cpu, unsigned idx) { return &sets[cpu].nodes[idx]; }
   // Nesting counter of `cpu` (tests may pre-set it to simulate nesting).
   static u32* nesting(unsigned cpu) { return &sets[cpu].nodes[0].count; }
+  // The CPU whose set holds `n`, from its address alone: no load of the
+  // node's line, which its CPU may be spinning on.
+  static unsigned cpu_of(const QNode* n) {
+    const auto offset = reinterpret_cast<const char*>(n) - reinterpret_cast<const char*>(sets);
+    return static_cast<unsigned>(offset / static_cast<long>(sizeof(QNodeSet)));
+  }
 };
 
 // ---- Tail encoding ----------------------------------------------------------

@@ -18,6 +18,8 @@
 #include <cstring>
 #include <ctime>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "harness.h"
 #include "locks/pvbounded.h"
@@ -94,8 +96,9 @@ TEST(PvBounded, TheWorkingBoundDoublesWhileReservedLocksSitIdleAndReturnsToT) {
   constexpr u64 kStep = 1000;
   constexpr u64 kSpan = A::kWindow * kStep;
   u64 clock = u64{1} << 32;
-  A::adaptive = {};
-  A::adaptive.since = clock;
+  A::working = {};
+  A::window = {};
+  A::window.since = clock;
   const auto window = [&](u64 per_mille) {
     for (u64 i = 0; i < A::kWindow; ++i) {
       clock += kStep;
@@ -141,7 +144,8 @@ TEST(PvBounded, TheWorkingBoundDoublesWhileReservedLocksSitIdleAndReturnsToT) {
   for (int w = 0; w < 4; ++w) window(1000);
   EXPECT_EQ(A::bound_now(), t);
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_up), ups) << "a fixed bound is never steered";
-  A::adaptive = {};
+  A::working = {};
+  A::window = {};
   pvb::g_tuning = saved;
 }
 
@@ -240,6 +244,70 @@ TEST(PvBounded, StealPhaseCountsStealOrSpinByTheWordItTook) {
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::lock_spin) + WordEnv::ev[0].get(LockEvent::pv_lock_stealing) +
                 WordEnv::ev[0].get(LockEvent::pv_lend),
             2u);
+}
+
+// The queue handoff: a head that takes the lock while its successor has
+// already linked in names the successor in byte 1 in that same cmpxchg, so
+// passing headship writes the word only to reserve for an old successor or
+// to ask for a halted one's kick; a successor that links in later is named
+// by kick_node() as before.  Word level, cpu 0 heading a queue whose tail is
+// cpu 3's node.
+TEST(PvBounded, TheHeadsAcquisitionNamesItsLinkedSuccessor) {
+  using A = pvb::Arrival<WordEnv>;
+  using Hooks = pvb::Hooks<WordEnv>;
+  using Pool = q::QNodePool<WordEnv>;
+  TuningScope tuning(/*bound_us=*/1000);
+  EXPECT_EQ(Pool::cpu_of(Pool::node(5, 2)), 5u);
+  EXPECT_EQ(Pool::cpu_of(Pool::node(0, 3)), 0u);
+  const u32 tail = q::encode_tail(3, 0);
+  q::QNode* const head = Pool::node(0, 0);
+  q::QNode* const next = Pool::node(3, 0);
+
+  // `linked`: next is in head->next when the head takes the lock; `state`
+  // and `age` of next when the owner passes headship.  Returns the word after
+  // the acquisition and after kick_node().
+  const auto handoff = [&](bool linked, u8 state, u64 age) {
+    WordEnv::reset();
+    WordEnv::bind_cpu(0);
+    A::stamp[0] = {};
+    A::stamp[3] = {};
+    for (q::QNode* n : {head, next}) *n = {};
+    head->cpu = 0;
+    next->cpu = 3;
+    const u64 now = locks::read_lock_clock();
+    *A::of(head) = now;
+    *A::of(next) = now - age;
+    head->next = linked ? next : nullptr;
+    Word l = with_word<Word>(tail);  // (n,0,0): byte 1 names cpu 0, the head
+    const u32 taken = Hooks::wait_head_or_lock(l.word(), head);
+    EXPECT_EQ(l.value(), taken);
+    head->next = next;
+    Hooks::pass(next);
+    next->state = state;
+    Hooks::kick_node(l.word(), next);
+    EXPECT_EQ(A::stamp[3].lock, l.word()) << "the new head is stamped for this lock";
+    EXPECT_EQ(WordEnv::ev[0].get(LockEvent::lock_queue), 1u) << "a free lock won by the head: the queue path";
+    return std::pair{taken, l.value()};
+  };
+  const u32 named = tail | pvb::head_cpu_bits(3) | q::kLockedVal;
+  auto [taken, passed] = handoff(/*linked=*/true, q::kVcpuRunning, /*age=*/0);
+  EXPECT_EQ(taken, named) << "the acquisition names the linked successor";
+  EXPECT_EQ(passed, named) << "a young running successor needs no write of the word";
+
+  std::tie(taken, passed) = handoff(/*linked=*/false, q::kVcpuRunning, 0);
+  EXPECT_EQ(taken, tail | q::kLockedVal) << "nobody linked yet: byte 1 left 0";
+  EXPECT_EQ(passed, named) << "kick_node names the successor that linked in later";
+
+  std::tie(taken, passed) = handoff(/*linked=*/true, q::kVcpuHalted, 0);
+  EXPECT_EQ(taken, named);
+  EXPECT_EQ(passed, tail | pvb::head_cpu_bits(3) | q::kSlowVal) << "a halted successor: locked 3, kicked by the unlock";
+  EXPECT_EQ(next->state, q::kVcpuHashed);
+
+  std::tie(taken, passed) = handoff(/*linked=*/true, q::kVcpuRunning, /*age=*/u64{1} << 40);
+  EXPECT_EQ(taken, named);
+  EXPECT_EQ(passed, named | pvb::kNoSteal) << "a successor older than T gets N from the owner";
+  A::stamp[0] = {};
+  A::stamp[3] = {};
 }
 
 TEST(PvBounded, UnlockOfAReservedLockKeepsTheReservation) {
