@@ -21,6 +21,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/host_cpus.h"
 #include "vmm/lab/lab.h"
+#include "vmm/lab/lab_summary.h"
 #include "vmm/lab/matrix.h"
 #include "vmm/lab/placement.h"
 #include "vmm/lab/presets.h"
@@ -277,6 +278,77 @@ TEST(LabPresets, SixteenCpuExpansionsAreTheExpectedOnes) {
             std::string::npos);
   EXPECT_NE(quick64.find("placement=2:1,lock=tas#r0  lockvisor run --workload lockbench --lock tas --vcpus 16 "
                          "--pcpus 0-7 "),
+            std::string::npos);
+}
+
+// A host-relative vCPU count beyond a limit leaves its point out, with the
+// reason (the lock's CPUs before the VM's vCPUs), in matrix order and once per
+// key; a count the scenario spells out stays (`run` refuses it before any run);
+// a claim that selects only such points says "not on this host", one finding
+// per point, instead of "no data".
+TEST(LabPlacement, PointsBeyondALimitAreLeftOutWithTheirReason) {
+  auto s = parse_scenario(R"(name = "limits"
+repeats = 2
+[fixed]
+workload = "lockbench"
+[[axis]]
+name = "placement"
+values = [{ label = "1:1", vcpus = "1x", pcpus = "all" }, { label = "4:1", vcpus = "4x", pcpus = "all" },
+          { label = "fixed", vcpus = "200", pcpus = "all" }]
+[[axis]]
+name = "lock"
+values = ["tas", "pvbounded"]
+[[claim]]
+source = "a test"
+text = "pvbounded is faster than tas at 4:1"
+a = "pvbounded"
+b = "tas"
+where = { placement = ["4:1"] }
+expect = "a>b"
+)",
+                          "limits");
+  std::vector<int> host(200);
+  for (int i = 0; i < 200; ++i) host[i] = i;
+  s.host_cpus = host;
+  auto e = expand_matrix(s);
+  std::vector<std::string> ids;
+  for (const auto& p : e.points) ids.push_back(p.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"placement=1:1,lock=tas#r0", "placement=4:1,lock=tas#r0",
+                                           "placement=fixed,lock=tas#r0", "placement=fixed,lock=pvbounded#r0",
+                                           "placement=1:1,lock=tas#r1", "placement=4:1,lock=tas#r1",
+                                           "placement=fixed,lock=tas#r1", "placement=fixed,lock=pvbounded#r1"}));
+  ASSERT_EQ(e.left_out.size(), 2u);
+  EXPECT_EQ(e.left_out[0].key, "placement=1:1,lock=pvbounded");
+  EXPECT_EQ(e.left_out[0].vcpus, 200u);
+  EXPECT_EQ(e.left_out[0].why, "pvbounded serves at most 128 CPUs");
+  EXPECT_EQ(e.left_out[1].key, "placement=4:1,lock=pvbounded");
+  EXPECT_EQ(e.left_out[1].vcpus, 800u);
+  // A KVM that allows fewer vCPUs than lockvisor (lab.json records it).
+  s.vcpu_limit = 512;
+  e = expand_matrix(s);
+  ASSERT_EQ(e.left_out.size(), 3u);
+  EXPECT_EQ(e.left_out[1].key, "placement=4:1,lock=tas");
+  EXPECT_EQ(e.left_out[1].why, "a VM has at most 512 vCPUs");
+  EXPECT_EQ(e.left_out[2].why, "pvbounded serves at most 128 CPUs") << "the lock's limit is named first";
+  // The points keep their places in the whole matrix (shards split it).
+  ASSERT_EQ(e.points.size(), 6u);
+  EXPECT_EQ(e.points[1].key, "placement=fixed,lock=tas");
+  EXPECT_EQ(e.points[1].index, 4u);
+
+  const auto summary = summarize(s, {}, 200, std::nullopt);
+  ASSERT_EQ(summary.claims.size(), 1u);
+  EXPECT_EQ(summary.claims[0].verdict, "not on this host");
+  ASSERT_EQ(summary.claims[0].findings.size(), 2u);
+  EXPECT_EQ(summary.claims[0].findings[0], "placement=4:1,lock=tas: not on this host (800 vCPUs; a VM has at most 512 vCPUs)");
+
+  // Every point beyond a limit: one line, and how to plan for fewer CPUs.
+  auto only = parse_scenario("name = \"only\"\n[fixed]\nworkload = \"lockbench\"\nlock = \"pvbounded\"\n"
+                             "[[axis]]\nname = \"placement\"\nvalues = [{ label = \"1:1\", vcpus = \"1x\" }]\n",
+                             "only");
+  only.host_cpus = host;
+  EXPECT_NE(error_of([&] { expand_matrix(only); })
+                .find("on 200 host CPUs every point is beyond a limit (the first, placement=1:1: 200 vCPUs, and pvbounded "
+                      "serves at most 128 CPUs); plan it for fewer CPUs (taskset -c 0-99 lockvisor lab ...)"),
             std::string::npos);
 }
 

@@ -13,10 +13,13 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/emulation.h"
 #include "vmm/host/host_cpus.h"
+#include "vmm/kvm/kvm_system.h"
 #include "vmm/lab/placement.h"
 #include "vmm/lab/platform_part.h"
 #include "vmm/lab/point_runner.h"
@@ -68,6 +71,18 @@ nlohmann::json overrides_json(const SettingValues& overrides) {
 
 // The scenario as this lab runs it: the file or preset, with --repeats,
 // --native and --set applied. The manifest keeps the text and the changes.
+// The most vCPUs a point's VM may have on this host: its KVM's limit where
+// that is below lockvisor's own (a PVM or older KVM), else lockvisor's own
+// (0); a host without a usable KVM (a native lab) has only lockvisor's.
+std::pair<unsigned, std::string> planned_vcpu_limit() {
+  try {
+    const kvm::VcpuLimit limit = kvm::KvmSystem::open().vcpu_limit();
+    if (limit.vcpus < own_vcpu_limit()) return {limit.vcpus, fmt::format("this host's KVM, {}", limit.source)};
+  } catch (const Error&) {
+  }
+  return {0, {}};
+}
+
 Scenario effective_scenario(const nlohmann::json& manifest) {
   const auto origin = manifest.at("origin").get<std::string>();
   auto s = parse_scenario(manifest.at("scenario_text").get<std::string>(), origin);
@@ -89,6 +104,7 @@ Scenario effective_scenario(const nlohmann::json& manifest) {
   const auto placement = manifest.value("placement", nlohmann::json::object());
   s.host_cpus = placement.contains("host_cpus") ? host::parse_cpu_list(placement.at("host_cpus").get<std::string>())
                                                 : host::usable_cpus();
+  std::tie(s.vcpu_limit, s.vcpu_limit_source) = placement_vcpu_limit(placement);
   expand_for_host(s);
   return s;
 }
@@ -239,20 +255,23 @@ int run_lab(const LabOptions& o) {
     const bool declared = !o.host_cpus.empty();
     const char* variable = std::getenv(host::kHostCpusVariable);
     const auto host_cpus = declared ? host::parse_cpu_list(o.host_cpus) : host::usable_cpus();
+    const auto [vcpu_limit, vcpu_limit_source] = o.dry_run ? std::pair<unsigned, std::string>{0, {}} : planned_vcpu_limit();
     manifest["placement"] = placement_description(
         host_cpus,
         declared                                   ? "declared by --host-cpus"
         : variable != nullptr && *variable != '\0' ? fmt::format("declared by {}", host::kHostCpusVariable)
                                                    : "the affinity mask lockvisor was started with",
-        {}, {});
+        {}, {}, {}, vcpu_limit, vcpu_limit_source);
   }
   const auto scenario = effective_scenario(manifest);
-  const auto all = expand(scenario);
+  const auto expansion = expand_matrix(scenario);
+  const auto& all = expansion.points;
   if (!fs::exists(dir / kManifest)) {
     std::vector<std::vector<PlacementTerm>> terms;
     for (const auto& p : all) terms.push_back(p.terms);
     manifest["placement"] =
-        placement_description(scenario.host_cpus, manifest["placement"].at("source"), terms, scenario.left_out);
+        placement_description(scenario.host_cpus, manifest["placement"].at("source"), terms, scenario.left_out,
+                              expansion.left_out, scenario.vcpu_limit, scenario.vcpu_limit_source);
   }
   const auto points = o.shard ? shard_points(all, *o.shard) : all;
   // Every point's command line is checked before the first one runs: a bad
@@ -280,7 +299,9 @@ int run_lab(const LabOptions& o) {
     for (const auto& t : plans) print_run(t.id, t.args);
     fmt::print("{} points{}\n", points.size(),
                plans.empty() ? "" : fmt::format(", then {} traced runs for the timelines", plans.size()));
-    if (const auto left = left_out_line(placement_description(scenario.host_cpus, "", {}, scenario.left_out));
+    if (const auto left = left_out_line(placement_description(scenario.host_cpus, "", {}, scenario.left_out,
+                                                              expansion.left_out, scenario.vcpu_limit,
+                                                              scenario.vcpu_limit_source));
         !left.empty())
       fmt::print("{}\n", left);
     return 0;

@@ -221,12 +221,33 @@ ClaimResult check_level(const Claim& c, const Summary& s) {
 }
 
 // The values a claim's `where` names that this host was too small for
-// (min_cpus) get a finding each, so that every row the claim expects is
+// (min_cpus), and the points it selects that were beyond a limit here
+// (matrix.h), get a finding each, so that every row the claim expects is
 // accounted for. A claim without data whose `where` selects, on some axis,
-// only such values says "not on this host" rather than "no data", which
-// would read as runs that failed.
-void note_left_out(const Claim& c, const Scenario& s, ClaimResult& result) {
+// only such values, or that selects such points, says "not on this host"
+// rather than "no data", which would read as runs that failed.
+void note_left_out(const Claim& c, const Scenario& s, const std::vector<LeftOutPoint>& points, ClaimResult& result) {
   bool only_left_out = false;
+  // The points beyond a limit that the claim selects: a finding each, and
+  // "not on this host" when the claim found nothing else.
+  std::size_t points_out = 0;
+  for (const auto& p : points) {
+    const auto label_of = [&p](const std::string& axis) -> const std::string* {
+      for (const auto& [a, l] : p.labels)
+        if (a == axis) return &l;
+      return nullptr;
+    };
+    const bool selected = std::all_of(c.where.begin(), c.where.end(), [&](const auto& entry) {
+      const std::string* label = label_of(entry.first);
+      return label == nullptr || std::find(entry.second.begin(), entry.second.end(), *label) != entry.second.end();
+    });
+    // A ratio compares two labels of its axis: a point with a third is not its.
+    const std::string* compared = c.kind == "ratio" ? label_of(c.axis) : nullptr;
+    if (!selected || (compared != nullptr && *compared != c.a && *compared != c.b)) continue;
+    ++points_out;
+    result.findings.push_back(fmt::format("{}: not on this host ({} vCPUs; {})", p.key, p.vcpus, p.why));
+  }
+  only_left_out = points_out != 0;
   for (const auto& [axis, labels] : c.where) {
     std::size_t out = 0;
     for (const auto& label : labels)
@@ -264,6 +285,7 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
     if (sets_placement(a)) placement_axes.insert(a.name);
   Scenario one = s;
   one.repeats = 1;
+  const Expansion expansion = expand_matrix(one);
   auto add_point = [&](const std::string& key, const std::vector<std::pair<std::string, std::string>>& labels,
                        const SettingValues& settings, double overcommit) {
     PointSummary ps;
@@ -284,7 +306,7 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
     by_key[key] = summary.points.size();
     summary.points.push_back(std::move(ps));
   };
-  for (const auto& p : expand(one)) {
+  for (const auto& p : expansion.points) {
     if (s.vms.empty()) {
       add_point(p.key, p.labels, p.settings, overcommit_of(p.settings, host_cpus));
       continue;
@@ -331,7 +353,7 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
     auto result = c.kind == "ratio"   ? check_ratio(c, summary)
                   : c.kind == "level" ? check_level(c, summary)
                                       : check_outcome(c, summary);
-    note_left_out(c, s, result);
+    note_left_out(c, s, expansion.left_out, result);
     summary.claims.push_back(std::move(result));
   }
   return summary;

@@ -1,23 +1,57 @@
 #include "vmm/lab/matrix.h"
 
+#include <algorithm>
 #include <charconv>
 
+#include <fmt/format.h>
+
+#include "vmm/experiment/lock_name.h"
+
 #include "vmm/host/host_cpus.h"
+#include "vmm/linuxboot/linux_boot_plan.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::lab {
 
-std::vector<Point> expand(const Scenario& scenario) {
+namespace {
+
+// Why `p`, whose vCPU count came from a host-relative word, cannot run, or "".
+std::string beyond_limit(const Point& p, unsigned vcpu_limit) {
+  const auto term = std::find_if(p.terms.begin(), p.terms.end(), [](const PlacementTerm& t) { return t.setting == "vcpus"; });
+  if (term == p.terms.end()) return {};
+  const unsigned vcpus = static_cast<unsigned>(std::stoul(term->resolved));
+  if (const std::string* lock = lookup(p.settings, "lock")) {
+    try {
+      // A lock below the VM's own limit says so (as `run` does); the others
+      // serve every vCPU a VM may have.
+      const auto max = experiment::known_lock(*lock).max_cpus;
+      if (max < own_vcpu_limit() && vcpus > max) return fmt::format("{} serves at most {} CPUs", *lock, max);
+    } catch (const Error&) {
+      // An unknown lock: the up-front check of every point refuses it.
+    }
+  }
+  if (lookup(p.settings, "kernel") != nullptr && vcpus > linuxboot::kMaxVcpus)
+    return fmt::format("a Linux guest has at most {} vCPUs", linuxboot::kMaxVcpus);
+  if (vcpus > vcpu_limit) return fmt::format("a VM has at most {} vCPUs", vcpu_limit);
+  return {};
+}
+
+}  // namespace
+
+Expansion expand_matrix(const Scenario& scenario) {
   Scenario s = scenario;
   if (s.host_cpus.empty()) s.host_cpus = host::usable_cpus();
   expand_for_host(s);
-  std::vector<Point> points;
+  const unsigned vcpu_limit = s.vcpu_limit != 0 ? s.vcpu_limit : own_vcpu_limit();
+  Expansion out;
+  std::vector<Point>& points = out.points;
+  std::size_t index = 0;
   std::vector<std::size_t> at(s.axes.size(), 0);
   for (unsigned r = 0; r < s.repeats; ++r) {
     std::fill(at.begin(), at.end(), 0);
     while (true) {
       Point p;
-      p.index = points.size();
+      p.index = index++;
       p.repeat = r;
       p.settings = s.fixed;
       for (std::size_t a = 0; a < s.axes.size(); ++a) {
@@ -28,15 +62,29 @@ std::vector<Point> expand(const Scenario& scenario) {
       }
       p.terms = resolve_placement(p.settings, s.host_cpus);
       p.id = p.key + "#r" + std::to_string(r);
-      points.push_back(std::move(p));
+      if (auto why = beyond_limit(p, vcpu_limit); !why.empty()) {
+        if (r == 0) {
+          const auto& vcpus = lookup(p.settings, "vcpus");
+          out.left_out.push_back({p.key, p.labels, static_cast<unsigned>(std::stoul(*vcpus)), std::move(why)});
+        }
+      } else {
+        points.push_back(std::move(p));
+      }
       // Odometer step, last axis fastest.
       std::size_t a = s.axes.size();
       while (a > 0 && ++at[a - 1] == s.axes[a - 1].values.size()) at[--a] = 0;
       if (a == 0) break;
     }
   }
-  return points;
+  if (points.empty() && !out.left_out.empty())
+    fail("on {} host CPUs every point is beyond a limit (the first, {}: {} vCPUs, and {}); plan it for fewer "
+         "CPUs (taskset -c 0-{} lockvisor lab ...)",
+         s.host_cpus.size(), out.left_out.front().key, out.left_out.front().vcpus, out.left_out.front().why,
+         s.host_cpus.size() / 2 - 1);
+  return out;
 }
+
+std::vector<Point> expand(const Scenario& s) { return expand_matrix(s).points; }
 
 Shard parse_shard(const std::string& text) {
   const auto slash = text.find('/');

@@ -29,8 +29,16 @@ struct Point {
   std::vector<PlacementTerm> terms;                         // the placement words and what they became
 };
 
+struct Expansion {
+  std::vector<Point> points;
+  std::vector<LeftOutPoint> left_out;  // one per key, in matrix order
+};
+
 // The points, with sweeps expanded and placement words resolved for
-// s.host_cpus (vmm/lab/placement.h).
+// s.host_cpus (vmm/lab/placement.h), and those left out (LeftOutPoint).
+// Throws a usage lockvisor::Error when every point is left out.
+Expansion expand_matrix(const Scenario& s);
+// The points alone.
 std::vector<Point> expand(const Scenario& s);
 
 // "I/N" with 1 <= I <= N: shard I of N. Throws a usage Error otherwise.

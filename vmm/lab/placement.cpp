@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "vmm/experiment/run_settings.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/host_cpus.h"
 #include "vmm/host/host_numa.h"
@@ -122,6 +123,8 @@ void resolve_scope(SettingValues& settings, const std::string& prefix, const std
 
 }  // namespace
 
+unsigned own_vcpu_limit() { return static_cast<unsigned>(experiment::find_run_setting("vcpus")->max); }
+
 std::vector<unsigned> sweep_counts(std::size_t cpus) {
   std::vector<unsigned> counts;
   for (std::size_t n = 1; n < cpus; n *= 2) counts.push_back(static_cast<unsigned>(n));
@@ -175,7 +178,9 @@ std::vector<PlacementTerm> resolve_placement(SettingValues& settings, const std:
 
 nlohmann::json placement_description(const std::vector<int>& host_cpus, const std::string& source,
                                      const std::vector<std::vector<PlacementTerm>>& terms,
-                                     const std::vector<LeftOutValue>& left_out) {
+                                     const std::vector<LeftOutValue>& left_out,
+                                     const std::vector<LeftOutPoint>& left_out_points, unsigned vcpu_limit,
+                                     const std::string& vcpu_limit_source) {
   std::vector<PlacementTerm> distinct;
   for (const auto& point : terms)
     for (const auto& t : point)
@@ -184,22 +189,48 @@ nlohmann::json placement_description(const std::vector<int>& host_cpus, const st
   for (const auto& t : distinct) list.push_back({{"setting", t.setting}, {"word", t.word}, {"resolved", t.resolved}});
   nlohmann::json out = nlohmann::json::array();
   for (const auto& v : left_out) out.push_back({{"axis", v.axis}, {"label", v.label}, {"min_cpus", v.min_cpus}});
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : left_out_points) points.push_back({{"key", p.key}, {"vcpus", p.vcpus}, {"why", p.why}});
+  const unsigned limit = vcpu_limit != 0 ? vcpu_limit : own_vcpu_limit();
   return {{"host_cpus", host::format_cpu_list(host_cpus)},
           {"cpu_count", host_cpus.size()},
           {"source", source},
           {"terms", list},
-          {"left_out", out}};
+          {"left_out", out},
+          {"left_out_points", points},
+          {"vcpu_limit", limit},
+          {"vcpu_limit_source", vcpu_limit != 0 ? vcpu_limit_source : std::string(kOwnVcpuLimit)}};
+}
+
+std::pair<unsigned, std::string> placement_vcpu_limit(const nlohmann::json& placement) {
+  if (!placement.is_object() || !placement.contains("vcpu_limit")) return {own_vcpu_limit(), kOwnVcpuLimit};
+  return {placement.at("vcpu_limit").get<unsigned>(), placement.value("vcpu_limit_source", std::string(kOwnVcpuLimit))};
 }
 
 std::string left_out_line(const nlohmann::json& placement) {
+  std::string line;
   const auto out = placement.value("left_out", nlohmann::json::array());
-  if (out.empty()) return {};
-  std::string line = fmt::format("Left out on this host (they need more than the {} CPUs it is planned for): ",
-                                 placement.value("cpu_count", 0));
-  for (std::size_t i = 0; i < out.size(); ++i)
-    line += fmt::format("{}{} `{}` (at least {} CPUs)", i ? ", " : "", out[i].value("axis", "?"),
-                        out[i].value("label", "?"), out[i].value("min_cpus", 0));
-  return line + ".";
+  if (!out.empty()) {
+    line = fmt::format("Left out on this host (they need more than the {} CPUs it is planned for): ",
+                       placement.value("cpu_count", 0));
+    for (std::size_t i = 0; i < out.size(); ++i)
+      line += fmt::format("{}{} `{}` (at least {} CPUs)", i ? ", " : "", out[i].value("axis", "?"),
+                          out[i].value("label", "?"), out[i].value("min_cpus", 0));
+    line += ".";
+  }
+  const auto points = placement.value("left_out_points", nlohmann::json::array());
+  if (!points.empty()) {
+    line += fmt::format("{}Left out, their vCPUs beyond a limit on this host ({} CPUs; a VM may have {} vCPUs here: "
+                        "{}): ",
+                        line.empty() ? "" : " ", placement.value("cpu_count", 0),
+                        placement.value("vcpu_limit", own_vcpu_limit()),
+                        placement.value("vcpu_limit_source", std::string(kOwnVcpuLimit)));
+    for (std::size_t i = 0; i < points.size(); ++i)
+      line += fmt::format("{}`{}` ({} vCPUs: {})", i ? ", " : "", points[i].value("key", "?"),
+                          points[i].value("vcpus", 0), points[i].value("why", "?"));
+    line += ".";
+  }
+  return line;
 }
 
 std::string placement_markdown(const nlohmann::json& placement) {

@@ -18,6 +18,11 @@
 
 namespace lockvisor::lab {
 
+// The most vCPUs `run --vcpus` takes (its settings row), and how lab.json
+// names it as the source of the VM's vCPU limit when no KVM lowered it.
+unsigned own_vcpu_limit();
+inline constexpr const char* kOwnVcpuLimit = "lockvisor's own limit";
+
 // One word of a point's settings and what it resolved to: pcpus "all" -> "0-15".
 struct PlacementTerm {
   std::string setting;  // pcpus, vcpus, vnuma (or vm:LABEL:pcpus ...)
@@ -55,14 +60,23 @@ void expand_for_host(Scenario& s);
 std::vector<PlacementTerm> resolve_placement(SettingValues& settings, const std::vector<int>& usable);
 
 // lab.json "placement": the CPUs the lab is planned for, where that set came
-// from, every distinct term of its points with what it resolved to, and the
-// axis values left out because they need more CPUs.
+// from, every distinct term of its points with what it resolved to, the axis
+// values left out because they need more CPUs, the points left out because
+// their vCPUs are beyond a limit, and the VM's vCPU limit they were held to
+// (Scenario::vcpu_limit; 0: lockvisor's own).
 nlohmann::json placement_description(const std::vector<int>& host_cpus, const std::string& source,
                                      const std::vector<std::vector<PlacementTerm>>& terms,
-                                     const std::vector<LeftOutValue>& left_out);
+                                     const std::vector<LeftOutValue>& left_out,
+                                     const std::vector<LeftOutPoint>& left_out_points = {}, unsigned vcpu_limit = 0,
+                                     const std::string& vcpu_limit_source = {});
 
-// One sentence naming the axis values lab.json's "placement" says were left
-// out (min_cpus), or "" when none was.
+// The VM's vCPU limit lab.json's "placement" records, and where it came from
+// (a lab planned before it was recorded: lockvisor's own).
+std::pair<unsigned, std::string> placement_vcpu_limit(const nlohmann::json& placement);
+
+// What lab.json's "placement" says was left out: a sentence on the axis
+// values (min_cpus) and one on the points beyond a limit, each "" when
+// there are none, joined by a space.
 std::string left_out_line(const nlohmann::json& placement);
 
 // The report's section on the expansion, from lab.json's "placement".

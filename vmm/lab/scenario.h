@@ -38,6 +38,21 @@ struct LeftOutValue {
   bool operator==(const LeftOutValue&) const = default;
 };
 
+// A point the lab cannot run where it is planned: its vCPU count, resolved
+// from a host-relative word (`vcpus = "2x"` on 256 CPUs is 512), is more than
+// its lock serves (pvbounded's word names at most 128 CPUs) or than a VM may
+// have (Scenario::vcpu_limit). Such points are left out and reported, as the
+// axis values a small host has no room for are: a preset that grows with the
+// host must still plan on the largest. A count the scenario spells out
+// itself is not left out: `run` refuses it, and so the lab, before any run.
+struct LeftOutPoint {
+  std::string key;
+  std::vector<std::pair<std::string, std::string>> labels;
+  unsigned vcpus = 0;
+  std::string why;  // "pvbounded serves at most 128 CPUs"
+  bool operator==(const LeftOutPoint&) const = default;
+};
+
 struct Axis {
   std::string name;
   std::vector<AxisValue> values;
@@ -134,6 +149,12 @@ struct Scenario {
   std::vector<int> host_cpus;
   // The axis values expand_for_host left out for host_cpus (min_cpus).
   std::vector<LeftOutValue> left_out;
+  // The most vCPUs a point's VM may have (lab.json "placement"): this host's
+  // KVM limit when the lab was planned on it, else lockvisor's own
+  // (own_vcpu_limit()); 0: lockvisor's own. A point whose host-relative vCPU
+  // count exceeds it is left out (matrix.h).
+  unsigned vcpu_limit = 0;
+  std::string vcpu_limit_source;
   // What this lab changed against the scenario's own text ("duration_s=0.1,
   // 1 repeat per point"; empty: nothing): the reports print it under the
   // description, whose figures are the scenario's.
