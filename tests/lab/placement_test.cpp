@@ -330,6 +330,12 @@ expect = "a>b"
   EXPECT_EQ(e.left_out[1].key, "placement=4:1,lock=tas");
   EXPECT_EQ(e.left_out[1].why, "a VM has at most 512 vCPUs");
   EXPECT_EQ(e.left_out[2].why, "pvbounded serves at most 128 CPUs") << "the lock's limit is named first";
+  // Native points are host threads: a KVM's limit is not theirs.
+  auto native = s;
+  assign(native.fixed, "native", "true");
+  const auto threads = expand_matrix(native);
+  ASSERT_EQ(threads.left_out.size(), 2u);
+  EXPECT_EQ(threads.left_out[1].key, "placement=4:1,lock=pvbounded");
   // The points keep their places in the whole matrix (shards split it).
   ASSERT_EQ(e.points.size(), 6u);
   EXPECT_EQ(e.points[1].key, "placement=fixed,lock=tas");

@@ -32,6 +32,10 @@ std::string beyond_limit(const Point& p, unsigned vcpu_limit) {
   }
   if (lookup(p.settings, "kernel") != nullptr && vcpus > linuxboot::kMaxVcpus)
     return fmt::format("a Linux guest has at most {} vCPUs", linuxboot::kMaxVcpus);
+  // Native points are host threads: no KVM limits them, only `run`'s range.
+  const std::string* native = lookup(p.settings, "native");
+  if (native != nullptr && *native == "true")
+    return vcpus > own_vcpu_limit() ? fmt::format("--vcpus takes at most {}", own_vcpu_limit()) : std::string();
   if (vcpus > vcpu_limit) return fmt::format("a VM has at most {} vCPUs", vcpu_limit);
   return {};
 }
