@@ -69,8 +69,6 @@ nlohmann::json overrides_json(const SettingValues& overrides) {
   return j;
 }
 
-// The scenario as this lab runs it: the file or preset, with --repeats,
-// --native and --set applied. The manifest keeps the text and the changes.
 // The most vCPUs a point's VM may have on this host: its KVM's limit where
 // that is below lockvisor's own (a PVM or older KVM), else lockvisor's own
 // (0); a host without a usable KVM (a native lab) has only lockvisor's.
@@ -79,10 +77,13 @@ std::pair<unsigned, std::string> planned_vcpu_limit() {
     const kvm::VcpuLimit limit = kvm::KvmSystem::open().vcpu_limit();
     if (limit.vcpus < own_vcpu_limit()) return {limit.vcpus, fmt::format("this host's KVM, {}", limit.source)};
   } catch (const Error&) {
+    // No usable KVM: its limit is not what holds these points back.
   }
   return {0, {}};
 }
 
+// The scenario as this lab runs it: the file or preset, with --repeats,
+// --native and --set applied. The manifest keeps the text and the changes.
 Scenario effective_scenario(const nlohmann::json& manifest) {
   const auto origin = manifest.at("origin").get<std::string>();
   auto s = parse_scenario(manifest.at("scenario_text").get<std::string>(), origin);

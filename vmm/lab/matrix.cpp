@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "vmm/experiment/lock_name.h"
-
 #include "vmm/host/host_cpus.h"
 #include "vmm/linuxboot/linux_boot_plan.h"
 #include "vmm/util/error.h"
@@ -67,10 +66,9 @@ Expansion expand_matrix(const Scenario& scenario) {
       p.terms = resolve_placement(p.settings, s.host_cpus);
       p.id = p.key + "#r" + std::to_string(r);
       if (auto why = beyond_limit(p, vcpu_limit); !why.empty()) {
-        if (r == 0) {
-          const auto& vcpus = lookup(p.settings, "vcpus");
-          out.left_out.push_back({p.key, p.labels, static_cast<unsigned>(std::stoul(*vcpus)), std::move(why)});
-        }
+        if (r == 0)
+          out.left_out.push_back({p.key, p.labels, static_cast<unsigned>(std::stoul(*lookup(p.settings, "vcpus"))),
+                                  std::move(why)});
       } else {
         points.push_back(std::move(p));
       }
@@ -84,7 +82,7 @@ Expansion expand_matrix(const Scenario& scenario) {
     fail("on {} host CPUs every point is beyond a limit (the first, {}: {} vCPUs, and {}); plan it for fewer "
          "CPUs (taskset -c 0-{} lockvisor lab ...)",
          s.host_cpus.size(), out.left_out.front().key, out.left_out.front().vcpus, out.left_out.front().why,
-         s.host_cpus.size() / 2 - 1);
+         std::max<std::size_t>(s.host_cpus.size() / 2, 1) - 1);
   return out;
 }
 

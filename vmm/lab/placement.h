@@ -9,6 +9,7 @@
 // continues it, and the report can name each term and what it became.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
