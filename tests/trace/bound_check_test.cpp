@@ -276,6 +276,39 @@ TEST(BoundCheck, AnImpreciseGuestClockIsNamedInTheNotes) {
   EXPECT_NE(unknown[0].find("no known error"), std::string::npos) << unknown[0];
 }
 
+// A guest clock good only to more than the grace (the nested machine's
+// moves by milliseconds) cannot order the times a rule compares: what would
+// be a violation is clock-unsure, an unknown, and the text names the rule.
+// A clock as good as PVM's (15 ns) decides as before.
+TEST(BoundCheck, AViolationAGuestClockCannotOrderIsClockUnsure) {
+  Builder b(2);
+  b.acq(0, 1 * kMs, 6 * kMs, AcqPath::reserved)
+      .acq(1, 3 * kMs, 3 * kMs, AcqPath::steal)
+      .acq(1, 4 * kMs, 4 * kMs, AcqPath::steal);
+  b.t.metadata["guest_tsc"] = {{"error_ns", 2.5e6}, {"offset_moved_ns", 2.5e6}};
+  const BoundRules from_file = bound_rules_from(b.t.metadata);
+  EXPECT_EQ(from_file.clock_error_ns, 2500 * kUs);
+  BoundRules r = rules();
+  r.clock_error_ns = from_file.clock_error_ns;
+  const BoundReport unsure = check_bound(b.t, r);
+  EXPECT_EQ(reasons(unsure), (std::vector<Reason>{Reason::kClockUnsure, Reason::kClockUnsure}));
+  EXPECT_EQ(unsure.long_waits[0].bypasses[0].would_be, Reason::kRule3);
+  EXPECT_EQ(unsure.violations, 0u);
+  const std::string text = format_bound_report(b.t, unsure, 10);
+  EXPECT_NE(text.find("unknown clock-unsure (would be rule-3) (vCPU 0)"), std::string::npos) << text;
+  EXPECT_NE(text.find("result: no bypass is shown to break the invariant; 2 would by this trace's guest clock"),
+            std::string::npos)
+      << text;
+  r.clock_error_ns = 15;
+  EXPECT_EQ(check_bound(b.t, r).violations, 2u) << "a 15 ns clock decides";
+  // Allowed and explained bypasses stay what they are.
+  Builder young(2);
+  young.acq(0, 1 * kMs, 1500 * kUs, AcqPath::reserved).acq(1, 1200 * kUs, 1200 * kUs, AcqPath::steal);
+  r.clock_error_ns = 2500 * kUs;
+  r.bound_ns = 200 * kUs;
+  EXPECT_EQ(reasons(check_bound(young.t, r)), (std::vector<Reason>{Reason::kYoung}));
+}
+
 TEST(BoundCheck, RulesComeFromTheRunsArguments) {
   BoundRules r = bound_rules_from(
       {{"args", "pvb_bound_us=2500 pvb_handoff=running pvb_head_us=30 pvb_stale_us=300 lock=pvbounded"},

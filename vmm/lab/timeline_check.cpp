@@ -87,7 +87,13 @@ std::string timeline_check_markdown(const nlohmann::json& check, const std::stri
     } else {
       out += fmt::format("{} {} longer than T, {} checked{}: ", long_waits, long_waits == 1 ? "wait" : "waits", checked,
                          checked < long_waits ? " (the text says why not the others)" : "");
-      out += violations == 0 ? std::string("no bypass breaks the invariant")
+      const auto unsure =
+          bound.value("by_reason", nlohmann::json::object()).value(trace::reason_name(trace::Reason::kClockUnsure), std::uint64_t{0});
+      out += violations == 0 && unsure != 0
+                 ? fmt::format("none shown to break the invariant; {} would by a guest clock that cannot decide them "
+                               "(clock-unsure)",
+                               unsure)
+             : violations == 0 ? std::string("no bypass breaks the invariant")
                              : fmt::format("**{} {} in {} {} the invariant**", violations,
                                            violations == 1 ? "bypass" : "bypasses",
                                            bound.value("waits_with_violation", std::uint64_t{0}),

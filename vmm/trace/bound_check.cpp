@@ -62,6 +62,9 @@ constexpr ReasonRow kReasons[] = {
      "stolen past a queue head older than T: it was due, so N should have been set (by the head if it ran, by the "
      "stealer on its behalf if not, rule 3b)"},
     {"rule-4", Verdict::kViolation, "borrowed although lending is off or the presumed head could run"},
+    {"clock-unsure", Verdict::kUnknown,
+     "would break the rule named beside it, but the guest clock is good only to more than the grace here "
+     "(metadata.guest_tsc.error_ns): its guest and host times cannot be ordered"},
     {"state-unknown", Verdict::kUnknown, "the trace does not know the presumed head's state then (a full lane)"},
     {"path-unknown", Verdict::kUnknown, "the acquisition's path is not one this lockvisor knows"},
     {"not-judged", Verdict::kUnknown, "not a pvbounded run: there is no bound to judge"},
@@ -327,6 +330,10 @@ class Checker {
     out.by = bi;
     const std::uint64_t t = b.acquired_ns, arrive = *w.arrive_ns;
     auto done = [&](Reason r, int head = -1) {
+      if (reason_verdict(r) == Verdict::kViolation && rules_.clock_error_ns > rules_.grace_ns) {
+        out.would_be = r;
+        r = Reason::kClockUnsure;
+      }
       out.reason = r;
       out.head = head;
       return out;
@@ -562,6 +569,9 @@ BoundRules bound_rules_from(const nlohmann::json& metadata) {
   rules.bound_ns = std::max(rules.bound_ns, max_ns);
   rules.judged = bound_judges(lock);
   rules.halts_visible = metadata.value("backend", "") != "kvm";
+  const nlohmann::json::json_pointer error("/guest_tsc/error_ns");
+  if (metadata.contains(error) && metadata[error].is_number() && metadata[error].get<double>() > 0)
+    rules.clock_error_ns = static_cast<std::uint64_t>(metadata[error].get<double>());
   return rules;
 }
 

@@ -109,6 +109,13 @@ struct BoundRules {
   // (its timer tick is CPL0 code, emulated on PVM: 10-20 us seen). A head is
   // taken as due only this long (plus grace) after T.
   std::uint64_t stamp_slack_ns = 30000;
+  // What a guest timestamp can be off by on the trace's clock
+  // (metadata.guest_tsc.error_ns). Beyond the grace, a bypass that would
+  // break a rule is clock-unsure: the rules compare guest times (arrivals,
+  // acquisitions) with host times (halts, preemptions, running time) and with
+  // other vCPUs' guest times, and such a clock cannot order them (the nested
+  // machine's moves by milliseconds; PVM's is 15 ns).
+  std::uint64_t clock_error_ns = 0;
   bool judged = true;                    // false: not a pvbounded run (its bypasses are listed, not judged)
   bool halts_visible = true;             // false: --backend kvm (halts inside KVM_RUN look like running)
 };
@@ -147,6 +154,7 @@ enum class Reason : std::uint8_t {
   kRule2,
   kRule3,
   kRule4,
+  kClockUnsure,
   kUnknownState,
   kUnknownPath,
   kNotJudged,
@@ -160,6 +168,7 @@ struct Bypass {
   std::size_t by = 0;  // TraceTimeline::acquisitions index
   Reason reason = Reason::kYoung;
   int head = -1;                    // the vCPU the rule needed (presumed head), -1 none
+  Reason would_be = Reason::kCount;  // kClockUnsure: the rule it would break
   std::uint64_t kicked_ago_ns = 0;  // head halted and kicked: since the latest kick (0: not kicked)
 };
 

@@ -51,7 +51,8 @@ std::string format_bound_report(const TraceTimeline& t, const BoundReport& r, st
       std::size_t j = i;
       std::set<unsigned> by;
       while (j < w.bypasses.size() && a[w.bypasses[j].by].path == a[w.bypasses[i].by].path &&
-             w.bypasses[j].reason == w.bypasses[i].reason && w.bypasses[j].head == w.bypasses[i].head) {
+             w.bypasses[j].reason == w.bypasses[i].reason && w.bypasses[j].would_be == w.bypasses[i].would_be &&
+             w.bypasses[j].head == w.bypasses[i].head) {
         by.insert(a[w.bypasses[j].by].vcpu);
         ++j;
       }
@@ -74,7 +75,11 @@ std::string format_bound_report(const TraceTimeline& t, const BoundReport& r, st
         out += fmt::format("  {}..{} ms  {} {} by vCPU {}: {} {}{}\n", ms(a[first.by].acquired_ns),
                            ms(a[w.bypasses[j - 1].by].acquired_ns), j - i,
                            p < locks::kAcqPathCount ? locks::kAcqPathNames[p] : "invalid", who,
-                           verdict_name(reason_verdict(first.reason)), reason_name(first.reason), head);
+                           verdict_name(reason_verdict(first.reason)),
+                           first.reason == Reason::kClockUnsure
+                               ? fmt::format("{} (would be {})", reason_name(first.reason), reason_name(first.would_be))
+                               : std::string(reason_name(first.reason)),
+                           head);
         ++shown;
       }
       i = j;
@@ -102,9 +107,13 @@ std::string format_bound_report(const TraceTimeline& t, const BoundReport& r, st
                              ? fmt::format(" (kicked up to {} ms before)", ms(r.max_kicked_ago_ns))
                              : std::string());
   for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
+  const std::uint64_t unsure = r.by_reason[static_cast<unsigned>(Reason::kClockUnsure)];
   out += r.violations != 0 ? fmt::format("result: {} bypasses in {} waits break the invariant\n", r.violations,
                                          r.waits_with_violation)
-                           : std::string("result: no bypass breaks the invariant\n");
+         : unsure != 0 ? fmt::format("result: no bypass is shown to break the invariant; {} would by this trace's "
+                                     "guest clock, which cannot decide them (clock-unsure)\n",
+                                     unsure)
+                       : std::string("result: no bypass breaks the invariant\n");
   return out;
 }
 
