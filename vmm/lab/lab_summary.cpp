@@ -74,21 +74,27 @@ std::string outcomes_text(const std::map<std::string, unsigned>& outcomes) {
   return text;
 }
 
-bool matches(const PointSummary& p, const std::map<std::string, std::vector<std::string>>& where) {
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+bool matches(const Labels& point, const std::map<std::string, std::vector<std::string>>& where) {
   for (const auto& [axis, labels] : where) {
     bool ok = false;
-    for (const auto& [a, l] : p.labels) ok = ok || (a == axis && std::find(labels.begin(), labels.end(), l) != labels.end());
+    for (const auto& [a, l] : point) ok = ok || (a == axis && std::find(labels.begin(), labels.end(), l) != labels.end());
     if (!ok) return false;
   }
   return true;
 }
+bool matches(const PointSummary& p, const std::map<std::string, std::vector<std::string>>& where) {
+  return matches(p.labels, where);
+}
 
-const std::string& label_of(const PointSummary& p, const std::string& axis) {
+const std::string& label_of(const Labels& point, const std::string& axis) {
   static const std::string none;
-  for (const auto& [a, l] : p.labels)
+  for (const auto& [a, l] : point)
     if (a == axis) return l;
   return none;
 }
+const std::string& label_of(const PointSummary& p, const std::string& axis) { return label_of(p.labels, axis); }
 
 // The key without one axis: the points that differ only along it.
 std::string key_without(const PointSummary& p, const std::string& axis) {
@@ -232,18 +238,9 @@ void note_left_out(const Claim& c, const Scenario& s, const std::vector<LeftOutP
   // "not on this host" when the claim found nothing else.
   std::size_t points_out = 0;
   for (const auto& p : points) {
-    const auto label_of = [&p](const std::string& axis) -> const std::string* {
-      for (const auto& [a, l] : p.labels)
-        if (a == axis) return &l;
-      return nullptr;
-    };
-    const bool selected = std::all_of(c.where.begin(), c.where.end(), [&](const auto& entry) {
-      const std::string* label = label_of(entry.first);
-      return label == nullptr || std::find(entry.second.begin(), entry.second.end(), *label) != entry.second.end();
-    });
     // A ratio compares two labels of its axis: a point with a third is not its.
-    const std::string* compared = c.kind == "ratio" ? label_of(c.axis) : nullptr;
-    if (!selected || (compared != nullptr && *compared != c.a && *compared != c.b)) continue;
+    const std::string& compared = label_of(p.labels, c.axis);
+    if (!matches(p.labels, c.where) || (c.kind == "ratio" && compared != c.a && compared != c.b)) continue;
     ++points_out;
     result.findings.push_back(fmt::format("{}: not on this host ({} vCPUs; {})", p.key, p.vcpus, p.why));
   }
