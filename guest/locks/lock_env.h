@@ -30,6 +30,10 @@
 // vCPU next (KVM_HC_SCHED_YIELD-like boost; see yield_to_hint()).
 // Optional: `static unsigned numa_node(unsigned cpu);`, the (virtual) NUMA
 // node of cpu (see numa_node_of()); without it every CPU is on node 0.
+// Optional: `static bool bounded_wait();` and `static bool wait_for(volatile
+// u8* ptr, u8 val, u64 timeout_ns);`, a wait() that also ends once
+// timeout_ns have passed without a kick, where the platform can bound a
+// halt this run (see wait_bounded()).
 //
 // The wait/kick contract (Linux pv_wait/pv_kick: kernel/locking/qspinlock_paravirt.h,
 // arch/x86/kernel/kvm.c, and KVM's pv_unhalted in arch/x86/kvm/x86.c):
@@ -170,6 +174,33 @@ template <class Env>
     (void)cpu;
     return 0;
   }
+}
+
+// Whether this run's wait() can be bounded in time: Env::bounded_wait()
+// when the Env has it (the guest: lockvisor's HALT_FOR doorbell; natively: a
+// futex timeout), else false.  Fixed for a run.
+template <class Env>
+[[gnu::always_inline]] inline bool bounded_wait_available() {
+  if constexpr (requires { Env::bounded_wait(); }) {
+    return static_cast<bool>(Env::bounded_wait());
+  } else {
+    return false;
+  }
+}
+
+// wait(ptr, val) that also returns once timeout_ns have passed, where
+// bounded_wait_available(); elsewhere it is wait() itself.  Returns true
+// when it ended by the time limit (no kick consumed), false after a kick, a
+// changed *ptr or a spurious return.  The wait/kick contract above holds
+// unchanged: a lock may use the time limit only to recover from a kick it
+// could not ask for reliably, never in place of one.
+template <class Env>
+[[gnu::always_inline]] inline bool wait_bounded(volatile u8* ptr, u8 val, u64 timeout_ns) {
+  if constexpr (requires { Env::wait_for(ptr, val, timeout_ns); }) {
+    if (bounded_wait_available<Env>()) return static_cast<bool>(Env::wait_for(ptr, val, timeout_ns));
+  }
+  Env::wait(ptr, val);
+  return false;
 }
 
 // Count one lock event on the calling CPU.

@@ -51,7 +51,8 @@ using lockvisor::abi::u64;
   X(pv_bound_down,      "pvbounded: windows of nearly idle-free handoffs that lowered a raised working bound back towards T") \
   X(numa_local_pass,    "cna/hq: handoffs that skipped to a same-node waiter or stayed on the node") \
   X(numa_flush,         "cna/hq: handoffs that went back to the waiters of other nodes (threshold or none local)") \
-  X(pv_confer,          "pvconfer: waits that conferred their time slice to the preempted lock holder (YIELD_TO)")
+  X(pv_confer,          "pvconfer: waits that conferred their time slice to the preempted lock holder (YIELD_TO)") \
+  X(pv_head_expired,    "pvbounded: timed head halts that ended at pvb_head_halt_us with no kick and the lock free for the head (a kick request the release's store erased, or a kick still on its way)")
 // clang-format on
 
 enum class LockEvent : unsigned {

@@ -304,10 +304,22 @@ template <class Env>
 [[gnu::always_inline]] inline bool can_halt() {
   return Env::pv_available() && !Env::dedicated();
 }
-// Whether a reserved queue head halts; if not, the unlock may store.
+// Whether a reserved queue head halts (pvb_head_halt kicked or timed).
 template <class Env>
 [[gnu::always_inline]] inline bool head_can_halt() {
-  return can_halt<Env>() && tuning(&Tuning::head_halt) != 0;
+  return can_halt<Env>() && tuning(&Tuning::head_halt) != kHeadSpin;
+}
+// Whether a reserved head's halt is bounded in time (timed, on a platform
+// whose halt can be bounded this run): see "HOW A RESERVED HEAD WAITS".
+template <class Env>
+[[gnu::always_inline]] inline bool head_halt_timed() {
+  return head_can_halt<Env>() && tuning(&Tuning::head_halt) == kHeadTimed && bounded_wait_available<Env>();
+}
+// Whether an unlock that finds neither 3 nor N may release with a store:
+// unless a reserved head may halt until kicked.
+template <class Env>
+[[gnu::always_inline]] inline bool unlock_may_store() {
+  return !head_can_halt<Env>() || head_halt_timed<Env>();
 }
 
 [[gnu::always_inline]] inline constexpr u32 head_cpu_bits(unsigned cpu) { return cpu << kHeadCpuOffset; }
@@ -700,7 +712,16 @@ struct Hooks {
         store_relaxed(&node->state, u8{q::kVcpuHalted});  // successors may halt early
         lockevent_inc<Env>(LockEvent::pv_wait_head);
         lockevent_inc<Env>(LockEvent::pv_wait);
-        Env::wait(lock->locked_byte(), static_cast<u8>(q::kSlowVal));
+        if (head_halt_timed<Env>()) {
+          // At most pvb_head_halt_us: an unlock's store may have erased our
+          // 3 after its load saw 1, and then nobody kicks us (see "HOW A
+          // RESERVED HEAD WAITS").  Count a limit that found the lock free.
+          const u64 ns = tuning(&Tuning::head_halt_us) * 1000;
+          if (wait_bounded<Env>(lock->locked_byte(), static_cast<u8>(q::kSlowVal), ns) && !locked(q::read(lock)))
+            lockevent_inc<Env>(LockEvent::pv_head_expired);
+        } else {
+          Env::wait(lock->locked_byte(), static_cast<u8>(q::kSlowVal));
+        }
         store_relaxed(&node->state, u8{q::kVcpuRunning});
         continue;
       }
@@ -734,11 +755,11 @@ class PvBoundedLock {
   // (*,b,l) -> (*,b,0).  One RMW so that we see locked == 3 (kick the head)
   // and N (boost a preempted head) atomically with the release.
   void unlock() {
-    // No reserved head halts, so only our own kick_node() can have asked
-    // for a kick (locked 3): a plain release unless the word shows 3 or N
-    // (see "WITHOUT HALTING").  Release pairs with the acquire of every
+    // Unless a reserved head may halt until kicked, a plain release when
+    // the word shows neither 3 nor N (see "WITHOUT HALTING" and "HOW A
+    // RESERVED HEAD WAITS").  Release pairs with the acquire of every
     // acquisition's cmpxchg.
-    if (!pvb::head_can_halt<Env>() && __builtin_expect(!(q::read(&w_) & kSlowOrReserved), 1)) {
+    if (pvb::unlock_may_store<Env>() && __builtin_expect(!(q::read(&w_) & kSlowOrReserved), 1)) {
       q::clear_locked_release(&w_);
       return;
     }

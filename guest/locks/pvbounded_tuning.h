@@ -30,13 +30,24 @@
 //                    halts (PV wait) until it becomes the head.
 //   pvb_head_spins   spin iterations of a queue head that has forbidden
 //                    stealing before it halts until the lock is released.
-//   pvb_head_halt    1 (default): a queue head holding the reservation halts
-//                    after pvb_head_spins, and every unlock is a
-//                    read-modify-write (it must see that halt atomically).
-//                    0: a reserved head only spins, and an unlock that finds
+//   pvb_head_halt    how a queue head holding the reservation waits once
+//                    it has spun pvb_head_spins (pvbounded.h, "HOW A
+//                    RESERVED HEAD WAITS"):
+//                    timed (2, default): it halts for at most
+//                    pvb_head_halt_us at a time, and an unlock that finds
+//                    nobody to kick releases with a plain store; a kick
+//                    request that store erased costs the head at most
+//                    pvb_head_halt_us.  Where this run's halt cannot be
+//                    bounded (KVM's own `hlt` with --backend kvm, IPI or
+//                    NMI wake-ups, RISC-V) it is `kicked`.
+//                    kicked (1): it halts until kicked, and every unlock is
+//                    a read-modify-write (it must see that halt atomically).
+//                    spin (0): it only spins, and an unlock that finds
 //                    nobody to kick releases with a plain store (queued
 //                    waiters still halt: their kick is asked for by the owner
-//                    itself).  "WITHOUT HALTING" in pvbounded.h says why.
+//                    itself).
+//   pvb_head_halt_us the longest one timed halt of a reserved head lasts
+//                    before it looks at the lock again.  Microseconds.
 //   pvb_boost        1: when the lock is released to a head whose vCPU the
 //                    host reports preempted, ask the host to run it next
 //                    (Env::yield_to, lock_env.h).  0: never.
@@ -114,7 +125,8 @@ struct Tuning {
   u64 steal_spins;
   u64 node_spins;
   u64 head_spins;
-  u64 head_halt;     // 1: a reserved head halts (read-modify-write unlock); 0: it spins (store unlock)
+  u64 head_halt;     // kHeadSpin, kHeadKicked or kHeadTimed
+  u64 head_halt_us;  // the longest timed halt of a reserved head
   u64 boost;
   u64 handoff;       // kHandoffHead or kHandoffRunning
   u64 stale_ticks;  // pvb_stale_us in lock-clock ticks
@@ -129,6 +141,10 @@ struct Tuning {
   u64 hq_fairness_ticks;    // hq_fairness_us in lock-clock ticks
 };
 
+inline constexpr u64 kHeadSpin = 0;
+inline constexpr u64 kHeadKicked = 1;
+inline constexpr u64 kHeadTimed = 2;
+
 inline constexpr u64 kHandoffHead = 0;
 inline constexpr u64 kHandoffRunning = 1;
 
@@ -136,6 +152,7 @@ inline constexpr u64 kDefaultBoundUs = 1000;
 inline constexpr u64 kDefaultBoundMaxUs = 16000;
 inline constexpr u64 kDefaultHeadUs = 0;
 inline constexpr u64 kDefaultStaleUs = 100;
+inline constexpr u64 kDefaultHeadHaltUs = 1000;
 inline constexpr u64 kDefaultCnaThreshold = u64{1} << 16;
 inline constexpr u64 kDefaultCnaThresholdUs = 1000;
 inline constexpr u64 kDefaultHqFairness = 1000;
@@ -157,7 +174,8 @@ inline Tuning g_tuning = {
     .steal_spins = 256,
     .node_spins = 1024,
     .head_spins = 1024,
-    .head_halt = 1,
+    .head_halt = kHeadTimed,
+    .head_halt_us = kDefaultHeadHaltUs,
     .boost = 1,
     .handoff = kHandoffHead,
     .stale_ticks = us_to_ticks(kDefaultStaleUs, kAssumedLockClockKhz),
@@ -188,6 +206,7 @@ struct TuningKey {
   const char* used_by;
 };
 inline constexpr const char* kHandoffWords[] = {"head", "running", nullptr};
+inline constexpr const char* kHeadHaltWords[] = {"spin", "kicked", "timed", nullptr};
 inline constexpr const char kPvbLocks[] = "pvbounded";
 inline constexpr const char kCnaLocks[] = "cna pvcna";
 inline constexpr const char kHqLocks[] = "hq pvhq";
@@ -198,7 +217,8 @@ inline constexpr TuningKey kTuningKeys[] = {
     {"pvb_steal_spins", &Tuning::steal_spins, 0, 1u << 30, nullptr, kPvbLocks},
     {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30, nullptr, kPvbLocks},
     {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30, nullptr, kPvbLocks},
-    {"pvb_head_halt", &Tuning::head_halt, 0, 1, nullptr, kPvbLocks},
+    {"pvb_head_halt", &Tuning::head_halt, kHeadSpin, kHeadTimed, kHeadHaltWords, kPvbLocks},
+    {"pvb_head_halt_us", &Tuning::head_halt_us, 1, 1000000, nullptr, kPvbLocks},
     {"pvb_boost", &Tuning::boost, 0, 1, nullptr, kPvbLocks},
     {"pvb_handoff", &Tuning::handoff, kHandoffHead, kHandoffRunning, kHandoffWords, kPvbLocks},
     {"pvb_stale_us", &Tuning::stale_us, 1, 1000000, nullptr, kPvbLocks},

@@ -139,7 +139,7 @@ void attack_kick_storm(u64 rounds) {
 }
 
 void attack_unknown_hypercalls() {
-  const u64 numbers[] = {0, 1, 4, 6, 12, 0x4c560000, 0x4c560003, 0x4c56ffff, ~0ull, 1ull << 63};
+  const u64 numbers[] = {0, 1, 4, 6, 12, 0x4c560000, 0x4c560004, 0x4c56ffff, ~0ull, 1ull << 63};
   for (u64 nr : numbers) LV_CHECK_EQ(kvm_hypercall(nr, ~0ull, ~0ull, ~0ull, ~0ull), kKvmEnosys);
   const u32 eids[] = {0, kSbiExtBase + 1, kSbiExperimentalFirst, kSbiExperimentalLast, 0xffffffff};
   for (u32 eid : eids) LV_CHECK_EQ(sbi_call(eid, 0, ~0ull, ~0ull, ~0ull).error, kSbiErrNotSupported);
@@ -147,6 +147,9 @@ void attack_unknown_hypercalls() {
   for (u32 fid : fids) LV_CHECK_EQ(sbi_call(kSbiExtPvlock, fid, 0).error, kSbiErrNotSupported);
   // QUERY_HALTED of an APIC ID no vCPU has.
   LV_CHECK_EQ(kvm_hypercall(kHcQueryHalted, ~0ull), kKvmEinval);
+  // HALT_FOR with no limit or one past the maximum: refused, no halt.
+  const u64 limits[] = {0, kHaltForMaxNs + 1, ~0ull};
+  for (u64 ns : limits) LV_CHECK_EQ(kvm_hypercall(kHcHaltFor, ns), kKvmEinval);
 }
 
 [[noreturn]] void halt_forever() {

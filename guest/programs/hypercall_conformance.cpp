@@ -93,6 +93,34 @@ void program_sticky_kick() {
   }
 }
 
+// HALT_FOR, the doorbell's halt with a limit: with no kick it ends by its
+// limit and says so, no sooner (timed on the halter's own TSC); a kick sent
+// before it is kept and consumed as for HALT; a kick while it sleeps ends
+// it. The last halt is retried if it reaches its limit (1 s) before the
+// kicker's kick, which the host scheduler decides: "rehalts" counts them.
+void program_halt_for() {
+  constexpr u64 kLimitNs = 2'000'000;
+  if (this_cpu() == 0) {
+    const u64 t0 = rdtsc();
+    LV_CHECK_EQ(halt_for(kLimitNs), kHaltForExpired);
+    report_result("expired_halt_cycles", rdtsc() - t0, ResultKind::kTscCycles);
+    g_phase.store(1);
+    g_phase.wait_for(2);
+    LV_CHECK_EQ(halt_for(kLimitNs), kKvmSuccess);  // the kick of phase 1, kept
+    g_phase.store(3);
+    u64 rehalts = 0;
+    while (halt_for(kHaltForMaxNs) == kHaltForExpired) ++rehalts;
+    report_result("rehalts", rehalts);
+  } else if (this_cpu() == 1) {
+    g_phase.wait_for(1);
+    LV_CHECK_EQ(kick_cpu(apic_id_of(0)), kKvmSuccess);
+    g_phase.store(2);
+    g_phase.wait_for(3);
+    wait_until_halted(apic_id_of(0));
+    LV_CHECK_EQ(kick_cpu(apic_id_of(0)), kKvmSuccess);
+  }
+}
+
 // Kick to self, kick to an APIC ID nobody has, flags != 0, unknown numbers.
 void program_kick_targets() {
   if (this_cpu() == 0) {

@@ -72,6 +72,14 @@ struct WorkloadEnv : GuestLockEnv {
       if (pv_wake_wait(ptr, val)) g_halts[this_cpu()]++;
     }
   }
+  static bool wait_for(volatile u8* ptr, u8 val, u64 ns) {
+    if (g_lock_probe_on) [[unlikely]]
+      lock_probe_spin();
+    if (*ptr != val) return false;
+    if (g_wait_halt_delay_ns != 0) late_halt_window(ptr, val);
+    g_halts[this_cpu()]++;  // the doorbell halts every time
+    return pv_wake_wait_for(ptr, val, ns);
+  }
 };
 
 // --trace: each vCPU's lock-trace log block (null: not tracing), the

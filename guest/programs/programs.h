@@ -6,6 +6,7 @@ void program_empty();
 void program_hello();
 void program_kick_wake();
 void program_sticky_kick();
+void program_halt_for();
 void program_kick_targets();
 void program_pv_off();
 void program_lost_wakeup();

@@ -10,6 +10,7 @@ constexpr Program kPrograms[] = {
     {"hello", program_hello},
     {"kick-wake", program_kick_wake},
     {"sticky-kick", program_sticky_kick},
+    {"halt-for", program_halt_for},
     {"kick-targets", program_kick_targets},
     {"pv-off", program_pv_off},
     {"lost-wakeup", program_lost_wakeup},

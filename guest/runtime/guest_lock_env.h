@@ -33,6 +33,10 @@ struct GuestLockEnv {
   static void wait(volatile u8* ptr, u8 val) {
     if (*ptr == val) pv_wake_wait(ptr, val);
   }
+  // The bounded wait (locks/lock_env.h wait_bounded()): HALT_FOR, where the
+  // run's halts go to the VMM's doorbell.
+  static bool bounded_wait() { return pv_wake_bounded(); }
+  static bool wait_for(volatile u8* ptr, u8 val, u64 ns) { return *ptr == val && pv_wake_wait_for(ptr, val, ns); }
   static void kick(unsigned cpu) { pv_wake_kick(apic_id_of(cpu)); }
   static bool pv_available() { return g_lock_features.pv_unhalt; }
   static bool virtualized() { return true; }

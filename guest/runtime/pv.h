@@ -36,6 +36,9 @@ inline i64 halt() {
   at_cpl0() ? cpl0_halt() : kernel_halt();
   return kKvmSuccess;
 }
+// HALT_FOR (the doorbell only: KVM's `hlt` has no limit): halt until kicked
+// or until `ns` have passed; kHaltForExpired when the limit ended it.
+inline i64 halt_for(u64 ns) { return kvm_hypercall(kHcHaltFor, ns); }
 inline i64 query_halted(u32 apic_id) { return kvm_hypercall(kHcQueryHalted, apic_id); }
 
 inline SbiRet sbi_probe(u32 eid) { return sbi_call(kSbiExtBase, kSbiBaseProbeExtension, eid); }

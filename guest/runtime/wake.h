@@ -33,6 +33,15 @@ void init_pv_wake();
 // the condition had changed, or a wake-up had already arrived).
 bool pv_wake_wait(volatile u8* ptr, u8 val);
 
+// Whether a wait can be bounded in time this run: the hypercall mechanism on
+// the VMM's doorbells (HALT_FOR). KVM's own `hlt` (--backend kvm) and the
+// IPI and NMI mechanisms have no limit.
+bool pv_wake_bounded();
+
+// pv_wake_wait() for at most `ns` (1 .. kHaltForMaxNs), where
+// pv_wake_bounded(); returns whether the limit ended it (no kick consumed).
+bool pv_wake_wait_for(volatile u8* ptr, u8 val, u64 ns);
+
 // Wakes the vCPU with this APIC ID by the run's mechanism.
 void pv_wake_kick(u32 apic_id);
 

@@ -30,7 +30,7 @@ class FakeVcpu final : public VcpuContext {
     errors.push_back("host: " + what);
     return false;
   }
-  bool halt() override { return true; }
+  bool halt(std::uint64_t, bool*) override { return true; }
   bool end_run(std::uint64_t status, std::string why) override {
     ended.push_back(std::to_string(status) + " " + why);
     return false;

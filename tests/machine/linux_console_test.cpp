@@ -27,7 +27,7 @@ class Vcpu final : public devices::VcpuContext {
     errors.push_back(what);
     return false;
   }
-  bool halt() override { return true; }
+  bool halt(std::uint64_t, bool*) override { return true; }
   bool end_run(std::uint64_t, std::string) override { return false; }
   kvm_regs regs_{};
   std::vector<std::string> errors;

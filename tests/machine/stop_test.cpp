@@ -69,7 +69,7 @@ TEST(UserspaceBackendStop, StopCutsAKickDelayShort) {
   // After stop() every later delay and halt returns at once, for good.
   const auto t1 = Clock::now();
   backend.kick(1, 0);
-  EXPECT_EQ(backend.halt(0), pvlock::HaltOutcome::kStopped);
+  EXPECT_EQ(backend.halt(0, 0), pvlock::HaltOutcome::kStopped);
   EXPECT_LT(seconds_since(t1), 1.0);
 }
 
@@ -79,7 +79,7 @@ TEST(UserspaceBackendStop, StopReleasesAHalterAndAKickerTogether) {
   options.halt_poll = pvlock::HaltPollSetting::fixed(4'000'000'000u);  // would spin for ~66 minutes
   pvlock::UserspaceBackend backend(3, options);
   const auto t0 = Clock::now();
-  std::thread halter([&] { EXPECT_EQ(backend.halt(1), pvlock::HaltOutcome::kStopped); });
+  std::thread halter([&] { EXPECT_EQ(backend.halt(1, 0), pvlock::HaltOutcome::kStopped); });
   std::thread kicker([&] { backend.kick(0, 2); });
   while ((backend.latch_state(1) & pvlock::KickLatch::kHalted) == 0) std::this_thread::yield();
   backend.stop();

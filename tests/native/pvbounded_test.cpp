@@ -465,6 +465,87 @@ TEST(PvBounded, WithoutHaltingTheUnlockStoresUnlessTheLockIsReserved) {
   pvb::g_tuning = saved;
 }
 
+// Which release each pvb_head_halt allows ("HOW A RESERVED HEAD WAITS"): a
+// store unless a reserved head may halt until kicked, i.e. with kicked, or
+// with timed where this run's halt cannot be bounded.
+using TimedEnv = NativeEnvT<46>;
+TEST(PvBounded, TheUnlockStoresUnlessAReservedHeadMayHaltUntilKicked) {
+  const pvb::Tuning saved = pvb::g_tuning;
+  for (const bool bounded : {true, false}) {
+    TimedEnv::set_bounded_wait(bounded);
+    ASSERT_EQ(native::apply_lock_tuning({"pvb_head_halt=timed"}), nullptr);
+    EXPECT_EQ(pvb::head_halt_timed<TimedEnv>(), bounded);
+    EXPECT_EQ(pvb::unlock_may_store<TimedEnv>(), bounded) << "timed, bounded halts " << bounded;
+    ASSERT_EQ(native::apply_lock_tuning({"pvb_head_halt=kicked"}), nullptr);
+    EXPECT_FALSE(pvb::head_halt_timed<TimedEnv>());
+    EXPECT_FALSE(pvb::unlock_may_store<TimedEnv>()) << "kicked, bounded halts " << bounded;
+    ASSERT_EQ(native::apply_lock_tuning({"pvb_head_halt=spin"}), nullptr);
+    EXPECT_TRUE(pvb::unlock_may_store<TimedEnv>()) << "spin, bounded halts " << bounded;
+  }
+  TimedEnv::set_bounded_wait(true);
+  pvb::g_tuning = saved;
+  EXPECT_EQ(pvb::g_tuning.head_halt, pvb::kHeadTimed) << "timed is the default";
+  EXPECT_TRUE(pvb::unlock_may_store<TimedEnv>());
+}
+
+// The race a store release opens: the unlock loads the word (locked 1, no
+// N... or N and no 3), the head turns 1 into 3 and halts, and the unlock's
+// store writes 0 over that 3, so nobody kicks the head.  Played here in that
+// order: the head halts with its 3, then the owner's store clears the byte.
+// A timed head halt ends at pvb_head_halt_us, finds the lock free and
+// reserved for it, and takes it; nobody sent a kick.
+TEST(PvBounded, ATimedHeadTakesTheLockAfterAReleaseErasedItsKickRequest) {
+  TimedEnv::reset();
+  TuningScope tuning(/*bound_us=*/1, /*head_spins=*/64);
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_head_halt=timed", "pvb_head_halt_us=2000"}), nullptr);
+  locks::PvBoundedLock<TimedEnv> lock{};
+  std::atomic<int> phase{0};
+  u32 word_after = 0;
+  run_on_cpus<TimedEnv>(2, [&](unsigned cpu) {
+    if (cpu == 0) {
+      lock.lock();
+      phase = 1;
+      // Wait for cpu 1's request (N, locked 3) and for its sleep.
+      while ((lock.value() & (pvb::kNoSteal | q::kLockedMask)) != (pvb::kNoSteal | q::kSlowVal) ||
+             TimedEnv::stats().sleeps == 0)
+        std::this_thread::yield();
+      q::clear_locked_release(lock.word());  // the store of an unlock that had loaded 1
+      while (phase.load() != 2) std::this_thread::yield();
+    } else {
+      while (phase.load() != 1) std::this_thread::yield();
+      lock.lock();
+      word_after = lock.value();
+      lock.unlock();
+      phase = 2;
+    }
+  });
+  EXPECT_EQ(word_after & (pvb::kNoSteal | q::kLockedMask), q::kLockedVal) << "the head took its reservation";
+  EXPECT_EQ(TimedEnv::ev[1].get(LockEvent::pv_reserved), 1u);
+  EXPECT_EQ(TimedEnv::ev[1].get(LockEvent::pv_head_expired), 1u) << "the halt ended by its limit";
+  EXPECT_EQ(TimedEnv::stats().kicks_sent, 0u);
+  EXPECT_GE(TimedEnv::stats().expired, 1u);
+  EXPECT_EQ(TimedEnv::stats().timeouts, 0u);
+  EXPECT_EQ(lock.value(), 0u);
+}
+
+// Timed heads and store releases under contention: halts short enough to
+// expire often (50 us), exclusion holds and every acquisition is made.
+TEST(PvBounded, TimedHeadsWithStoreReleasesExcludeAndFinish) {
+  TimedEnv::reset();
+  TuningScope tuning(/*bound_us=*/20, /*head_spins=*/1);
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_head_halt=timed", "pvb_head_halt_us=50", "pvb_node_spins=1"}), nullptr);
+  locks::PvBoundedLock<TimedEnv> lock{};
+  const StressResult r = stress<locks::PvBoundedLock<TimedEnv>, TimedEnv>(lock, 4, scaled(15000));
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.total, 4 * scaled(15000));
+  EXPECT_GT(TimedEnv::event_total(LockEvent::pv_wait_head), 0u) << "no reserved head halted: nothing tested";
+  EXPECT_EQ(TimedEnv::stats().timeouts, 0u) << "a lost wake-up of an untimed (node) halt";
+  EXPECT_EQ(lock.value(), 0u);
+  std::printf("[ timed heads ] %.3f s, head halts %llu, expired with the lock free %llu\n", r.seconds,
+              static_cast<unsigned long long>(TimedEnv::event_total(LockEvent::pv_wait_head)),
+              static_cast<unsigned long long>(TimedEnv::event_total(LockEvent::pv_head_expired)));
+}
+
 // ---- handoff=running: lending past a preempted reserved head -----------------
 
 // An Env whose run-state hint the test sets: `preempted[cpu]`, `sleeping[cpu]`.

@@ -113,7 +113,7 @@ TEST(UserspaceBackendHaltPoll, AKickInsideTheWindowIsCaughtByPolling) {
   options.halt_poll = HaltPollSetting::fixed(1'000'000);  // 1 s: the kick comes long before
   UserspaceBackend backend(2, options);
   auto kicker = kick_later(backend, 20ms);
-  EXPECT_EQ(backend.halt(1), HaltOutcome::kPolled);
+  EXPECT_EQ(backend.halt(1, 0), HaltOutcome::kPolled);
   kicker.join();
   const PvCounts c = backend.counters(1).snapshot();
   EXPECT_EQ(c.halts_polled, 1u);
@@ -127,7 +127,7 @@ TEST(UserspaceBackendHaltPoll, AKickAfterTheWindowCostsTheWholeWindow) {
   options.halt_poll = HaltPollSetting::fixed(2'000);  // 2 ms
   UserspaceBackend backend(2, options);
   auto kicker = kick_later(backend, 100ms);
-  EXPECT_EQ(backend.halt(1), HaltOutcome::kWoken);
+  EXPECT_EQ(backend.halt(1, 0), HaltOutcome::kWoken);
   kicker.join();
   const PvCounts c = backend.counters(1).snapshot();
   EXPECT_EQ(c.halts_woken, 1u);
@@ -139,7 +139,7 @@ TEST(UserspaceBackendHaltPoll, AKickAfterTheWindowCostsTheWholeWindow) {
 TEST(UserspaceBackendHaltPoll, NoPollingWhenOff) {
   UserspaceBackend backend(2, BackendOptions{});
   auto kicker = kick_later(backend, 10ms);
-  EXPECT_EQ(backend.halt(1), HaltOutcome::kWoken);
+  EXPECT_EQ(backend.halt(1, 0), HaltOutcome::kWoken);
   kicker.join();
   const PvCounts c = backend.counters(1).snapshot();
   EXPECT_EQ(c.halt_poll_ns, 0u);

@@ -31,7 +31,7 @@ class FakeBackend final : public PvBackend {
     lossy_kicks.emplace_back(from, target);
     return target < 0 ? KickResult::kNoSuchTarget : KickResult::kDropped;
   }
-  HaltOutcome halt(unsigned) override {
+  HaltOutcome halt(unsigned, std::uint64_t) override {
     ++halts;
     return HaltOutcome::kImmediate;
   }
@@ -188,6 +188,27 @@ TEST(HypercallTableKvm, HaltAsksTheCallerToHaltWithPvOnOrOff) {
   }
 }
 
+// HALT_FOR: a halt with the guest's limit, which the table checks (a0 is
+// the guest's: 0 or above the maximum is refused, and nobody halts).
+TEST(HypercallTableKvm, HaltForAsksForAHaltWithTheLimitAndRefusesALimitOutOfRange) {
+  FakeBackend backend(3);
+  auto table = make_pv_hypercall_table(backend, config(), apic_to_index);
+  for (const std::uint64_t ns : {std::uint64_t{1}, std::uint64_t{1000000}, abi::kHaltForMaxNs}) {
+    const auto r = table->dispatch(Transport::kKvm, kvm_call(abi::kHcHaltFor, ns));
+    EXPECT_EQ(as_signed(r.output.rax), abi::kKvmSuccess);
+    EXPECT_TRUE(r.output.halt);
+    EXPECT_EQ(r.output.halt_limit_ns, ns);
+  }
+  for (const std::uint64_t ns : {std::uint64_t{0}, abi::kHaltForMaxNs + 1, ~std::uint64_t{0}}) {
+    const auto r = table->dispatch(Transport::kKvm, kvm_call(abi::kHcHaltFor, ns));
+    EXPECT_EQ(as_signed(r.output.rax), abi::kKvmEinval) << ns;
+    EXPECT_FALSE(r.output.halt) << ns;
+  }
+  const auto plain = table->dispatch(Transport::kKvm, kvm_call(abi::kHcHalt, 12345));
+  EXPECT_EQ(plain.output.halt_limit_ns, 0u) << "HALT ignores a0: no limit";
+  EXPECT_EQ(backend.halts, 0u);
+}
+
 TEST(HypercallTableKvm, QueryHaltedAnswersPerVcpu) {
   FakeBackend backend(3);
   auto table = make_pv_hypercall_table(backend, config(), apic_to_index);
@@ -242,7 +263,7 @@ TEST(HypercallTableKvm, YieldToThroughTheUserspaceBackendIsCounted) {
 TEST(HypercallTableKvm, UnknownNumbersAnswerEnosysAndAreCounted) {
   FakeBackend backend(3);
   auto table = make_pv_hypercall_table(backend, config(), apic_to_index);
-  const std::uint64_t unknown[] = {0, 1, 4, 6, 10, 12, 0x4c560000, 0x4c560003, 0x5'0000'0005, ~std::uint64_t{0}};
+  const std::uint64_t unknown[] = {0, 1, 4, 6, 10, 12, 0x4c560000, 0x4c560004, 0x5'0000'0005, ~std::uint64_t{0}};
   for (const auto nr : unknown) {
     const auto r = table->dispatch(Transport::kKvm, kvm_call(nr, 0, 2));
     EXPECT_FALSE(r.known) << nr;
@@ -393,8 +414,8 @@ TEST(HypercallTableSbi, PvOffDoesNotTouchSbi) {
 TEST(HypercallTableRegistration, EachNumberRegisteredExactlyOnce) {
   FakeBackend backend(3);
   auto table = make_pv_hypercall_table(backend, config(), apic_to_index);
-  EXPECT_EQ(table->size(), 8u);  // 4 KVM + PROBE + KICK at 3 EIDs
-  for (const std::uint64_t nr : {abi::kHcKickCpu, abi::kHcHalt, abi::kHcQueryHalted, abi::kHcSchedYield})
+  EXPECT_EQ(table->size(), 9u);  // 5 KVM + PROBE + KICK at 3 EIDs
+  for (const std::uint64_t nr : {abi::kHcKickCpu, abi::kHcHalt, abi::kHcHaltFor, abi::kHcQueryHalted, abi::kHcSchedYield})
     EXPECT_TRUE(table->registered(Transport::kKvm, nr));
   EXPECT_TRUE(table->registered(Transport::kSbi,
                                 HypercallTable::sbi_number(abi::kSbiExtBase, abi::kSbiBaseProbeExtension)));
@@ -403,11 +424,11 @@ TEST(HypercallTableRegistration, EachNumberRegisteredExactlyOnce) {
   // Transports are separate name spaces.
   EXPECT_FALSE(table->registered(Transport::kSbi, abi::kHcKickCpu));
   const auto noop = [](const HypercallInput&) { return HypercallOutput{}; };
-  for (const std::uint64_t nr : {abi::kHcKickCpu, abi::kHcHalt, abi::kHcQueryHalted, abi::kHcSchedYield})
+  for (const std::uint64_t nr : {abi::kHcKickCpu, abi::kHcHalt, abi::kHcHaltFor, abi::kHcQueryHalted, abi::kHcSchedYield})
     EXPECT_THROW(table->register_handler(Transport::kKvm, nr, noop), std::logic_error);
   EXPECT_THROW(table->register_handler(Transport::kSbi, HypercallTable::sbi_number(kAlias, abi::kSbiPvlockKickCpu), noop),
                std::logic_error);
-  EXPECT_EQ(table->size(), 8u);
+  EXPECT_EQ(table->size(), 9u);
 }
 
 TEST(HypercallTableRegistration, RegisteringTwiceFailsAndKeepsTheFirst) {
@@ -425,7 +446,7 @@ TEST(HypercallTableRegistration, RegisteringTwiceFailsAndKeepsTheFirst) {
 TEST(HypercallTableRegistration, AliasEqualToAFixedEidIsRegisteredOnce) {
   FakeBackend backend(3);
   auto table = make_pv_hypercall_table(backend, {true, true, abi::kSbiExtPvlock}, apic_to_index);
-  EXPECT_EQ(table->size(), 7u);
+  EXPECT_EQ(table->size(), 8u);
 }
 
 }  // namespace

@@ -19,6 +19,28 @@ TEST(KickLatch, KickBeforeHaltIsStickyAndConsumedOnce) {
   EXPECT_EQ(latch.state(), 0u);  // consumed: the next halt would block
 }
 
+// A halt with a limit: it ends by itself with no kick (and says so), shows
+// itself as timed while it waits, and leaves a kick that comes after it to
+// the next halt; a kick before the limit ends it as any halt.
+TEST(KickLatch, ALimitedHaltExpiresWithoutAKickAndAKickStillEndsIt) {
+  std::atomic<std::uint64_t> epoch{0};
+  KickLatch latch(epoch);
+  EXPECT_EQ(latch.halt(0, nullptr, 1000000), HaltOutcome::kExpired);
+  EXPECT_EQ(latch.state(), 0u) << "no halt flags left behind";
+  EXPECT_EQ(latch.kick(KickMode::kSticky), KickDelivery::kDelivered);
+  EXPECT_EQ(latch.halt(0, nullptr, 1000000), HaltOutcome::kImmediate) << "a kick after an expiry is kept";
+  EXPECT_EQ(latch.halt(50000, nullptr, 20000), HaltOutcome::kExpired) << "the limit cuts the poll short";
+
+  std::atomic<int> outcome{-1};
+  std::thread halter([&] { outcome = static_cast<int>(latch.halt(0, nullptr, 60'000'000'000)); });
+  while ((latch.state() & KickLatch::kHalted) == 0) std::this_thread::yield();
+  EXPECT_NE(latch.state() & KickLatch::kTimed, 0u) << "a limited halt is marked timed";
+  EXPECT_EQ(latch.kick(KickMode::kSticky), KickDelivery::kDelivered);
+  halter.join();
+  EXPECT_EQ(outcome.load(), static_cast<int>(HaltOutcome::kWoken));
+  EXPECT_EQ(latch.state(), 0u);
+}
+
 TEST(KickLatch, LossyDropsKickToRunningVcpu) {
   std::atomic<std::uint64_t> epoch{0};
   KickLatch latch(epoch);
@@ -68,7 +90,7 @@ TEST(UserspaceBackend, PingPongNeverLosesAWakeup) {
   std::atomic<int> turn{0};
   auto player = [&](unsigned me) {
     for (int r = 0; r < kRounds; ++r) {
-      while (turn.load() != static_cast<int>(me)) backend.halt(me);
+      while (turn.load() != static_cast<int>(me)) backend.halt(me, 0);
       turn.store(static_cast<int>(1 - me));
       backend.kick(me, static_cast<int>(1 - me));
     }

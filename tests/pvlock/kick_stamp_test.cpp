@@ -68,7 +68,7 @@ TEST(UserspaceBackendWakeLatency, ComesFromTheKickThatWokeNotALaterCoalescedOne)
   std::thread halter([&] {
     pin_to(cpu);
     halter_tid = static_cast<pid_t>(::syscall(SYS_gettid));
-    EXPECT_EQ(backend.halt(1), HaltOutcome::kWoken);
+    EXPECT_EQ(backend.halt(1, 0), HaltOutcome::kWoken);
   });
   while ((backend.latch_state(1) & KickLatch::kHalted) == 0) std::this_thread::yield();
   while (!asleep(halter_tid.load())) std::this_thread::sleep_for(1ms);  // on the futex, a real halt
@@ -110,7 +110,7 @@ TEST(UserspaceBackendWakeLatency, ADroppedKickLeavesNoStamp) {
   UserspaceBackend backend(2, options);
   EXPECT_EQ(backend.kick(0, 1), KickResult::kDropped);
   std::this_thread::sleep_for(50ms);
-  std::thread halter([&] { EXPECT_EQ(backend.halt(1), HaltOutcome::kWoken); });
+  std::thread halter([&] { EXPECT_EQ(backend.halt(1, 0), HaltOutcome::kWoken); });
   while ((backend.latch_state(1) & KickLatch::kHalted) == 0) std::this_thread::yield();
   const std::uint64_t kick_ns = monotonic_ns();
   backend.kick(0, 1);

@@ -247,6 +247,28 @@ std::vector<CaseSpec> userspace_backend_knob_cases() {
                    latency_notes, "--kick-delay-us is the userspace backend's (KVM delivers kicks in the kernel)"});
   config.backend.kick_delay_us = 0;
   config.backend.halt_poll = pvlock::HaltPollSetting::fixed(500000);
+  // HALT_FOR: the limit ends a halt nobody kicks, never early; kicks end it
+  // as they end HALT.
+  cases.push_back(
+      {"halt-for", "HALT_FOR: a halt no kick ends lasts its limit (2 ms) and says so; kicks before and during end it",
+       two_vcpus("halt-for"),
+       [](const RunResult& run) {
+         const auto* cycles = run.result(0, "expired_halt_cycles");
+         const auto* rehalts = run.result(0, "rehalts");
+         const std::uint64_t ns = cycles && cycles->values.size() == 1 ? cycles_to_ns(cycles->values[0], run.tsc_khz) : 0;
+         const std::uint64_t again = rehalts && rehalts->values.size() == 1 ? rehalts->values[0] : ~std::uint64_t{0};
+         const pvlock::PvCounts& pv = run.pv(0);
+         return Expect(run)
+             .outcome(Outcome::kCompleted)
+             .pv(0, &pvlock::PvCounts::halts, 3 + again)
+             .pv(0, &pvlock::PvCounts::halts_expired, 1 + again)
+             .pv(1, &pvlock::PvCounts::kicks_sent, 2)
+             .that(pv.halts_immediate + pv.halts_woken + pv.halts_polled == 2,
+                   fmt::format("{} halts ended by a kick, expected 2", pv.halts_immediate + pv.halts_woken + pv.halts_polled))
+             .that(ns >= 2'000'000, fmt::format("the expired halt lasted {} ns, expected >= 2 ms", ns))
+             .done();
+       },
+       elapsed_notes, "HALT_FOR is the userspace backend's doorbell (KVM's `hlt` has no limit)"});
   cases.push_back({"halt-poll", "--halt-poll-us: a kick that arrives while the halter polls ends the poll, no sleep",
                    config, [](const RunResult& run) {
                      return Expect(run)

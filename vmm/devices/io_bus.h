@@ -36,9 +36,10 @@ class VcpuContext {
   // prefixed by the vCPU and its RIP.
   virtual bool guest_error(std::string what) = 0;
   virtual bool host_error(std::string what) = 0;
-  // The userspace halt (the PV backend's kick latch); false when the run is
-  // stopping while the vCPU waited.
-  virtual bool halt() = 0;
+  // The userspace halt (the PV backend's kick latch), ended by a kick, or
+  // also by limit_ns when nonzero (HALT_FOR: then *expired says whether the
+  // limit ended it); false when the run is stopping while the vCPU waited.
+  virtual bool halt(std::uint64_t limit_ns, bool* expired) = 0;
   // The guest asked for the end of the whole run (a power-off): every vCPU
   // stops; the run completes when the guest's exit status (the one it
   // reported earlier, else `status`) is 0, and fails otherwise.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "lockvisor/abi/doorbell.h"
+#include "lockvisor/abi/kvm_hypercall.h"
 #include "lockvisor/abi/ucall.h"
 #include "vmm/util/guest_text.h"
 #include "vmm/machine/run_control.h"
@@ -25,8 +26,15 @@ bool HypercallPorts::on_io(VcpuContext& vcpu, const VcpuExit::PortIo& io) {
   program.note_hypercall(result.number);
   regs.rax = result.output.rax;
   if (result.output.rbx) regs.rbx = *result.output.rbx;
+  if (!result.output.halt) {
+    vcpu.commit_regs();
+    return true;
+  }
+  bool expired = false;
+  const bool go_on = vcpu.halt(result.output.halt_limit_ns, &expired);
+  if (expired) regs.rax = static_cast<std::uint64_t>(abi::kHaltForExpired);
   vcpu.commit_regs();
-  return result.output.halt ? vcpu.halt() : true;
+  return go_on;
 }
 
 namespace {

@@ -59,14 +59,15 @@ std::vector<std::string> Machine::State::vcpu_state_lines() const {
 
 // Every vCPU still in the game is halted with no kick pending, and nothing
 // changed while we looked (the backend's epoch): no one is left to kick. A
-// state the backend cannot see (VcpuPvState::known false) is never a deadlock.
+// state the backend cannot see (VcpuPvState::known false) is never a deadlock,
+// nor a halt that ends by itself (HALT_FOR).
 bool Machine::State::deadlocked() const {
   const std::uint64_t before = backend->epoch();
   bool any_halted = false;
   for (const auto& v : vcpus) {
     if (v->finished()) continue;
     const pvlock::VcpuPvState pv = backend->vcpu_state(v->index());
-    if (!pv.known || !pv.halted || pv.kick_pending) return false;
+    if (!pv.known || !pv.halted || pv.kick_pending || pv.timed) return false;
     any_halted = true;
   }
   return any_halted && backend->epoch() == before;

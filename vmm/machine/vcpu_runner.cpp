@@ -361,7 +361,7 @@ bool VcpuRunner::handle_exit() {
     case VcpuExit::Kind::kHalt:
       count(ExitKind::kHlt);
       last_hypercall_.store(0, std::memory_order_relaxed);
-      return halt();
+      return halt(0, nullptr);
     case VcpuExit::Kind::kIntr:
       count(ExitKind::kIntr);
       return true;
@@ -415,13 +415,14 @@ bool VcpuRunner::handle_mmio(const VcpuExit::Mmio& mmio) {
                                                                      : ", outside guest memory"));
 }
 
-bool VcpuRunner::halt() {
+bool VcpuRunner::halt(std::uint64_t limit_ns, bool* expired) {
   state_.store(VcpuState::kHalted);
   if (observer_) observer_->halt_begins();
   const std::uint64_t halted = observer_ ? monotonic_ns() : 0;
-  const auto outcome = control_.backend().halt(index());
+  const auto outcome = control_.backend().halt(index(), limit_ns);
   if (observer_) observer_->halted(halted, monotonic_ns());
   if (outcome == pvlock::HaltOutcome::kStopped) return false;  // stays "halted" in the report
+  if (expired) *expired = outcome == pvlock::HaltOutcome::kExpired;
   state_.store(VcpuState::kRunning);
   return true;
 }

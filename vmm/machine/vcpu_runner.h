@@ -163,7 +163,7 @@ class VcpuRunner final : private GuestProgramContext {
   void commit_regs() override { vcpu_.commit_sync_regs(); }
   bool guest_error(std::string what) override;
   bool host_error(std::string what) override;
-  bool halt() override;
+  bool halt(std::uint64_t limit_ns, bool* expired) override;
   bool end_run(std::uint64_t status, std::string why) override;
   void note_hypercall(std::uint64_t number) override { last_hypercall_.store(number, std::memory_order_relaxed); }
   void note_fault_rip(std::uint64_t rip) override { rip_.store(rip, std::memory_order_relaxed); }

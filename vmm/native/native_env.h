@@ -14,6 +14,8 @@
 //   EAGAIN, so it is never lost.  Kicks to a CPU with a kick already pending
 //   coalesce (counted).  The FUTEX_WAIT has a long timeout: hitting it means
 //   a lost wake-up, which is counted (tests assert zero) instead of hanging.
+//   wait_for() (lock_env.h's bounded wait) is the same sleep with the
+//   caller's own limit; its expiries are counted apart (`expired`).
 // * relax(): kPleWindow == 0: a plain `pause` (the benchmark Env: the native
 //   baseline must show what spinning really costs on the host).  kPleWindow
 //   > 0: `pause` plus a sched_yield() every kPleWindow pauses, a model of
@@ -67,7 +69,8 @@ struct EnvStats {
   u64 kicks_pending = 0;
   u64 waits = 0;
   u64 sleeps = 0;
-  u64 timeouts = 0;
+  u64 timeouts = 0;  // untimed waits that hit kLostWakeupSeconds: lost wake-ups
+  u64 expired = 0;   // wait_for() calls that ended by their own limit
 };
 
 template <int kTag, bool kPv = true, bool kVirt = false, bool kDedicated = false, unsigned kPleWindowT = 0>
@@ -80,6 +83,7 @@ struct NativeEnvT {
     u64 waits;
     u64 sleeps;
     u64 timeouts;
+    u64 expired;
   };
 
   static inline thread_local int tls_cpu = -1;
@@ -126,23 +130,19 @@ struct NativeEnvT {
   }
 
   static void wait(volatile u8* ptr, u8 val) {
-    PerCpu& me = percpu[cpu()];
-    bump(&me.waits);
-    // kvm_wait(): re-check with "interrupts off" before halting.
-    if (__atomic_load_n(ptr, __ATOMIC_ACQUIRE) != val) return;
-    // HLT with a pending sticky kick returns at once and consumes it.
-    if (__atomic_exchange_n(&me.futex, 0u, __ATOMIC_ACQ_REL) != 0) {
-      bump(&me.kicks_received);
-      return;
-    }
-    bump(&me.sleeps);
-    struct timespec timeout = {kLostWakeupSeconds, 0};
-    long rc = syscall(SYS_futex, &me.futex, FUTEX_WAIT_PRIVATE, 0u, &timeout, nullptr, 0);
-    if (__atomic_exchange_n(&me.futex, 0u, __ATOMIC_ACQ_REL) != 0) {
-      bump(&me.kicks_received);
-    } else if (rc != 0 && errno == ETIMEDOUT) {
-      bump(&me.timeouts);
-    }
+    const struct timespec timeout = {kLostWakeupSeconds, 0};
+    if (sleep_unless_kicked(ptr, val, timeout)) bump(&percpu[cpu()].timeouts);
+  }
+  // The bounded wait (lock_env.h wait_bounded()): the same futex sleep with
+  // the caller's limit; its expiries are counted apart from `timeouts`,
+  // which stay lost wake-ups.
+  static bool bounded_wait() { return kPv && __atomic_load_n(&bounded, __ATOMIC_RELAXED); }
+  static bool wait_for(volatile u8* ptr, u8 val, u64 timeout_ns) {
+    const struct timespec timeout = {static_cast<time_t>(timeout_ns / 1000000000u),
+                                     static_cast<long>(timeout_ns % 1000000000u)};
+    const bool expired = sleep_unless_kicked(ptr, val, timeout);
+    if (expired) bump(&percpu[cpu()].expired);
+    return expired;
   }
 
   // Optional Env hook (lock_env.h spin_relax()).  With kPleWindow > 0 it
@@ -170,6 +170,11 @@ struct NativeEnvT {
 
   // Harness ----------------------------------------------------------------
   static constexpr long kLostWakeupSeconds = 20;
+  // Whether bounded_wait() offers wait_for() (tests turn it off to run a
+  // lock as on a platform whose halts cannot be bounded).  Set while no
+  // lock user thread runs.
+  static inline bool bounded = true;
+  static void set_bounded_wait(bool on) { __atomic_store_n(&bounded, on, __ATOMIC_RELAXED); }
 
   static void bind_cpu(int c) { tls_cpu = c; }
   static void set_nr_cpus(unsigned n) { __atomic_store_n(&nr, n, __ATOMIC_RELAXED); }
@@ -179,7 +184,7 @@ struct NativeEnvT {
     for (unsigned c = 0; c < kMaxCpus; c++) {
       PerCpu& p = percpu[c];
       __atomic_store_n(&p.futex, 0u, __ATOMIC_RELAXED);
-      for (u64* f : {&p.kicks_sent, &p.kicks_received, &p.kicks_coalesced, &p.waits, &p.sleeps, &p.timeouts})
+      for (u64* f : {&p.kicks_sent, &p.kicks_received, &p.kicks_coalesced, &p.waits, &p.sleeps, &p.timeouts, &p.expired})
         __atomic_store_n(f, u64{0}, __ATOMIC_RELAXED);
       ev[c].reset();
       __atomic_store_n(locks::q::QNodePool<NativeEnvT>::nesting(c), 0u, __ATOMIC_RELAXED);
@@ -197,6 +202,7 @@ struct NativeEnvT {
       s.waits += ld(&p.waits);
       s.sleeps += ld(&p.sleeps);
       s.timeouts += ld(&p.timeouts);
+      s.expired += ld(&p.expired);
     }
     return s;
   }
@@ -209,6 +215,26 @@ struct NativeEnvT {
   }
 
  private:
+  // kvm_wait() on the futex: true when the sleep ended by `timeout` with no
+  // kick consumed.
+  static bool sleep_unless_kicked(volatile u8* ptr, u8 val, const struct timespec& timeout) {
+    PerCpu& me = percpu[cpu()];
+    bump(&me.waits);
+    // kvm_wait(): re-check with "interrupts off" before halting.
+    if (__atomic_load_n(ptr, __ATOMIC_ACQUIRE) != val) return false;
+    // HLT with a pending sticky kick returns at once and consumes it.
+    if (__atomic_exchange_n(&me.futex, 0u, __ATOMIC_ACQ_REL) != 0) {
+      bump(&me.kicks_received);
+      return false;
+    }
+    bump(&me.sleeps);
+    long rc = syscall(SYS_futex, &me.futex, FUTEX_WAIT_PRIVATE, 0u, &timeout, nullptr, 0);
+    if (__atomic_exchange_n(&me.futex, 0u, __ATOMIC_ACQ_REL) != 0) {
+      bump(&me.kicks_received);
+      return false;
+    }
+    return rc != 0 && errno == ETIMEDOUT;
+  }
   static void bump(u64* p) { __atomic_fetch_add(p, u64{1}, __ATOMIC_RELAXED); }
   static u64 ld(const u64* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 };

@@ -77,6 +77,13 @@ std::unique_ptr<HypercallTable> make_pv_hypercall_table(PvBackend& backend, Hype
   table->register_handler(Transport::kKvm, abi::kHcHalt, [](const HypercallInput&) {
     return kvm_answer(abi::kKvmSuccess, /*halt=*/true);  // available with PV on or off
   });
+  table->register_handler(Transport::kKvm, abi::kHcHaltFor, [](const HypercallInput& in) {
+    // a0 (RBX) = the limit in ns, from the guest: refused outside 1..max.
+    if (in.rbx == 0 || in.rbx > abi::kHaltForMaxNs) return kvm_answer(abi::kKvmEinval);
+    HypercallOutput out = kvm_answer(abi::kKvmSuccess, /*halt=*/true);
+    out.halt_limit_ns = in.rbx;
+    return out;
+  });
   table->register_handler(Transport::kKvm, abi::kHcSchedYield, [pv, to_index](const HypercallInput& in) {
     // a0 (RBX) = the APIC ID to yield to; an unknown one is ignored and, as in
     // KVM, still answered 0 (the backend counts the call either way).

@@ -37,11 +37,13 @@ struct HypercallInput {
 };
 
 // What the call answers: result registers, and whether the caller must halt
-// (until kicked) before it runs on.
+// (until kicked, or for at most halt_limit_ns when nonzero: HALT_FOR, whose
+// RAX becomes kHaltForExpired when the limit ends the halt) before it runs on.
 struct HypercallOutput {
   std::uint64_t rax = 0;
   std::optional<std::uint64_t> rbx;  // written back only when set
   bool halt = false;
+  std::uint64_t halt_limit_ns = 0;
 };
 
 // The decoded call: its table key and the handler's answer.

@@ -45,23 +45,34 @@ KickDelivery KickLatch::kick(KickMode mode) {
 
 bool KickLatch::try_consume(std::uint32_t& seen) {
   while (seen & kPending) {
-    if (word_.compare_exchange_weak(seen, seen & ~(kPending | kHalted))) return true;
+    if (word_.compare_exchange_weak(seen, seen & ~(kPending | kHalted | kTimed))) return true;
   }
   return false;
 }
 
-HaltOutcome KickLatch::halt(std::uint64_t poll_ns, std::uint64_t* polled_ns) {
+bool KickLatch::try_expire(std::uint32_t& seen) {
+  while ((seen & kPending) == 0) {
+    if (word_.compare_exchange_weak(seen, seen & ~(kHalted | kTimed))) return true;
+  }
+  return false;
+}
+
+HaltOutcome KickLatch::halt(std::uint64_t poll_ns, std::uint64_t* polled_ns, std::uint64_t limit_ns) {
   if (polled_ns) *polled_ns = 0;
   epoch_->fetch_add(1);
+  const std::uint64_t began = limit_ns > 0 ? monotonic_ns() : 0;
+  const std::uint32_t halted = limit_ns > 0 ? kHalted | kTimed : kHalted;
   std::uint32_t seen = word_.load();
   for (;;) {
     if (seen & kStop) return HaltOutcome::kStopped;
     if (try_consume(seen)) return HaltOutcome::kImmediate;
     if (seen & kStop) continue;
     // Announce the halt; fails (and re-evaluates) if a kick landed meanwhile.
-    if (word_.compare_exchange_weak(seen, seen | kHalted)) break;
+    if (word_.compare_exchange_weak(seen, seen | halted)) break;
   }
-  seen |= kHalted;
+  seen |= halted;
+  // A limit shortens the poll too: the whole halt ends at began + limit_ns.
+  if (limit_ns > 0 && poll_ns > limit_ns) poll_ns = limit_ns;
 
   if (poll_ns > 0) {
     const std::uint64_t start = monotonic_ns();
@@ -83,14 +94,26 @@ HaltOutcome KickLatch::halt(std::uint64_t poll_ns, std::uint64_t* polled_ns) {
   for (;;) {
     seen = word_.load();
     if (seen & kStop) {
-      word_.fetch_and(~kHalted);
+      word_.fetch_and(~(kHalted | kTimed));
       return HaltOutcome::kStopped;
     }
     if (try_consume(seen)) {
       epoch_->fetch_add(1);
       return HaltOutcome::kWoken;
     }
-    futex_wait(word_, seen);
+    if (limit_ns == 0) {
+      futex_wait(word_, seen);
+      continue;
+    }
+    const std::uint64_t now = monotonic_ns();
+    if (now - began >= limit_ns) {
+      if (try_expire(seen)) {
+        epoch_->fetch_add(1);
+        return HaltOutcome::kExpired;
+      }
+      continue;  // a kick landed at the limit: consume it above
+    }
+    futex_wait_for(word_, seen, std::chrono::nanoseconds(limit_ns - (now - began)));
   }
 }
 

@@ -4,6 +4,8 @@
 //   kPending  a kick arrived and has not been consumed by a halt
 //   kHalted   the vCPU is blocked (or polling) in halt()
 //   kStop     the VMM is shutting down: halt() returns at once, for good
+//   kTimed    with kHalted: this halt ends by itself at its time limit
+//             (HALT_FOR), so the deadlock detector must not count on it
 //
 // Sticky semantics (KVM's pv_unhalted, and what pv_wait's callers rely on):
 //   - kick() sets kPending; if kHalted was set it also wakes the sleeper;
@@ -40,6 +42,7 @@ class KickLatch {
   static constexpr std::uint32_t kPending = 1;
   static constexpr std::uint32_t kHalted = 2;
   static constexpr std::uint32_t kStop = 4;
+  static constexpr std::uint32_t kTimed = 8;
 
   explicit KickLatch(std::atomic<std::uint64_t>& epoch) : epoch_(&epoch) {}
 
@@ -47,7 +50,11 @@ class KickLatch {
   // Blocks until a kick (or stop). poll_ns > 0 spins on the word that long
   // before sleeping (userspace halt polling); `polled_ns`, when given, gets
   // how long this halt actually spent polling (0 when it did not poll).
-  HaltOutcome halt(std::uint64_t poll_ns, std::uint64_t* polled_ns = nullptr);
+  // limit_ns > 0 also ends the halt that long after it began (kExpired),
+  // unless a kick is pending by then: a kick and the limit never both end
+  // one halt, so a kick is consumed exactly when kImmediate, kPolled or
+  // kWoken says so.
+  HaltOutcome halt(std::uint64_t poll_ns, std::uint64_t* polled_ns = nullptr, std::uint64_t limit_ns = 0);
   void stop();
 
   std::uint32_t state() const { return word_.load(std::memory_order_seq_cst); }
@@ -55,6 +62,9 @@ class KickLatch {
  private:
   // Returns with kPending cleared and kHalted clear if a kick was consumed.
   bool try_consume(std::uint32_t& seen);
+  // At the limit: clears kHalted unless a kick is pending (then consumes it).
+  // True when the halt expired.
+  bool try_expire(std::uint32_t& seen);
   std::atomic<std::uint32_t> word_{0};
   std::atomic<std::uint64_t>* epoch_;
 };

@@ -42,7 +42,7 @@ std::optional<std::string> KvmBackend::set_kick_mode(KickMode mode) {
   return std::string("the kvm backend cannot switch --kick: KVM delivers KICK_CPU in the kernel and its pv_unhalted is always sticky");
 }
 
-HaltOutcome KvmBackend::halt(unsigned self) {
+HaltOutcome KvmBackend::halt(unsigned self, std::uint64_t) {
   slots_[self]->unexpected_halts.fetch_add(1, std::memory_order_relaxed);
   return HaltOutcome::kImmediate;
 }

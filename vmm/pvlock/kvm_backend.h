@@ -42,7 +42,7 @@ class KvmBackend final : public PvBackend {
   KickResult kick_if_halted(unsigned from, int target) override { return kick(from, target); }
   KickMode kick_mode() const override { return KickMode::kSticky; }
   std::optional<std::string> set_kick_mode(KickMode mode) override;
-  HaltOutcome halt(unsigned self) override;
+  HaltOutcome halt(unsigned self, std::uint64_t limit_ns) override;
   void stop() override {}  // the Machine's signal takes vCPUs out of KVM's halt (KVM_RUN returns EINTR)
   VcpuPvState vcpu_state(unsigned vcpu) const override;
   std::uint64_t epoch() const override;

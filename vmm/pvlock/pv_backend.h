@@ -77,6 +77,7 @@ struct VcpuPvState {
   bool halted = false;        // blocked (or polling) in halt()
   bool kick_pending = false;  // a kick arrived that no halt has consumed yet
   bool known = true;
+  bool timed = false;         // the halt ends by itself at its limit (HALT_FOR)
 };
 
 // How the VM must be built for a backend; the Machine applies it.
@@ -127,8 +128,9 @@ class PvBackend {
   // Kick that is lost unless `target` is halted right now, whatever --kick
   // says: SBI PVLOCK "as proposed" (kvm_vcpu_kick + yield, nothing latched).
   virtual KickResult kick_if_halted(unsigned from, int target) = 0;
-  // Halt vCPU `self` until kicked.
-  virtual HaltOutcome halt(unsigned self) = 0;
+  // Halt vCPU `self` until kicked, or for at most limit_ns when nonzero
+  // (HALT_FOR; kExpired).
+  virtual HaltOutcome halt(unsigned self, std::uint64_t limit_ns) = 0;
   // YIELD_TO (hypercall 11): vCPU `from` asks that vCPU `target` (an index,
   // or -1 when the guest named no vCPU) run next on its host CPU. A backend
   // that cannot do that ignores it (KVM answers the call with 0 either way).

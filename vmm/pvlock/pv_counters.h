@@ -22,6 +22,7 @@ namespace lockvisor::pvlock {
   X(halts_immediate,     "halts that returned at once: a kick was pending")                        \
   X(halts_polled,        "halts whose kick arrived while polling (halt polling succeeded)")       \
   X(halts_woken,         "halts that slept and were woken by a kick")                              \
+  X(halts_expired,       "halts with a time limit (HALT_FOR) that reached it with no kick")        \
   X(halt_polls_failed,   "halts that polled the whole window, then slept")                         \
   X(halt_poll_ns,        "host CPU time spent polling in halts, ns (succeeded and failed polls)")  \
   X(kicks_sent,          "KICK_CPU calls made by this vCPU")                                       \

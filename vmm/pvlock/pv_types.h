@@ -20,6 +20,7 @@ enum class HaltOutcome {
   kImmediate,  // a pending kick was consumed without blocking
   kPolled,     // the kick arrived while polling, before sleeping
   kWoken,      // slept and was woken by a kick
+  kExpired,    // a halt with a time limit reached it with no kick
   kStopped,    // the VMM is stopping
 };
 

@@ -89,15 +89,22 @@ KickResult UserspaceBackend::deliver(unsigned from, int target, KickMode mode) {
   return KickResult::kDropped;
 }
 
-HaltOutcome UserspaceBackend::halt(unsigned self) {
+HaltOutcome UserspaceBackend::halt(unsigned self, std::uint64_t limit_ns) {
   on_entry(self);
   Slot& slot = *slots_[self];
   slot.counters.halts.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t window = slot.poll.window_ns();
   const std::uint64_t start = monotonic_ns();
   std::uint64_t polled = 0;
-  const HaltOutcome outcome = slot.latch.halt(window, &polled);
+  const HaltOutcome outcome = slot.latch.halt(window, &polled, limit_ns);
   if (outcome == HaltOutcome::kStopped) return outcome;
+  if (outcome == HaltOutcome::kExpired) {
+    // No kick consumed: the stamp and the trace flow stay for the kick that
+    // comes, and the poll window learns nothing from a halt nobody ended.
+    slot.counters.halts_expired.fetch_add(1, std::memory_order_relaxed);
+    slot.counters.halt_poll_ns.fetch_add(polled, std::memory_order_relaxed);
+    return outcome;
+  }
   if (kick_observer_) trace_kick_consumed(self, slot);
   const std::uint64_t sent = slot.kick_stamp.take();  // every consumed kick empties the stamp
   if (outcome == HaltOutcome::kImmediate) {

@@ -39,12 +39,14 @@ class UserspaceBackend final : public PvBackend {
     return std::nullopt;
   }
   KickResult kick_if_halted(unsigned from, int target) override { return deliver(from, target, KickMode::kLossy); }
-  HaltOutcome halt(unsigned self) override;
+  HaltOutcome halt(unsigned self, std::uint64_t limit_ns) override;
   void yield_to(unsigned from, int target) override;
   void stop() override;
   VcpuPvState vcpu_state(unsigned vcpu) const override {
     const std::uint32_t word = latch_state(vcpu);
-    return {(word & KickLatch::kHalted) != 0, (word & KickLatch::kPending) != 0};
+    return {.halted = (word & KickLatch::kHalted) != 0,
+            .kick_pending = (word & KickLatch::kPending) != 0,
+            .timed = (word & KickLatch::kTimed) != 0};
   }
   // The raw latch word (KickLatch::kPending | kHalted | kStop): for this
   // backend's own tests only; everyone else reads vcpu_state().

@@ -61,7 +61,7 @@ class RvPvBackend final : public pvlock::PvBackend {
     return pvlock::KickResult::kDelivered;
   }
   pvlock::KickResult kick_if_halted(unsigned from, int target) override { return kick(from, target); }
-  pvlock::HaltOutcome halt(unsigned) override { return pvlock::HaltOutcome::kStopped; }
+  pvlock::HaltOutcome halt(unsigned, std::uint64_t) override { return pvlock::HaltOutcome::kStopped; }
   void stop() override {}
   pvlock::VcpuPvState vcpu_state(unsigned vcpu) const override {
     return {.halted = false, .kick_pending = kicks_.latched(vcpu), .known = false};

@@ -23,6 +23,17 @@ inline constexpr u64 kHcHalt = 0x4c560001;
 // 0 if not, kKvmEinval if no vCPU has that APIC ID. For conformance tests:
 // it lets a guest wait until a peer is really asleep before kicking it.
 inline constexpr u64 kHcQueryHalted = 0x4c560002;
+// HALT_FOR: HALT that also ends once a0 nanoseconds (1 .. kHaltForMaxNs)
+// have passed with no kick. Returns 0 when a kick ended it (one already
+// pending, or one that arrived), kHaltForExpired when the time ran out,
+// kKvmEinval (and no halt) for a0 out of range. The sticky kick is the same
+// as HALT's: a kick that ends the halt is consumed, one that arrives after
+// it expired waits for the next halt. For a wait that must end even when no
+// kick was asked for reliably (pvbounded's reserved head, guest/locks/
+// pvbounded.h); KVM's own `hlt` has no such limit.
+inline constexpr u64 kHcHaltFor = 0x4c560003;
+inline constexpr u64 kHaltForMaxNs = 1'000'000'000;
+inline constexpr i64 kHaltForExpired = 1;
 
 // Return values. KVM returns the negated constant in RAX.
 inline constexpr i64 kKvmSuccess = 0;
