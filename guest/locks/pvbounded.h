@@ -119,8 +119,10 @@
 //   iterations it turns locked 1 -> 3 and waits while locked == 3; the
 //   unlocker's RMW returns 3 and it kicks `head cpu`.  A head never halts
 //   without N: a halted head could not enforce its deadline.  Nobody halts
-//   without PV or on dedicated vCPUs, and no head with pvb_head_halt=0; then
-//   the unlock may be a plain store ("WITHOUT HALTING" below).
+//   without PV or on dedicated vCPUs, and no head with pvb_head_halt=spin;
+//   then the unlock may be a plain store ("WITHOUT HALTING" below), and so
+//   it may where a head's halt is bounded in time ("HOW A RESERVED HEAD
+//   WAITS").
 //
 //   States of the word, (tail, byte1, locked):
 //     (0,0,0) -fast-> (0,0,1) -unlock-> (0,0,0)
@@ -243,21 +245,22 @@
 //   reserved for it (yield_to_hint; a hint, never needed for progress).
 //
 // WITHOUT HALTING (no PV wait/kick, vCPUs advertised as dedicated, or
-// pvb_head_halt=0)
+// pvb_head_halt=spin)
 //   Without Env::pv_available() nobody can halt, and with Env::dedicated()
 //   (KVM_HINTS_REALTIME: the host promises the vCPUs are not preempted for
 //   long, the case where Linux drops its PV lock) nobody should: the lock
 //   spins only (can_halt() false) and stays correct, with its bound (the
-//   reservation needs no halting).  With pvb_head_halt=0 queued nodes still
-//   halt but a reserved head only spins (head_can_halt() false).
+//   reservation needs no halting).  With pvb_head_halt=spin queued nodes
+//   still halt but a reserved head only spins (head_can_halt() false).
 //   In all three cases only the lock's owner ever writes locked = 3 (in
 //   kick_node(), for a halted node it makes head), so an unlock that loads
 //   the word and finds neither 3 nor N has nobody to kick and releases with
 //   a plain byte store, as qspinlock does; otherwise the read-modify-write
-//   below (the kick, rule 5's idle clock, the boost).  With a halting head
-//   that store would be wrong: between the load and the store the head may
-//   set N and then 3 and halt, and the store would erase its request to be
-//   kicked.  Why the store matters: a locked read-modify-write release waits
+//   below (the kick, rule 5's idle clock, the boost).  With a head that
+//   halts until kicked that store would be wrong: between the load and the
+//   store the head may set N and then 3 and halt, and the store would erase
+//   its request to be kicked (a timed head recovers: "HOW A RESERVED HEAD
+//   WAITS").  Why the store matters: a locked read-modify-write release waits
 //   until this CPU owns the lock's line, which spinning waiters keep pulling
 //   away, so every contended release stalls the owner for a cache-line
 //   transfer that a store leaves to the store buffer (docs/pvbounded.md,
@@ -265,6 +268,37 @@
 //   store only misses one idle mark (rule 5 reads it as no idle time: one
 //   blurred window) and one boost (a hint).  The cost of a spinning head:
 //   behind a preempted holder it burns its CPU instead of giving it back.
+//
+// HOW A RESERVED HEAD WAITS (pvb_head_halt: timed, kicked, spin)
+//   A locked release costs every acquisition a drained store buffer (15 ns
+//   uncontended) and, contended, a wait for the lock's line that spinning
+//   waiters keep pulling away; a store release costs neither.  Only a head
+//   that halts until kicked needs the locked one: its 1 -> 3 may land
+//   between the unlock's load (1) and store (0), and then the store erases
+//   the request and nobody kicks it.  timed (the default) lets the head's
+//   halt end by itself: it halts for at most pvb_head_halt_us at a time
+//   (Env::wait_for: lockvisor's HALT_FOR doorbell, a futex limit natively),
+//   and every unlock that finds neither 3 nor N stores.
+//   * Correct: the store writes only the locked byte, so the state it can
+//     leave behind is (n,N|h,0) with h halted: free, reserved for h, which
+//     no newcomer steals.  h's halt ends by its limit at the latest (the
+//     halt re-checks the byte first: a store that lands before that check
+//     ends it at once), its loop reads the word and takes the lock.  A
+//     kick request the store did not erase is seen (3) and kicked as before.
+//   * The bound: no bypass follows from the erasure (N stays set), only a
+//     free lock that waits for its head, at most pvb_head_halt_us per erased
+//     request; counted as pv_head_expired (a limit that found the lock free:
+//     an erased request, or a kick still on its way).  The erasure needs
+//     the unlocker stopped between its load and its store for longer than
+//     the head takes from N to 3: the load saw no N (else the unlock is the
+//     read-modify-write), and a head spins pvb_head_spins iterations with N
+//     before it writes 3.  A host preemption of the unlocker right there.
+//   * Its price: a head halted behind a long critical section (a preempted
+//     holder) wakes once per pvb_head_halt_us to look again, one exit each.
+//   kicked: halts until kicked, every unlock is a read-modify-write.  It is
+//   what timed becomes where this run's halt has no limit (KVM's `hlt` with
+//   --backend kvm, --pv-wake ipi or nmi, RISC-V).  spin: the head never
+//   halts ("WITHOUT HALTING").
 //
 // All-zero is unlocked (trivially constructible).
 #pragma once

@@ -100,9 +100,12 @@ TEST(HaltPollSetting, ParsesEveryForm) {
     EXPECT_THROW(parse_halt_poll(bad), Error) << bad;
 }
 
-// Kicks `target` of `backend` after `delay`, from another thread.
+// Kicks vCPU 1 of `backend` from another thread, `delay` after it has
+// announced its halt: the delay then runs from the halt's start however late
+// the host runs the halting thread.
 std::thread kick_later(UserspaceBackend& backend, std::chrono::microseconds delay) {
   return std::thread([&backend, delay] {
+    while ((backend.latch_state(1) & KickLatch::kHalted) == 0) std::this_thread::yield();
     std::this_thread::sleep_for(delay);
     backend.kick(0, 1);
   });
