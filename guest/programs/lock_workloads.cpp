@@ -157,6 +157,10 @@ void run(WorkloadKind kind) {
   const char* name = params.lock;
   g_wait_halt_delay_ns = params.wait_halt_delay_ns;  // every vCPU writes the same value
   apply_lock_tuning(/*report_for=*/this_cpu() == 0 && kind != WorkloadKind::kUncontended ? name : nullptr);
+  // What pvb_head_halt became on this run's halt (pvbounded.h, "HOW A
+  // RESERVED HEAD WAITS"): 1 when its unlock may be a plain store.
+  if (this_cpu() == 0 && kind != WorkloadKind::kUncontended && str_equal(name, "pvbounded"))
+    report_result("pvb_store_release", lockvisor::locks::pvb::unlock_may_store<WorkloadEnv>() ? 1 : 0);
   check_lock_fits(name, g_lock_features.pv_unhalt, "KVM_FEATURE_PV_UNHALT", nr_cpus());
   const u32 cpu = this_cpu();
   lock_trace_init();

@@ -166,6 +166,33 @@ TEST(GuestLockControl, BustedLockViolationsAreDetected) {
   EXPECT_GT(violations, 0u) << "the broken lock was never caught, in three runs";
 }
 
+// pvbounded says which release its settings gave it (pvb_store_release,
+// pvbounded.h "HOW A RESERVED HEAD WAITS"): a plain store by default, where
+// its reserved heads halt with the doorbell's limit (HALT_FOR), and with
+// heads that only spin; a read-modify-write with heads that halt until
+// kicked. Each excludes at 4 vCPUs on one CPU, where heads halt.
+TEST(GuestLockControl, PvboundedReportsWhetherItsReleaseIsAStore) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  const std::pair<const char*, std::uint64_t> cases[] = {{"", 1}, {"pvb_head_halt=kicked", 0}, {"pvb_head_halt=spin", 1}};
+  for (const auto& [args, store] : cases) {
+    SCOPED_TRACE(args);
+    machine::MachineConfig config;
+    config.vcpus = 4;
+    config.pcpus = {host::allowed_cpus().at(0)};
+    config.program = "torture";
+    config.args = args;
+    test::set_workload(config, abi::WorkloadKind::kTorture, "pvbounded").duration_ns = 300'000'000;
+    const auto run = boot(*kvm, config);
+    ASSERT_EQ(run.outcome, machine::Outcome::kCompleted) << test::run_failure(run);
+    const auto* reported = run.result(0, "pvb_store_release");
+    ASSERT_NE(reported, nullptr) << "vCPU 0 did not report pvb_store_release";
+    EXPECT_EQ(reported->values, std::vector<std::uint64_t>{store});
+    std::uint64_t violations = 0;
+    for (const auto& s : lockstat::workload_stats_from(run)) violations += s.violations;
+    EXPECT_EQ(violations, 0u);
+  }
+}
+
 // The lock programs take their parameters only from BootInfo::workload: a
 // run without the record fails with one clear guest report, not with
 // defaults; text arguments are not read.
