@@ -153,6 +153,9 @@ inline constexpr u64 kDefaultBoundMaxUs = 16000;
 inline constexpr u64 kDefaultHeadUs = 0;
 inline constexpr u64 kDefaultStaleUs = 100;
 inline constexpr u64 kDefaultHeadHaltUs = 1000;
+// The longest timed head halt one may ask for (a platform's bounded wait
+// must take it: the guest's HALT_FOR checks so, guest_lock_env.h).
+inline constexpr u64 kMaxHeadHaltUs = 1000000;
 inline constexpr u64 kDefaultCnaThreshold = u64{1} << 16;
 inline constexpr u64 kDefaultCnaThresholdUs = 1000;
 inline constexpr u64 kDefaultHqFairness = 1000;
@@ -218,7 +221,7 @@ inline constexpr TuningKey kTuningKeys[] = {
     {"pvb_node_spins", &Tuning::node_spins, 1, 1u << 30, nullptr, kPvbLocks},
     {"pvb_head_spins", &Tuning::head_spins, 1, 1u << 30, nullptr, kPvbLocks},
     {"pvb_head_halt", &Tuning::head_halt, kHeadSpin, kHeadTimed, kHeadHaltWords, kPvbLocks},
-    {"pvb_head_halt_us", &Tuning::head_halt_us, 1, 1000000, nullptr, kPvbLocks},
+    {"pvb_head_halt_us", &Tuning::head_halt_us, 1, kMaxHeadHaltUs, nullptr, kPvbLocks},
     {"pvb_boost", &Tuning::boost, 0, 1, nullptr, kPvbLocks},
     {"pvb_handoff", &Tuning::handoff, kHandoffHead, kHandoffRunning, kHandoffWords, kPvbLocks},
     {"pvb_stale_us", &Tuning::stale_us, 1, 1000000, nullptr, kPvbLocks},

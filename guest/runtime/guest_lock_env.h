@@ -4,6 +4,7 @@
 // (runtime/wake.h).
 #pragma once
 #include "locks/lock_events.h"
+#include "locks/pvbounded_tuning.h"
 #include "runtime/boot.h"
 #include "runtime/cpu.h"
 #include "runtime/numa.h"
@@ -34,7 +35,9 @@ struct GuestLockEnv {
     if (*ptr == val) pv_wake_wait(ptr, val);
   }
   // The bounded wait (locks/lock_env.h wait_bounded()): HALT_FOR, where the
-  // run's halts go to the VMM's doorbell.
+  // run's halts go to the VMM's doorbell. Every pvb_head_halt_us is a limit
+  // HALT_FOR takes.
+  static_assert(lockvisor::locks::pvb::kMaxHeadHaltUs * 1000 <= kHaltForMaxNs);
   static bool bounded_wait() { return pv_wake_bounded(); }
   static bool wait_for(volatile u8* ptr, u8 val, u64 ns) { return *ptr == val && pv_wake_wait_for(ptr, val, ns); }
   static void kick(unsigned cpu) { pv_wake_kick(apic_id_of(cpu)); }
