@@ -283,8 +283,38 @@ inline const TuningKey* find_tuning_key(const char* key, unsigned long length) {
   return nullptr;
 }
 
+// What a key accepts, for the message that refuses a value that is none of
+// it (freestanding: the guest writes the same words as the host):
+// "spin, kicked, timed, or a number in 0..2", "a number in 1..10000000".
+// Writes at most n - 1 characters and a NUL into out (n > 0).
+inline void describe_accepted(const TuningKey& k, char* out, unsigned long n) {
+  unsigned long at = 0;
+  const auto put = [&](const char* s) {
+    for (; *s != '\0' && at + 1 < n; ++s) out[at++] = *s;
+  };
+  const auto put_u64 = [&](u64 v) {
+    char digits[24];
+    int i = 0;
+    do {
+      digits[i++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    while (i > 0 && at + 1 < n) out[at++] = digits[--i];
+  };
+  if (k.words != nullptr)
+    for (u64 i = 0; k.words[i] != nullptr; ++i) {
+      put(k.words[i]);
+      put(", ");
+    }
+  put(k.words != nullptr ? "or a number in " : "a number in ");
+  put_u64(k.min);
+  put("..");
+  put_u64(k.max);
+  out[at] = '\0';
+}
+
 // A parameter's text checked as the guest checks it: kNotAValue ("KEY=TEXT
-// is not a valid value"), kOutOfRange ("KEY=VALUE is out of range MIN..MAX")
+// is not a valid value (ACCEPTED)", describe_accepted()), kOutOfRange ("KEY=VALUE is out of range MIN..MAX")
 // or kValid with the value in *out.
 enum class TuningCheck { kValid, kNotAValue, kOutOfRange };
 inline TuningCheck check_tuning_value(const TuningKey& k, const char* text, u64* out) {

@@ -242,12 +242,13 @@ TEST(RunSettings, JsonSettingsListEveryRowsKey) {
 // boots: exit 2 and one line, on a host without KVM too.
 TEST(RunSettings, LockParamsAreCheckedBeforeBoot) {
   for (const auto& [param, words] :
-       {std::pair{"pvb_bound_us=-5", "pvb_bound_us=-5 is not a valid value"},
+       {std::pair{"pvb_bound_us=-5", "pvb_bound_us=-5 is not a valid value (a number in 1..10000000)"},
         std::pair{"pvb_bound_us=0", "pvb_bound_us=0 is out of range 1..10000000"},
-        std::pair{"pvb_handoff=sideways", "pvb_handoff=sideways is not a valid value"},
+        std::pair{"pvb_handoff=sideways", "pvb_handoff=sideways is not a valid value (head, running, or a number in 0..1)"},
+        std::pair{"pvb_head_halt=often", "pvb_head_halt=often is not a valid value (spin, kicked, timed, or a number in 0..2)"},
         std::pair{"pvb_boost=2", "pvb_boost=2 is out of range 0..1"},
         std::pair{"q_pending=2", "q_pending=2 is out of range 0..1"},
-        std::pair{"pvq_unfair=on", "pvq_unfair=on is not a valid value"}}) {
+        std::pair{"pvq_unfair=on", "pvq_unfair=on is not a valid value (a number in 0..1)"}}) {
     for (const std::string where : {"", "--native "}) {
       const auto o = lockvisor("run " + where + "--workload lockbench --lock pvbounded --duration 0.01 --param " + param);
       EXPECT_EQ(o.exit_code, 2) << o.output;

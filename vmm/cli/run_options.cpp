@@ -85,7 +85,11 @@ std::string checked_params(const RunOptions& o) {
     if (const auto* k = locks::pvb::find_tuning_key(key.data(), key.size())) {
       std::uint64_t value = 0;
       switch (locks::pvb::check_tuning_value(*k, p.c_str() + key.size() + 1, &value)) {
-        case locks::pvb::TuningCheck::kNotAValue: fail("--param '{}': {} is not a valid value", p, p);
+        case locks::pvb::TuningCheck::kNotAValue: {
+          char accepted[160];
+          locks::pvb::describe_accepted(*k, accepted, sizeof accepted);
+          fail("--param '{}': {} is not a valid value ({})", p, p, accepted);
+        }
         case locks::pvb::TuningCheck::kOutOfRange:
           fail("--param '{}': {}={} is out of range {}..{}", p, key, value, k->min, k->max);
         case locks::pvb::TuningCheck::kValid: break;
