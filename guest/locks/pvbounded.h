@@ -350,10 +350,13 @@ template <class Env>
   return head_can_halt<Env>() && tuning(&Tuning::head_halt) == kHeadTimed && bounded_wait_available<Env>();
 }
 // Whether an unlock that finds neither 3 nor N may release with a store:
-// unless a reserved head may halt until kicked.
+// unless a reserved head may halt until kicked.  On every unlock: each
+// answer is one load of a value fixed for the run.
 template <class Env>
 [[gnu::always_inline]] inline bool unlock_may_store() {
-  return !head_can_halt<Env>() || head_halt_timed<Env>();
+  if (!can_halt<Env>()) return true;
+  const u64 mode = tuning(&Tuning::head_halt);
+  return mode == kHeadSpin || (mode == kHeadTimed && bounded_wait_available<Env>());
 }
 
 [[gnu::always_inline]] inline constexpr u32 head_cpu_bits(unsigned cpu) { return cpu << kHeadCpuOffset; }

@@ -30,6 +30,7 @@ void init_lock_features() {
   g_lock_features.pv_unhalt = pv_unhalt_advertised();
   g_lock_features.dedicated = realtime_hint();
   init_pv_wake();
+  g_lock_features.bounded_wait = pv_wake_bounded();
 }
 
 namespace {
@@ -65,20 +66,23 @@ struct WorkloadEnv : GuestLockEnv {
     lockvisor::locks::cpu_relax();
   }
   static void wait(volatile u8* ptr, u8 val) {
-    if (g_lock_probe_on) [[unlikely]]
-      lock_probe_spin();
-    if (*ptr == val) {
-      if (g_wait_halt_delay_ns != 0) late_halt_window(ptr, val);
-      if (pv_wake_wait(ptr, val)) g_halts[this_cpu()]++;
-    }
+    if (ready_to_halt(ptr, val) && pv_wake_wait(ptr, val)) g_halts[this_cpu()]++;
   }
   static bool wait_for(volatile u8* ptr, u8 val, u64 ns) {
+    if (!ready_to_halt(ptr, val)) return false;
+    g_halts[this_cpu()]++;  // the doorbell halts every time
+    return pv_wake_halt_for(ns);
+  }
+
+ private:
+  // What every halt of both waits goes through: the probe, the re-check,
+  // and the widened window. False: the condition is gone, do not halt.
+  static bool ready_to_halt(volatile u8* ptr, u8 val) {
     if (g_lock_probe_on) [[unlikely]]
       lock_probe_spin();
     if (*ptr != val) return false;
     if (g_wait_halt_delay_ns != 0) late_halt_window(ptr, val);
-    g_halts[this_cpu()]++;  // the doorbell halts every time
-    return pv_wake_wait_for(ptr, val, ns);
+    return true;
   }
 };
 

@@ -21,6 +21,7 @@ namespace guest {
 struct LockFeatures {
   bool pv_unhalt;
   bool dedicated;
+  bool bounded_wait;  // pv_wake_bounded(): read on every pvbounded unlock, so cached
 };
 extern LockFeatures g_lock_features;
 extern lockvisor::locks::LockEvents g_lock_events[kMaxVcpus];
@@ -38,8 +39,8 @@ struct GuestLockEnv {
   // run's halts go to the VMM's doorbell. Every pvb_head_halt_us is a limit
   // HALT_FOR takes.
   static_assert(lockvisor::locks::pvb::kMaxHeadHaltUs * 1000 <= kHaltForMaxNs);
-  static bool bounded_wait() { return pv_wake_bounded(); }
-  static bool wait_for(volatile u8* ptr, u8 val, u64 ns) { return *ptr == val && pv_wake_wait_for(ptr, val, ns); }
+  static bool bounded_wait() { return g_lock_features.bounded_wait; }
+  static bool wait_for(volatile u8* ptr, u8 val, u64 ns) { return *ptr == val && pv_wake_halt_for(ns); }
   static void kick(unsigned cpu) { pv_wake_kick(apic_id_of(cpu)); }
   static bool pv_available() { return g_lock_features.pv_unhalt; }
   static bool virtualized() { return true; }

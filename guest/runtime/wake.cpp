@@ -84,10 +84,8 @@ bool pv_wake_wait(volatile u8* ptr, u8 val) {
 
 bool pv_wake_bounded() { return pv_wake() == PvWake::kHypercall && !kvm_pv_path(); }
 
-bool pv_wake_wait_for(volatile u8* ptr, u8 val, u64 ns) {
+bool pv_wake_halt_for(u64 ns) {
   LV_CHECK(pv_wake_bounded());
-  (void)ptr;
-  (void)val;
   // As pv_wake_wait(): the doorbell's latch keeps a kick sent after the
   // caller's check.
   return halt_for(ns) == kHaltForExpired;

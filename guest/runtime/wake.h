@@ -38,9 +38,10 @@ bool pv_wake_wait(volatile u8* ptr, u8 val);
 // IPI and NMI mechanisms have no limit.
 bool pv_wake_bounded();
 
-// pv_wake_wait() for at most `ns` (1 .. kHaltForMaxNs), where
-// pv_wake_bounded(); returns whether the limit ended it (no kick consumed).
-bool pv_wake_wait_for(volatile u8* ptr, u8 val, u64 ns);
+// The halt of pv_wake_wait(), after the caller's re-check, for at most `ns`
+// (1 .. kHaltForMaxNs), where pv_wake_bounded(); returns whether the limit
+// ended it (no kick consumed).
+bool pv_wake_halt_for(u64 ns);
 
 // Wakes the vCPU with this APIC ID by the run's mechanism.
 void pv_wake_kick(u32 apic_id);
