@@ -453,6 +453,30 @@ TEST(CliNative, LockbenchJsonHasEveryKey) {
   EXPECT_TRUE(j["vmm"].is_null());
 }
 
+// --native --inject: the threads are parked (periodic, random, holder) and
+// the report counts it per thread, in the text and in the JSON.
+TEST(CliNative, InjectedPreemptionsAreCountedPerThread) {
+  const std::string json = scratch("native-inject.json");
+  std::filesystem::remove(json);
+  const auto o = lockvisor(
+      "run --native --workload lockbench --lock tas --vcpus 2 --iterations 4000 --seed 3 "
+      "--inject holder:lock=0,every=100,for=10us --inject periodic:vcpu=1,every=1s,for=10us,count=1 --json " + json);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("injected preemptions (--inject), per thread and kind:"), std::string::npos) << o.output;
+  const auto j = read_json(json);
+  ASSERT_TRUE(j["injected_preemptions"].is_array()) << j.dump();
+  ASSERT_EQ(j["injected_preemptions"].size(), 2u);
+  for (const auto& t : j["injected_preemptions"]) {
+    const auto& holder = t["by_kind"]["holder"];
+    EXPECT_GT(holder["events"].get<std::uint64_t>(), 0u) << t.dump();
+    // One holder park in a hundred acquisitions (at a seeded phase).
+    EXPECT_LE(holder["count"].get<std::uint64_t>(), holder["events"].get<std::uint64_t>() / 100 + 1) << t.dump();
+    EXPECT_EQ(holder["ns"].get<std::uint64_t>(), holder["count"].get<std::uint64_t>() * 10000) << t.dump();
+    EXPECT_TRUE(t["by_kind"].contains("periodic")) << t.dump();
+    EXPECT_GE(t["requested"].get<std::uint64_t>(), holder["count"].get<std::uint64_t>()) << t.dump();
+  }
+}
+
 // The outer-host marker tools/nested-kvm/run.sh sets (vmm/host/emulation.h):
 // believed only on QEMU's CPU, where the JSON and the text say the run was
 // emulated and name the outer host; elsewhere recorded as ignored, with why.
@@ -1254,7 +1278,8 @@ TEST(CliInject, BadSchedulesAreOneLineUsageErrors) {
       {"run -w lockbench --inject 'holder:lock=0,for=1ms'", "exactly one of every=N or p=P"},
       {"run -w lockbench --vcpus 2 --inject periodic:vcpu=2,every=1ms,for=10us", "the VM has 2 vCPUs"},
       {"run -w pingpong --inject waiter:lock=0,every=1,for=10us", "need a lock workload"},
-      {"run -w lockbench --native --inject periodic:vcpu=0,every=1ms,for=10us", "not with --native"},
+      {"run -w lockbench --native --inject waiter:lock=0,every=1,for=10us", "waiter schedules need the guest's lock probe"},
+      {"run -w lockbench --native --vcpus 2 --inject periodic:vcpu=2,every=1ms,for=10us", "the VM has 2 vCPUs"},
       {"run -w lockbench --inject 'holder:lock=0,every=1,for=1ms;holder:lock=any,p=0.5,for=1ms'", "more than one holder"},
   };
   for (const auto& [args, mention] : cases) {

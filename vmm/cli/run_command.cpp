@@ -70,11 +70,45 @@ int finish_native_run(lockstat::LockRun& run, const std::optional<OutputFile>& j
   return 0;
 }
 
-int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
+// What --inject did to each thread: the text lines (as a VM's run prints
+// them) and the JSON, per thread: requests, parks slept through, time
+// parked, and per kind the parks asked for (holder: of how many acquisitions).
+nlohmann::json native_injected(const std::vector<native::NativeThreadUsage>& usage, std::FILE* out) {
+  nlohmann::json threads = nlohmann::json::array();
+  for (std::size_t i = 0; i < usage.size(); ++i) {
+    if (!usage[i].injected) return nullptr;
+    const auto& in = *usage[i].injected;
+    if (i == 0) fmt::print(out, "injected preemptions (--inject), per thread and kind:\n");
+    nlohmann::json kinds = nlohmann::json::object();
+    std::string line;
+    for (unsigned k = 0; k < inject::kInjectKinds; ++k) {
+      if (!in.has_kind[k]) continue;
+      const auto kind = static_cast<inject::InjectKind>(k);
+      const auto& c = in.kinds[k];
+      nlohmann::json j = {{"count", c.count}, {"ns", c.ns}};
+      line += fmt::format("{}{} {}", line.empty() ? "" : ", ", inject::inject_kind_name(kind), c.count);
+      if (kind == inject::InjectKind::kHolder) {
+        j["events"] = c.events;
+        line += fmt::format(" (of {} acquisitions)", c.events);
+      }
+      kinds[inject::inject_kind_name(kind)] = std::move(j);
+    }
+    fmt::print(out, "  thread {}: {}; parked {} times, {:.1f} ms\n", i, line, in.park.parks,
+               static_cast<double>(in.park.parked_ns) / 1e6);
+    threads.push_back({{"thread", i},
+                       {"requested", in.park.requested},
+                       {"count", in.park.parks},
+                       {"ns", in.park.parked_ns},
+                       {"by_kind", std::move(kinds)}});
+  }
+  return threads;
+}
+
+int run_native(RunOptions& o, std::vector<inject::InjectSpec> specs, const std::optional<OutputFile>& json) {
   auto& config = o.machine.config;
   const auto params = lock_params(o, config.vcpus);
   native::NativeRunConfig native_config{o.lock.w.lock, params, config.pcpus, config.pin == machine::PinPolicy::kSpread,
-                                        {}, {}};
+                                        {}, {}, std::move(specs), config.seed};
   // --vnuma: each thread pinned as its vCPU would be, on its node's CPUs,
   // and the locks read its node (native_runner.h).
   if (config.vnuma) {
@@ -103,6 +137,7 @@ int run_native(RunOptions& o, const std::optional<OutputFile>& json) {
     extras["hogs"] = hogs->stop();
     fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
   }
+  if (!native_config.inject.empty()) extras["injected_preemptions"] = native_injected(usage, stdout);
   auto run = describe_lock_run(o, "native");
   for (std::size_t i = 0; i < stats.size(); ++i)
     run.samples.push_back({stats[i], usage.at(i).cpu_seconds, usage.at(i).involuntary_switches, std::nullopt, std::nullopt,
@@ -344,7 +379,7 @@ int run(RunOptions& o) {
   // cannot be written is a bad command line (exit 2) before anything boots.
   std::optional<OutputFile> json;
   if (!o.json.empty()) json.emplace(o.json, "--json");
-  if (o.lock.native) return run_native(o, json);
+  if (o.lock.native) return run_native(o, std::move(specs), json);
   std::optional<OutputFile> trace_file;
   if (!o.trace.empty()) trace_file.emplace(o.trace, "--trace");
   if (checked.linux_guest) return run_linux(o, checked, json, trace_file);

@@ -106,8 +106,31 @@ Scenario effective_scenario(const nlohmann::json& manifest) {
   s.host_cpus = placement.contains("host_cpus") ? host::parse_cpu_list(placement.at("host_cpus").get<std::string>())
                                                 : host::usable_cpus();
   std::tie(s.vcpu_limit, s.vcpu_limit_source) = placement_vcpu_limit(placement);
+  if (const auto vm_only = placement.find("vm_only"); vm_only != placement.end())
+    for (const auto& [key, why] : vm_only->items()) s.vm_only[key] = why.get<std::string>();
   expand_for_host(s);
   return s;
+}
+
+// The native twins of a --native lab that only a VM can run: each point of
+// mode=native that `run`'s own check refuses (check_point), with its
+// reason. The guest twin of the same point is checked as every point is, so
+// a setting that is wrong everywhere still stops the lab.
+nlohmann::json vm_only_twins(const nlohmann::json& manifest, const LabOptions& o) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!manifest.at("native").get<bool>() || !o.check_point) return out;
+  auto s = effective_scenario(manifest);
+  s.repeats = 1;
+  for (const auto& p : expand_matrix(s).points) {
+    const auto mode = std::find_if(p.labels.begin(), p.labels.end(), [](const auto& l) { return l.first == "mode"; });
+    if (mode == p.labels.end() || mode->second != "native") continue;
+    try {
+      o.check_point(run_arguments(p.settings));
+    } catch (const Error& e) {
+      out[p.key] = e.what();
+    }
+  }
+  return out;
 }
 
 std::string duration_text(double s) {
@@ -263,6 +286,7 @@ int run_lab(const LabOptions& o) {
         : variable != nullptr && *variable != '\0' ? fmt::format("declared by {}", host::kHostCpusVariable)
                                                    : "the affinity mask lockvisor was started with",
         {}, {}, {}, vcpu_limit, vcpu_limit_source);
+    manifest["placement"]["vm_only"] = vm_only_twins(manifest, o);
   }
   const auto scenario = effective_scenario(manifest);
   const auto expansion = expand_matrix(scenario);
@@ -270,9 +294,11 @@ int run_lab(const LabOptions& o) {
   if (!fs::exists(dir / kManifest)) {
     std::vector<std::vector<PlacementTerm>> terms;
     for (const auto& p : all) terms.push_back(p.terms);
+    const auto vm_only = manifest["placement"].at("vm_only");
     manifest["placement"] =
         placement_description(scenario.host_cpus, manifest["placement"].at("source"), terms, scenario.left_out,
                               expansion.left_out, scenario.vcpu_limit, scenario.vcpu_limit_source);
+    manifest["placement"]["vm_only"] = vm_only;
   }
   const auto points = o.shard ? shard_points(all, *o.shard) : all;
   // Every point's command line is checked before the first one runs: a bad
@@ -300,11 +326,7 @@ int run_lab(const LabOptions& o) {
     for (const auto& t : plans) print_run(t.id, t.args);
     fmt::print("{} points{}\n", points.size(),
                plans.empty() ? "" : fmt::format(", then {} traced runs for the timelines", plans.size()));
-    if (const auto left = left_out_line(placement_description(scenario.host_cpus, "", {}, scenario.left_out,
-                                                              expansion.left_out, scenario.vcpu_limit,
-                                                              scenario.vcpu_limit_source));
-        !left.empty())
-      fmt::print("{}\n", left);
+    if (const auto left = left_out_line(manifest["placement"]); !left.empty()) fmt::print("{}\n", left);
     return 0;
   }
   prepare_out(dir, o.resume);

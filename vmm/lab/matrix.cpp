@@ -65,7 +65,10 @@ Expansion expand_matrix(const Scenario& scenario) {
       }
       p.terms = resolve_placement(p.settings, s.host_cpus);
       p.id = p.key + "#r" + std::to_string(r);
-      if (auto why = beyond_limit(p, vcpu_limit); !why.empty()) {
+      if (const auto vm_only = s.vm_only.find(p.key); vm_only != s.vm_only.end()) {
+        if (r == 0)
+          out.vm_only.push_back({p.key, p.labels, 0, vm_only->second});
+      } else if (auto why = beyond_limit(p, vcpu_limit); !why.empty()) {
         if (r == 0)
           out.left_out.push_back({p.key, p.labels, static_cast<unsigned>(std::stoul(*lookup(p.settings, "vcpus"))),
                                   std::move(why)});

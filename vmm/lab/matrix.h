@@ -32,10 +32,12 @@ struct Point {
 struct Expansion {
   std::vector<Point> points;
   std::vector<LeftOutPoint> left_out;  // one per key, in matrix order
+  std::vector<LeftOutPoint> vm_only;   // native twins only a VM can run (Scenario::vm_only), one per key
 };
 
 // The points, with sweeps expanded and placement words resolved for
-// s.host_cpus (vmm/lab/placement.h), and those left out (LeftOutPoint).
+// s.host_cpus (vmm/lab/placement.h), and those left out (LeftOutPoint):
+// beyond a limit of the host, or a native twin only a VM can run.
 // Throws a usage lockvisor::Error when every point is left out.
 Expansion expand_matrix(const Scenario& s);
 // The points alone.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 
 #include "vmm/experiment/run_settings.h"
 #include "vmm/host/cpu_set.h"
@@ -228,6 +229,21 @@ std::string left_out_line(const nlohmann::json& placement) {
     for (std::size_t i = 0; i < points.size(); ++i)
       line += fmt::format("{}`{}` ({} vCPUs: {})", i ? ", " : "", points[i].value("key", "?"),
                           points[i].value("vcpus", 0), points[i].value("why", "?"));
+    line += ".";
+  }
+  // Native twins only a VM runs, grouped by reason (one reason usually
+  // covers a whole axis value: every lock's twin at inject=waiter-1ms).
+  std::map<std::string, std::vector<std::string>> by_reason;
+  if (const auto vm_only = placement.find("vm_only"); vm_only != placement.end())
+    for (const auto& [key, why] : vm_only->items()) by_reason[why.get<std::string>()].push_back(key);
+  if (!by_reason.empty()) {
+    line += fmt::format("{}Native twins left out (only a VM runs them): ", line.empty() ? "" : " ");
+    bool first = true;
+    for (const auto& [why, keys] : by_reason) {
+      line += fmt::format("{}{} point{}, e.g. `{}` ({})", first ? "" : "; ", keys.size(), keys.size() == 1 ? "" : "s",
+                          keys.front(), why);
+      first = false;
+    }
     line += ".";
   }
   return line;

@@ -76,8 +76,9 @@ nlohmann::json placement_description(const std::vector<int>& host_cpus, const st
 std::pair<unsigned, std::string> placement_vcpu_limit(const nlohmann::json& placement);
 
 // What lab.json's "placement" says was left out: a sentence on the axis
-// values (min_cpus) and one on the points beyond a limit, each "" when
-// there are none, joined by a space.
+// values (min_cpus), one on the points beyond a limit and one on the native
+// twins only a VM runs ("vm_only", set by the lab: Scenario::vm_only), each
+// "" when there are none, joined by a space.
 std::string left_out_line(const nlohmann::json& placement);
 
 // The report's section on the expansion, from lab.json's "placement".

@@ -149,6 +149,12 @@ struct Scenario {
   std::vector<int> host_cpus;
   // The axis values expand_for_host left out for host_cpus (min_cpus).
   std::vector<LeftOutValue> left_out;
+  // Native twins (`--native`, add_native_twins) that only a VM can run, by
+  // key, with the reason `run` gives for refusing them natively (a waiter
+  // schedule, a modelled remote-node cost, several VMs): left out of the
+  // matrix (matrix.h) and named in the report. lab.json "placement" keeps it
+  // (vm_only), so a resumed, merged or re-reported lab has the same points.
+  std::map<std::string, std::string> vm_only;
   // The most vCPUs a point's VM may have (lab.json "placement"): this host's
   // KVM limit when the lab was planned on it, else lockvisor's own
   // (own_vcpu_limit()); 0: lockvisor's own. A point whose host-relative vCPU

@@ -16,6 +16,8 @@
 //   a lost wake-up, which is counted (tests assert zero) instead of hanging.
 //   wait_for() (lock_env.h's bounded wait) is the same sleep with the
 //   caller's own limit; its expiries are counted apart (`expired`).
+// * vcpu_is_preempted(): true while the thread sleeps in an injected park
+//   (--inject, thread_parks.h), false otherwise.
 // * relax(): kPleWindow == 0: a plain `pause` (the benchmark Env: the native
 //   baseline must show what spinning really costs on the host).  kPleWindow
 //   > 0: `pause` plus a sched_yield() every kPleWindow pauses, a model of
@@ -120,6 +122,14 @@ struct NativeEnvT {
     __atomic_store_n(&numa_mapped, !nodes.empty(), __ATOMIC_RELAXED);
     __atomic_store_n(&numa_nodes, 1u, __ATOMIC_RELAXED);
   }
+  // The preemption hint (lock_env.h vcpu_preempted_hint()): up while the
+  // thread sleeps in an injected park (thread_parks.h), as a parked vCPU's
+  // steal-time flag is. A host preemption the scheduler makes on its own is
+  // not seen: natively there is no run-state page.
+  static inline u8 preempted[kMaxCpus] = {};
+  static bool vcpu_is_preempted(unsigned c) { return __atomic_load_n(&preempted[c], __ATOMIC_RELAXED) != 0; }
+  // Async-signal-safe (the park's signal handler calls it).
+  static void set_preempted(unsigned c, bool on) { __atomic_store_n(&preempted[c], static_cast<u8>(on), __ATOMIC_RELAXED); }
   static bool pv_available() { return kPv; }
   static bool virtualized() { return kVirt; }
   static bool dedicated() { return kDedicated; }
@@ -184,6 +194,7 @@ struct NativeEnvT {
     for (unsigned c = 0; c < kMaxCpus; c++) {
       PerCpu& p = percpu[c];
       __atomic_store_n(&p.futex, 0u, __ATOMIC_RELAXED);
+      __atomic_store_n(&preempted[c], u8{0}, __ATOMIC_RELAXED);
       for (u64* f : {&p.kicks_sent, &p.kicks_received, &p.kicks_coalesced, &p.waits, &p.sleeps, &p.timeouts, &p.expired})
         __atomic_store_n(f, u64{0}, __ATOMIC_RELAXED);
       ev[c].reset();

@@ -15,6 +15,11 @@
 // zeroed) and returns its WorkloadStats, exactly as a vCPU would.  The lock
 // Env is BenchEnv (vmm/native/native_env.h): futex wait/kick, plain `pause`.
 //
+// With `inject` (--inject: periodic, random, holder; native_injector.h) the
+// threads are parked on that schedule (thread_parks.h): a park is a signal
+// whose handler sleeps, and the Env's vcpu_is_preempted() says so while it
+// lasts, as the steal-time flag does for a parked vCPU.
+//
 // Runs are serialised (the Env's state is static): concurrent calls to
 // run_native wait for each other.
 #pragma once
@@ -23,9 +28,11 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,9 +41,12 @@
 #include <vector>
 
 #include "lockvisor/abi/workload.h"
-#include "vmm/native/host_platform.h"
+#include "vmm/inject/inject_spec.h"
 #include "vmm/metrics/thread_usage.h"
+#include "vmm/native/host_platform.h"
 #include "vmm/native/native_env.h"
+#include "vmm/native/native_injector.h"
+#include "vmm/native/thread_parks.h"
 #include "workloads/shared_state.h"
 #include "workloads/workloads.h"
 
@@ -49,6 +59,16 @@ struct NativeRunConfig {
   bool spread = true;           // true: thread i on pcpus[i % n]; false: all on the set
   std::vector<std::vector<int>> affinity;  // per thread, overrides pcpus/spread; empty: none
   std::vector<unsigned> vcpu_node;         // per thread, its NUMA node; empty: one node
+  std::vector<inject::InjectSpec> inject;  // validated --inject schedules (no waiter); empty: none
+  std::uint64_t inject_seed = 0;           // --seed, for the schedules without their own
+};
+
+// What --inject did to one thread.
+struct NativeThreadInjected {
+  ThreadParkCounts park;  // requests, parks slept through, time parked
+  // By inject::InjectKind, for the kinds the run has (has_kind).
+  std::array<NativeInjectCounts, inject::kInjectKinds> kinds{};
+  std::array<bool, inject::kInjectKinds> has_kind{};
 };
 
 // Host-side cost of one thread, measured around its run_workload() call
@@ -61,9 +81,14 @@ struct NativeThreadUsage {
   std::uint64_t voluntary_switches = 0;    // ru_nvcsw: blocked (futex waits, yields)
   std::vector<int> affinity;               // the CPUs it was allowed to run on
   std::optional<metrics::ThreadUsage> window;  // between the window marks
+  std::optional<NativeThreadInjected> injected;  // with --inject
 };
 
-// Checks the configuration (lock name, parameters, CPUs); throws
+// Checks --inject schedules for a native run of `threads` threads (waiter
+// schedules need a guest); throws lockvisor::Error with a one-line message.
+void validate_native_inject(const std::vector<inject::InjectSpec>& specs, unsigned threads);
+
+// Checks the configuration (lock name, parameters, CPUs, schedules); throws
 // lockvisor::Error with a one-line message.
 void validate_native_config(const NativeRunConfig& config);
 
@@ -107,16 +132,32 @@ struct WindowSamples {
   std::optional<metrics::ThreadUsage> start, end;
 };
 inline thread_local WindowSamples* tls_window = nullptr;
+// The run's injector on a thread of a run with a holder schedule, else null.
+inline thread_local NativeInjector* tls_holder_injector = nullptr;
+inline thread_local unsigned tls_thread = 0;
 
 // Platform P plus the window-mark hook (workloads/workloads.h): the thread
-// samples its own usage at each edge, as a vCPU thread does at the guest's.
+// samples its own usage at each edge, as a vCPU thread does at the guest's;
+// and the acquisition hook a holder schedule parks the new holder at.
 template <class P>
 struct MarkedPlatform : P {
   static void window_mark(std::uint64_t edge) {
     if (tls_window == nullptr) return;
     (edge == abi::kWindowStart ? tls_window->start : tls_window->end) = metrics::sample_thread_usage();
   }
+  static void on_lock_acquired(unsigned lock, std::uint64_t, std::uint64_t) {
+    if (tls_holder_injector != nullptr) tls_holder_injector->on_acquired(tls_thread, lock);
+  }
 };
+
+// The parks' preempted flag, on the Env when it has one.
+template <class Env>
+ThreadParks::ShowParked show_parked_for() {
+  if constexpr (requires { Env::set_preempted(0u, true); })
+    return [](unsigned thread, bool parked) { Env::set_preempted(thread, parked); };
+  else
+    return nullptr;
+}
 // Throws lockvisor::Error if the parameters are invalid (lock name not checked).
 void validate_params_and_cpus(const NativeRunConfig& config);
 }  // namespace detail
@@ -147,6 +188,17 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
   Env::reset();
   Env::set_nr_cpus(n);
   if constexpr (requires { Env::set_numa_map(config.vcpu_node); }) Env::set_numa_map(config.vcpu_node);
+  // --inject: the parks and their schedules. The injector stops before
+  // any thread is joined (ThreadParks signals joinable threads only).
+  std::optional<ThreadParks> parks;
+  std::optional<NativeInjector> injector;
+  if (!config.inject.empty()) {
+    parks.emplace(n, detail::show_parked_for<Env>());
+    injector.emplace(config.inject, config.inject_seed, *parks);
+  }
+  // The schedules start when every thread can be parked (a request to a
+  // thread not yet armed would be dropped).
+  std::latch armed(n), finished(n);
   std::vector<std::thread> threads;
   threads.reserve(n);
   for (unsigned i = 0; i < n; i++) {
@@ -160,6 +212,10 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
         errors[i] = std::current_exception();
       }
       Env::bind_cpu(static_cast<int>(i));
+      detail::tls_thread = i;
+      if (parks) parks->arm(i);
+      armed.count_down();
+      if (injector && injector->has_holder()) detail::tls_holder_injector = &*injector;
       timespec c0{}, c1{};
       rusage r0{}, r1{};
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
@@ -175,7 +231,25 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
       use[i].involuntary_switches = static_cast<std::uint64_t>(r1.ru_nivcsw - r0.ru_nivcsw);
       use[i].voluntary_switches = static_cast<std::uint64_t>(r1.ru_nvcsw - r0.ru_nvcsw);
       if (window.start && window.end) use[i].window = metrics::usage_between(*window.start, *window.end);
+      detail::tls_holder_injector = nullptr;
+      if (parks) parks->disarm(i);
+      finished.count_down();
     });
+  }
+  if (injector) {
+    armed.wait();
+    injector->start();
+  }
+  finished.wait();
+  if (injector) {
+    injector->stop();
+    for (unsigned i = 0; i < n; i++) {
+      NativeThreadInjected& in = use[i].injected.emplace();
+      in.park = parks->counts(i);
+      in.kinds = injector->counts(i);
+      for (unsigned k = 0; k < inject::kInjectKinds; k++)
+        in.has_kind[k] = injector->has_kind(static_cast<inject::InjectKind>(k));
+    }
   }
   for (auto& t : threads) t.join();
   for (auto& e : errors)
