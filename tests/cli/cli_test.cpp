@@ -464,9 +464,11 @@ TEST(CliNative, InjectedPreemptionsAreCountedPerThread) {
   ASSERT_EQ(o.exit_code, 0) << o.output;
   EXPECT_NE(o.output.find("injected preemptions (--inject), per thread and kind:"), std::string::npos) << o.output;
   const auto j = read_json(json);
-  ASSERT_TRUE(j["injected_preemptions"].is_array()) << j.dump();
-  ASSERT_EQ(j["injected_preemptions"].size(), 2u);
-  for (const auto& t : j["injected_preemptions"]) {
+  const auto& injected = j["injected_preemptions"];
+  ASSERT_TRUE(injected["threads"].is_array()) << j.dump();
+  ASSERT_EQ(injected["threads"].size(), 2u);
+  EXPECT_TRUE(injected["injector_behind_ns"].is_number_unsigned()) << injected.dump();
+  for (const auto& t : injected["threads"]) {
     const auto& holder = t["by_kind"]["holder"];
     EXPECT_GT(holder["events"].get<std::uint64_t>(), 0u) << t.dump();
     // One holder park in a hundred acquisitions (at a seeded phase).

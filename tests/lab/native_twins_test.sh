@@ -33,7 +33,7 @@ seen = set()
 for line in open(sys.argv[1]):
     r = json.loads(line)
     assert r["outcome"] == "completed", r["id"]
-    threads = r["report"]["injected_preemptions"]
+    threads = r["report"]["injected_preemptions"]["threads"]
     assert len(threads) == 2, r["id"]
     kind = r["id"].split("inject=")[1].split("#")[0]
     for t in threads:

@@ -71,8 +71,9 @@ int finish_native_run(lockstat::LockRun& run, const std::optional<OutputFile>& j
 }
 
 // What --inject did to each thread: the text lines (as a VM's run prints
-// them) and the JSON, per thread: requests, parks slept through, time
-// parked, and per kind the parks asked for (holder: of how many acquisitions).
+// them) and the JSON: per thread requests, parks slept through, time parked,
+// and per kind the parks asked for (holder: of how many acquisitions); and
+// how far behind its schedule the injector thread was at the end.
 nlohmann::json native_injected(const std::vector<native::NativeThreadUsage>& usage, std::FILE* out) {
   nlohmann::json threads = nlohmann::json::array();
   for (std::size_t i = 0; i < usage.size(); ++i) {
@@ -101,7 +102,12 @@ nlohmann::json native_injected(const std::vector<native::NativeThreadUsage>& usa
                        {"ns", in.park.parked_ns},
                        {"by_kind", std::move(kinds)}});
   }
-  return threads;
+  // Behind by more than a park's typical length: the periodic and random
+  // counts above are short of what the schedules asked for.
+  if (const double behind_ms = static_cast<double>(usage.front().injected->injector_behind_ns) / 1e6; behind_ms >= 1)
+    fmt::print(out, "  the injector was {:.1f} ms behind its schedule at the end: its thread competes with the run's "
+               "threads for CPUs, and the counts are what it sent\n", behind_ms);
+  return {{"threads", std::move(threads)}, {"injector_behind_ns", usage.front().injected->injector_behind_ns}};
 }
 
 int run_native(RunOptions& o, std::vector<inject::InjectSpec> specs, const std::optional<OutputFile>& json) {

@@ -1,5 +1,6 @@
 #include "vmm/native/native_injector.h"
 
+#include <algorithm>
 #include <chrono>
 #include <queue>
 
@@ -53,7 +54,11 @@ void NativeInjector::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  const auto now = Clock::now();
+  for (const auto& t : timed_)
+    if (!t.done() && t.due < now) behind_ = std::max(behind_, std::chrono::duration_cast<std::chrono::nanoseconds>(now - t.due));
 }
 
 void NativeInjector::loop() {

@@ -21,6 +21,7 @@
 // after stop() and after every workload thread has finished.
 #pragma once
 #include <array>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -63,6 +64,11 @@ class NativeInjector {
   }
   // Which kinds this run has (the report lists those).
   bool has_kind(inject::InjectKind kind) const { return has_kind_[static_cast<unsigned>(kind)]; }
+  // How far behind its timed schedule the injector was when it stopped (0:
+  // on time). The injector thread competes with the run's threads for
+  // CPUs: with hundreds of threads spinning on a few CPUs it falls behind,
+  // and the counts say what was sent, not what was due.
+  std::chrono::nanoseconds behind() const { return behind_; }
 
  private:
   struct Timed;
@@ -80,6 +86,7 @@ class NativeInjector {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  std::chrono::nanoseconds behind_{0};
   std::thread thread_;
 };
 

@@ -64,7 +64,10 @@ struct NativeRunConfig {
 };
 
 // What --inject did to one thread.
+// How far behind its timed schedule the run's injector was at the end
+// (NativeInjector::behind), in every thread's record alike.
 struct NativeThreadInjected {
+  std::uint64_t injector_behind_ns = 0;
   ThreadParkCounts park;  // requests, parks slept through, time parked
   // By inject::InjectKind, for the kinds the run has (has_kind).
   std::array<NativeInjectCounts, inject::kInjectKinds> kinds{};
@@ -245,6 +248,7 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
     injector->stop();
     for (unsigned i = 0; i < n; i++) {
       NativeThreadInjected& in = use[i].injected.emplace();
+      in.injector_behind_ns = static_cast<std::uint64_t>(injector->behind().count());
       in.park = parks->counts(i);
       in.kinds = injector->counts(i);
       for (unsigned k = 0; k < inject::kInjectKinds; k++)
