@@ -1280,7 +1280,6 @@ TEST(CliInject, BadSchedulesAreOneLineUsageErrors) {
       {"run -w lockbench --inject 'holder:lock=0,for=1ms'", "exactly one of every=N or p=P"},
       {"run -w lockbench --vcpus 2 --inject periodic:vcpu=2,every=1ms,for=10us", "the VM has 2 vCPUs"},
       {"run -w pingpong --inject waiter:lock=0,every=1,for=10us", "need a lock workload"},
-      {"run -w lockbench --native --inject waiter:lock=0,every=1,for=10us", "waiter schedules need the guest's lock probe"},
       {"run -w lockbench --native --vcpus 2 --inject periodic:vcpu=2,every=1ms,for=10us", "the VM has 2 vCPUs"},
       {"run -w lockbench --inject 'holder:lock=0,every=1,for=1ms;holder:lock=any,p=0.5,for=1ms'", "more than one holder"},
   };

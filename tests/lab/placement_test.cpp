@@ -448,11 +448,12 @@ TEST(LabSideBySide, AMovedPointKeepsItsPlannedCpusPlaceInAnAlignedBlock) {
   std::mutex mutex;
   std::condition_variable all_started;
   std::size_t started = 0;
+  std::size_t together = 4;  // the first `together` points run until all of them have started
   const auto run = [&](const Point&, const std::vector<std::string>&) {
     std::unique_lock lock(mutex);
-    if (++started <= 4) {
+    if (++started <= together) {
       all_started.notify_all();
-      all_started.wait(lock, [&] { return started >= 4; });
+      all_started.wait(lock, [&] { return started >= together; });
     }
     PointRun r;
     r.outcome = "completed";
@@ -469,11 +470,13 @@ TEST(LabSideBySide, AMovedPointKeepsItsPlannedCpusPlaceInAnAlignedBlock) {
   EXPECT_EQ(ran_on["d"], "4-6");
   EXPECT_TRUE(ran_on["e"] == "0-3" || ran_on["e"] == "4-7") << ran_on["e"];
   // Blocks count the usable CPUs, not CPU numbers: on CPUs 1,3,5,7 the
-  // 2-CPU point after a 1-CPU one gets the third and fourth, 5 and 7.
+  // 2-CPU point after a 1-CPU one gets the third and fourth, 5 and 7 (the
+  // two run until both have started: the first must still hold CPU 1).
   const std::vector<int> odd = {1, 3, 5, 7};
   points = {movable_point("a", "1cpu", odd), movable_point("b", "2cpus", odd)};
   todo = {&points[0], &points[1]};
-  started = 4;  // nobody waits now
+  started = 0;
+  together = 2;
   ran_on.clear();
   ASSERT_TRUE(run_side_by_side(todo, odd, 2, run, finished));
   EXPECT_EQ(ran_on["a"], "1");

@@ -72,7 +72,8 @@ int finish_native_run(lockstat::LockRun& run, const std::optional<OutputFile>& j
 
 // What --inject did to each thread: the text lines (as a VM's run prints
 // them) and the JSON: per thread requests, parks slept through, time parked,
-// and per kind the parks asked for (holder: of how many acquisitions); and
+// and per kind the parks asked for (holder, waiter: of how many events, and
+// the points the probe chose); and
 // how far behind its schedule the injector thread was at the end.
 nlohmann::json native_injected(const std::vector<native::NativeThreadUsage>& usage, std::FILE* out) {
   nlohmann::json threads = nlohmann::json::array();
@@ -88,9 +89,11 @@ nlohmann::json native_injected(const std::vector<native::NativeThreadUsage>& usa
       const auto& c = in.kinds[k];
       nlohmann::json j = {{"count", c.count}, {"ns", c.ns}};
       line += fmt::format("{}{} {}", line.empty() ? "" : ", ", inject::inject_kind_name(kind), c.count);
-      if (kind == inject::InjectKind::kHolder) {
+      if (kind == inject::InjectKind::kHolder || kind == inject::InjectKind::kWaiter) {
         j["events"] = c.events;
-        line += fmt::format(" (of {} acquisitions)", c.events);
+        j["points"] = c.points;
+        line += fmt::format(" (of {} {})", c.events,
+                            kind == inject::InjectKind::kHolder ? "acquisitions" : "first-waiter events");
       }
       kinds[inject::inject_kind_name(kind)] = std::move(j);
     }

@@ -150,8 +150,8 @@ struct Scenario {
   // The axis values expand_for_host left out for host_cpus (min_cpus).
   std::vector<LeftOutValue> left_out;
   // Native twins (`--native`, add_native_twins) that only a VM can run, by
-  // key, with the reason `run` gives for refusing them natively (a waiter
-  // schedule, a modelled remote-node cost, several VMs): left out of the
+  // key, with the reason `run` gives for refusing them natively (a
+  // modelled remote-node cost, several VMs): left out of the
   // matrix (matrix.h) and named in the report. lab.json "placement" keeps it
   // (vm_only), so a resumed, merged or re-reported lab has the same points.
   std::map<std::string, std::string> vm_only;

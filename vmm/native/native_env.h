@@ -18,6 +18,8 @@
 //   caller's own limit; its expiries are counted apart (`expired`).
 // * vcpu_is_preempted(): true while the thread sleeps in an injected park
 //   (--inject, thread_parks.h), false otherwise.
+// * spin_hook: when set, called at every spin iteration and halt inside
+//   lock() (the lock probe of --inject holder/waiter schedules).
 // * relax(): kPleWindow == 0: a plain `pause` (the benchmark Env: the native
 //   baseline must show what spinning really costs on the host).  kPleWindow
 //   > 0: `pause` plus a sched_yield() every kPleWindow pauses, a model of
@@ -165,6 +167,8 @@ struct NativeEnvT {
   static constexpr unsigned kPleWindow = kPleWindowT;
   static inline thread_local unsigned tls_pauses = 0;
   static void relax() {
+    if (const auto hook = __atomic_load_n(&spin_hook, __ATOMIC_RELAXED); hook != nullptr) [[unlikely]]
+      hook();
     locks::cpu_relax();
     if constexpr (kPleWindow != 0) {
       if (++tls_pauses % kPleWindow == 0) sched_yield();
@@ -185,6 +189,13 @@ struct NativeEnvT {
   // lock user thread runs.
   static inline bool bounded = true;
   static void set_bounded_wait(bool on) { __atomic_store_n(&bounded, on, __ATOMIC_RELAXED); }
+
+  // Called at every spin iteration (relax()) and halt (wait(), wait_for())
+  // inside lock() when set: the lock probe of a native run's holder and
+  // waiter schedules (native_runner.h). Null: nothing, one predictable
+  // branch. Set while no lock user thread runs.
+  static inline void (*spin_hook)() = nullptr;
+  static void set_spin_hook(void (*hook)()) { __atomic_store_n(&spin_hook, hook, __ATOMIC_RELAXED); }
 
   static void bind_cpu(int c) { tls_cpu = c; }
   static void set_nr_cpus(unsigned n) { __atomic_store_n(&nr, n, __ATOMIC_RELAXED); }
@@ -229,6 +240,8 @@ struct NativeEnvT {
   // kvm_wait() on the futex: true when the sleep ended by `timeout` with no
   // kick consumed.
   static bool sleep_unless_kicked(volatile u8* ptr, u8 val, const struct timespec& timeout) {
+    if (const auto hook = __atomic_load_n(&spin_hook, __ATOMIC_RELAXED); hook != nullptr) [[unlikely]]
+      hook();
     PerCpu& me = percpu[cpu()];
     bump(&me.waits);
     // kvm_wait(): re-check with "interrupts off" before halting.

@@ -27,9 +27,12 @@ struct NativeInjector::Timed {
 
 NativeInjector::NativeInjector(const std::vector<inject::InjectSpec>& specs, std::uint64_t run_seed,
                                ThreadParks& parks)
-    : parks_(parks), specs_(specs), holder_(inject::lock_probe_config(specs, run_seed)), counts_(parks.threads()) {
+    : parks_(parks),
+      specs_(specs),
+      probe_(inject::lock_probe_config(specs, run_seed)),
+      area_(probe_ ? std::make_unique<abi::LockProbeArea>() : nullptr),
+      counts_(parks.threads()) {
   for (const auto& s : specs_) {
-    if (s.kind == inject::InjectKind::kWaiter) continue;  // refused before the run (validate_params_and_cpus)
     has_kind_[static_cast<unsigned>(s.kind)] = true;
     if (s.targeted()) continue;
     for (unsigned t = 0; t < parks.threads(); ++t) {
@@ -84,17 +87,43 @@ void NativeInjector::loop() {
   }
 }
 
+// A chosen point: the thread parks itself there for the target's length
+// (ThreadParks::park on its own thread has slept before it returns).
+void NativeInjector::park_at(unsigned thread, const workloads::probe::Point& point) {
+  if (!point.chosen) return;
+  const auto kind = point.kind == abi::PreemptKind::kHolder ? inject::InjectKind::kHolder : inject::InjectKind::kWaiter;
+  const std::uint64_t ns = probe_->targets[static_cast<unsigned>(point.kind)].duration_ns;
+  if (!parks_.park(thread, std::chrono::nanoseconds(ns))) return;
+  NativeInjectCounts& k = counts_[thread].kinds[static_cast<unsigned>(kind)];
+  ++k.count;
+  k.ns += ns;
+}
+
+void NativeInjector::on_arrive(unsigned thread, unsigned lock) {
+  workloads::probe::arrive(*probe_, *area_, thread, lock);
+}
+
 void NativeInjector::on_acquired(unsigned thread, unsigned lock) {
-  if (!holder_ || thread >= counts_.size()) return;
-  const abi::PreemptTarget& target = holder_->targets[static_cast<unsigned>(abi::PreemptKind::kHolder)];
-  if (!abi::target_armed(target) || (target.lock != abi::kProbeAnyLock && lock != target.lock)) return;
-  NativeInjectCounts& k = counts_[thread].kinds[static_cast<unsigned>(inject::InjectKind::kHolder)];
-  const std::uint64_t index = k.events++;
-  if (!abi::preempt_point_chosen(holder_->seed, thread, abi::PreemptKind::kHolder, index, target)) return;
-  if (parks_.park(thread, std::chrono::nanoseconds(target.duration_ns))) {
-    ++k.count;
-    k.ns += target.duration_ns;
+  park_at(thread, workloads::probe::acquired(*probe_, *area_, thread, lock));
+}
+
+void NativeInjector::on_release(unsigned thread, unsigned lock) {
+  workloads::probe::release(*probe_, *area_, thread, lock);
+}
+
+void NativeInjector::on_spin(unsigned thread) { park_at(thread, workloads::probe::spin(*probe_, *area_, thread)); }
+
+std::array<NativeInjectCounts, inject::kInjectKinds> NativeInjector::counts(unsigned thread) const {
+  auto kinds = counts_.at(thread).kinds;
+  if (area_) {
+    const abi::LockProbeCpu& rec = area_->cpus[thread];
+    for (const auto& [kind, pk] : {std::pair{inject::InjectKind::kHolder, abi::PreemptKind::kHolder},
+                                  std::pair{inject::InjectKind::kWaiter, abi::PreemptKind::kWaiter}}) {
+      kinds[static_cast<unsigned>(kind)].events = rec.events[static_cast<unsigned>(pk)];
+      kinds[static_cast<unsigned>(kind)].points = rec.points[static_cast<unsigned>(pk)];
+    }
   }
+  return kinds;
 }
 
 }  // namespace lockvisor::native

@@ -6,12 +6,15 @@
 //                    the later ones) and each (schedule, thread) draws from
 //                    the same seeded stream as a vCPU's in a VM
 //                    (schedule_math.h), so one seed gives the same schedule;
-//   holder           the thread that has just acquired the targeted lock
-//                    parks itself when abi::preempt_point_chosen() picks the
-//                    acquisition -- the choice a guest makes, so one seed
-//                    picks the same acquisitions natively and in a VM.
-// Waiter schedules need the guest's lock probe (first waiter behind the
-// holder) and are refused natively before anything runs.
+//   holder/waiter    the lock probe's rules (workloads/lock_probe_rules.h,
+//                    the guest's own) run on the thread itself: the
+//                    workload's lock hooks (arrive, acquired, release) and
+//                    the lock Env's spin/wait hook report to it, and at a
+//                    point abi::preempt_point_chosen() picks the thread
+//                    parks itself there -- so one seed picks the same
+//                    acquisitions (holder) and first-waiter events (waiter)
+//                    natively and in a VM. Its records live in a probe area
+//                    of the injector's own.
 //
 // The injector thread is not pinned: it wakes briefly at each due time on
 // whichever CPU the host gives it, as the VMM's monitor thread does.
@@ -24,6 +27,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -32,19 +36,21 @@
 #include "lockvisor/abi/lock_probe.h"
 #include "vmm/inject/inject_spec.h"
 #include "vmm/native/thread_parks.h"
+#include "workloads/lock_probe_rules.h"
 
 namespace lockvisor::native {
 
 struct NativeInjectCounts {
-  std::uint64_t count = 0;  // parks requested and accepted
-  std::uint64_t ns = 0;     // their requested length
-  std::uint64_t events = 0;  // holder: acquisitions of the targeted lock seen
+  std::uint64_t count = 0;   // parks requested and accepted
+  std::uint64_t ns = 0;      // their requested length
+  std::uint64_t events = 0;  // holder/waiter: eligible events seen (the probe record's)
+  std::uint64_t points = 0;  // holder/waiter: of them, chosen as preemption points
 };
 
 class NativeInjector {
  public:
-  // `specs`: validated, no waiter schedule; `run_seed`: --seed (a spec's
-  // seed= wins, as in a VM).
+  // `specs`: validated; `run_seed`: --seed (a spec's seed= wins, as in a
+  // VM).
   NativeInjector(const std::vector<inject::InjectSpec>& specs, std::uint64_t run_seed, ThreadParks& parks);
   ~NativeInjector();
   NativeInjector(const NativeInjector&) = delete;
@@ -53,15 +59,17 @@ class NativeInjector {
   void start();
   void stop();
 
-  // On thread `thread` right after it acquired lock slot `lock` (the
-  // workload's on_lock_acquired): a holder schedule's preemption point.
+  // The lock probe's hooks, on thread `thread` (only with a holder or
+  // waiter schedule: has_probe()): it arrives at lock slot `lock`, has
+  // acquired it, has released it; one spin iteration or halt inside lock().
+  bool has_probe() const { return probe_.has_value(); }
+  void on_arrive(unsigned thread, unsigned lock);
   void on_acquired(unsigned thread, unsigned lock);
-  bool has_holder() const { return holder_.has_value(); }
+  void on_release(unsigned thread, unsigned lock);
+  void on_spin(unsigned thread);
 
-  // Per thread, by inject::InjectKind (kWaiter stays zero).
-  const std::array<NativeInjectCounts, inject::kInjectKinds>& counts(unsigned thread) const {
-    return counts_.at(thread).kinds;
-  }
+  // Per thread, by inject::InjectKind; read after the threads finished.
+  std::array<NativeInjectCounts, inject::kInjectKinds> counts(unsigned thread) const;
   // Which kinds this run has (the report lists those).
   bool has_kind(inject::InjectKind kind) const { return has_kind_[static_cast<unsigned>(kind)]; }
   // How far behind its timed schedule the injector was when it stopped (0:
@@ -76,11 +84,13 @@ class NativeInjector {
     std::array<NativeInjectCounts, inject::kInjectKinds> kinds;
   };
   void loop();
+  void park_at(unsigned thread, const workloads::probe::Point& point);
 
   ThreadParks& parks_;
   const std::vector<inject::InjectSpec> specs_;  // timed_ points into it
   std::vector<Timed> timed_;
-  std::optional<abi::LockProbeConfig> holder_;  // seed and the holder target
+  std::optional<abi::LockProbeConfig> probe_;   // seed and the holder/waiter targets
+  std::unique_ptr<abi::LockProbeArea> area_;    // the threads' probe records
   std::vector<ThreadCounts> counts_;
   bool has_kind_[inject::kInjectKinds] = {};
   std::mutex mutex_;

@@ -85,9 +85,6 @@ void validate_params_and_cpus(const NativeRunConfig& config) {
 
 void validate_native_inject(const std::vector<inject::InjectSpec>& specs, unsigned threads) {
   for (const auto& spec : specs) {
-    if (spec.kind == inject::InjectKind::kWaiter)
-      fail("--inject '{}': waiter schedules need the guest's lock probe; natively: periodic, random and holder",
-           inject::format_inject_spec(spec));
     if (spec.vcpu && *spec.vcpu >= threads)
       fail("--inject '{}': the run has {} threads", inject::format_inject_spec(spec), threads);
   }

@@ -15,10 +15,12 @@
 // zeroed) and returns its WorkloadStats, exactly as a vCPU would.  The lock
 // Env is BenchEnv (vmm/native/native_env.h): futex wait/kick, plain `pause`.
 //
-// With `inject` (--inject: periodic, random, holder; native_injector.h) the
-// threads are parked on that schedule (thread_parks.h): a park is a signal
-// whose handler sleeps, and the Env's vcpu_is_preempted() says so while it
-// lasts, as the steal-time flag does for a parked vCPU.
+// With `inject` (--inject; native_injector.h) the threads are parked on
+// that schedule (thread_parks.h): a park is a signal whose handler sleeps,
+// and the Env's vcpu_is_preempted() says so while it lasts, as the
+// steal-time flag does for a parked vCPU. Holder and waiter schedules run
+// the guest's lock-probe rules on the threads (the workload's lock hooks and
+// the Env's spin hook).
 //
 // Runs are serialised (the Env's state is static): concurrent calls to
 // run_native wait for each other.
@@ -59,7 +61,7 @@ struct NativeRunConfig {
   bool spread = true;           // true: thread i on pcpus[i % n]; false: all on the set
   std::vector<std::vector<int>> affinity;  // per thread, overrides pcpus/spread; empty: none
   std::vector<unsigned> vcpu_node;         // per thread, its NUMA node; empty: one node
-  std::vector<inject::InjectSpec> inject;  // validated --inject schedules (no waiter); empty: none
+  std::vector<inject::InjectSpec> inject;  // validated --inject schedules; empty: none
   std::uint64_t inject_seed = 0;           // --seed, for the schedules without their own
 };
 
@@ -135,23 +137,38 @@ struct WindowSamples {
   std::optional<metrics::ThreadUsage> start, end;
 };
 inline thread_local WindowSamples* tls_window = nullptr;
-// The run's injector on a thread of a run with a holder schedule, else null.
-inline thread_local NativeInjector* tls_holder_injector = nullptr;
+// The run's injector on a thread of a run with a holder or waiter schedule
+// (the lock probe's hooks report to it), else null.
+inline thread_local NativeInjector* tls_probe = nullptr;
 inline thread_local unsigned tls_thread = 0;
 
 // Platform P plus the window-mark hook (workloads/workloads.h): the thread
 // samples its own usage at each edge, as a vCPU thread does at the guest's;
-// and the acquisition hook a holder schedule parks the new holder at.
+// and the lock hooks of the probe (one predictable branch each when off).
 template <class P>
 struct MarkedPlatform : P {
   static void window_mark(std::uint64_t edge) {
     if (tls_window == nullptr) return;
     (edge == abi::kWindowStart ? tls_window->start : tls_window->end) = metrics::sample_thread_usage();
   }
+  static void on_lock_arrive(unsigned lock, std::uint64_t) {
+    if (tls_probe != nullptr) [[unlikely]]
+      tls_probe->on_arrive(tls_thread, lock);
+  }
   static void on_lock_acquired(unsigned lock, std::uint64_t, std::uint64_t) {
-    if (tls_holder_injector != nullptr) tls_holder_injector->on_acquired(tls_thread, lock);
+    if (tls_probe != nullptr) [[unlikely]]
+      tls_probe->on_acquired(tls_thread, lock);
+  }
+  static void on_lock_release(unsigned lock) {
+    if (tls_probe != nullptr) [[unlikely]]
+      tls_probe->on_release(tls_thread, lock);
   }
 };
+// The Env's spin hook (NativeEnvT::set_spin_hook): a spin iteration or halt
+// inside lock() on a thread of a run with a probe.
+inline void probe_spin() {
+  if (tls_probe != nullptr) tls_probe->on_spin(tls_thread);
+}
 
 // The parks' preempted flag, on the Env when it has one.
 template <class Env>
@@ -199,6 +216,9 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
     parks.emplace(n, detail::show_parked_for<Env>());
     injector.emplace(config.inject, config.inject_seed, *parks);
   }
+  const bool probing = injector && injector->has_probe();
+  if constexpr (requires { Env::set_spin_hook(&detail::probe_spin); })
+    Env::set_spin_hook(probing ? &detail::probe_spin : nullptr);
   // The schedules start when every thread can be parked (a request to a
   // thread not yet armed would be dropped).
   std::latch armed(n), finished(n);
@@ -218,7 +238,7 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
       detail::tls_thread = i;
       if (parks) parks->arm(i);
       armed.count_down();
-      if (injector && injector->has_holder()) detail::tls_holder_injector = &*injector;
+      if (probing) detail::tls_probe = &*injector;
       timespec c0{}, c1{};
       rusage r0{}, r1{};
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
@@ -234,7 +254,7 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
       use[i].involuntary_switches = static_cast<std::uint64_t>(r1.ru_nivcsw - r0.ru_nivcsw);
       use[i].voluntary_switches = static_cast<std::uint64_t>(r1.ru_nvcsw - r0.ru_nvcsw);
       if (window.start && window.end) use[i].window = metrics::usage_between(*window.start, *window.end);
-      detail::tls_holder_injector = nullptr;
+      detail::tls_probe = nullptr;
       if (parks) parks->disarm(i);
       finished.count_down();
     });
