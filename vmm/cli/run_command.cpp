@@ -73,8 +73,8 @@ int finish_native_run(lockstat::LockRun& run, const std::optional<OutputFile>& j
 // What --inject did to each thread: the text lines (as a VM's run prints
 // them) and the JSON: per thread requests, parks slept through, time parked,
 // and per kind the parks asked for (holder, waiter: of how many events, and
-// the points the probe chose); and
-// how far behind its schedule the injector thread was at the end.
+// the points the probe chose); and how far behind its schedule the injector
+// thread was at the end.
 nlohmann::json native_injected(const std::vector<native::NativeThreadUsage>& usage, std::FILE* out) {
   nlohmann::json threads = nlohmann::json::array();
   for (std::size_t i = 0; i < usage.size(); ++i) {

@@ -17,7 +17,6 @@
 #include "vmm/linuxboot/linux_boot_plan.h"
 #include "vmm/machine/linux_cpuid.h"
 #include "vmm/machine/machine.h"
-#include "vmm/native/native_runner.h"
 #include "vmm/util/error.h"
 
 namespace lockvisor::cli {
@@ -30,8 +29,8 @@ abi::WorkloadParams lock_params(const RunOptions& o, unsigned cpus) {
 
 namespace {
 
-// --inject: parsed, checked against the VM (or the native run's threads),
-// and recorded in the config (the report's settings and the guest's
+// --inject: parsed, checked against the VM (a native run's threads are its
+// vCPUs), and recorded in the config (the report's settings and the guest's
 // BootInfo::lock_probe).
 std::vector<inject::InjectSpec> inject_specs(const RunOptions& o, machine::MachineConfig& config) {
   std::vector<inject::InjectSpec> specs;
@@ -39,7 +38,6 @@ std::vector<inject::InjectSpec> inject_specs(const RunOptions& o, machine::Machi
     for (auto& s : inject::parse_inject_specs(value)) specs.push_back(std::move(s));
   if (specs.empty()) return specs;
   inject::validate_inject_specs(specs, config.vcpus);
-  if (o.lock.native) native::validate_native_inject(specs, config.vcpus);
   for (const auto& s : specs) {
     if (s.targeted() && !is_lock_workload(o.workload))
       fail("--inject '{}': targeted schedules need a lock workload (lockbench, uncontended, torture)",

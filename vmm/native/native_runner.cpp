@@ -78,17 +78,11 @@ void validate_params_and_cpus(const NativeRunConfig& config) {
   if (!config.vcpu_node.empty() && config.vcpu_node.size() != n)
     fail("native run: {} thread nodes for {} threads", config.vcpu_node.size(), n);
   for (const auto& cpus : config.affinity) host::validate_cpus(cpus);
-  validate_native_inject(config.inject, static_cast<unsigned>(n));
+  for (const auto& spec : config.inject)
+    if (spec.vcpu && *spec.vcpu >= n) fail("--inject '{}': the run has {} threads", inject::format_inject_spec(spec), n);
 }
 
 }  // namespace detail
-
-void validate_native_inject(const std::vector<inject::InjectSpec>& specs, unsigned threads) {
-  for (const auto& spec : specs) {
-    if (spec.vcpu && *spec.vcpu >= threads)
-      fail("--inject '{}': the run has {} threads", inject::format_inject_spec(spec), threads);
-  }
-}
 
 void validate_native_config(const NativeRunConfig& config) {
   experiment::known_lock(config.lock);

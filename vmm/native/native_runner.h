@@ -66,9 +66,9 @@ struct NativeRunConfig {
 };
 
 // What --inject did to one thread.
-// How far behind its timed schedule the run's injector was at the end
-// (NativeInjector::behind), in every thread's record alike.
 struct NativeThreadInjected {
+  // How far behind its timed schedule the run's injector was at the end
+  // (NativeInjector::behind): the same in every thread's record.
   std::uint64_t injector_behind_ns = 0;
   ThreadParkCounts park;  // requests, parks slept through, time parked
   // By inject::InjectKind, for the kinds the run has (has_kind).
@@ -88,10 +88,6 @@ struct NativeThreadUsage {
   std::optional<metrics::ThreadUsage> window;  // between the window marks
   std::optional<NativeThreadInjected> injected;  // with --inject
 };
-
-// Checks --inject schedules for a native run of `threads` threads (waiter
-// schedules need a guest); throws lockvisor::Error with a one-line message.
-void validate_native_inject(const std::vector<inject::InjectSpec>& specs, unsigned threads);
 
 // Checks the configuration (lock name, parameters, CPUs, schedules); throws
 // lockvisor::Error with a one-line message.
