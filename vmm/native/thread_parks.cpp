@@ -56,7 +56,9 @@ ThreadParks::ThreadParks(unsigned threads, ShowParked show)
   std::call_once(installed, [] {
     struct sigaction action {};
     action.sa_handler = &ThreadParks::on_signal;
-    action.sa_flags = SA_RESTART;  // a futex wait or a read goes on after the park
+    // Untimed blocking calls go on after the park; timed ones (the Env's
+    // futex waits) return EINTR, which the Env treats as a spurious wake-up.
+    action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
     if (sigaction(park_signal(), &action, nullptr) != 0) fail_host("sigaction (park signal): {}", std::strerror(errno));
   });

@@ -6,9 +6,10 @@
 // it kParkSignal; the handler sleeps (clock_nanosleep, async-signal-safe)
 // until that end and returns. The thread stops between two instructions
 // wherever it is -- holding the lock, spinning, or asleep in the Env's futex
-// wait, which the kernel restarts after the handler (SA_RESTART; a kick sent
-// meanwhile stays in the futex word, so none is lost) -- as it does when the
-// host scheduler takes its CPU. While the handler sleeps the thread's
+// wait, which returns after the handler (EINTR: its waits are timed, so
+// SA_RESTART does not restart them) as a spurious wake-up the lock re-checks;
+// a kick sent meanwhile stays in the futex word and is consumed then, so
+// none is lost -- as it does when the host scheduler takes its CPU. While the handler sleeps the thread's
 // preempted flag is up (`show`: the lock Env's vcpu_is_preempted(), as the
 // steal-time flag is for a parked vCPU).
 //
