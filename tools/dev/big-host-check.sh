@@ -67,7 +67,7 @@ fi
 if [[ "$part" == A ]]; then
   # The report has, beside each timeline (8 on 2, 8 on 8, 64 on 8, 64 on 16), what trace-check finds in it
   # (timelines/*.check.txt and .check.json): docs/pvbounded.md, "What the 16-CPU run must check".
-  step pvbounded-scale 500 "$bin" lab --preset pvbounded-scale --out "$out/pvbounded-scale"
+  step pvbounded-scale 540 "$bin" lab --preset pvbounded-scale --out "$out/pvbounded-scale"
   exit 0
 fi
 
