@@ -530,20 +530,26 @@ TEST(PvBounded, ATimedHeadTakesTheLockAfterAReleaseErasedItsKickRequest) {
 
 // Timed heads and store releases under contention: halts short enough to
 // expire often (50 us), exclusion holds and every acquisition is made.
+// Whether a reserved head halts at all is the host scheduler's doing (on a
+// loaded host the four threads may rarely overlap): runs repeat until one
+// has a head halt, checking every run.
 TEST(PvBounded, TimedHeadsWithStoreReleasesExcludeAndFinish) {
-  TimedEnv::reset();
   TuningScope tuning(/*bound_us=*/20, /*head_spins=*/1);
   ASSERT_EQ(native::apply_lock_tuning({"pvb_head_halt=timed", "pvb_head_halt_us=50", "pvb_node_spins=1"}), nullptr);
-  locks::PvBoundedLock<TimedEnv> lock{};
-  const StressResult r = stress<locks::PvBoundedLock<TimedEnv>, TimedEnv>(lock, 4, scaled(15000));
-  EXPECT_EQ(r.violations, 0u);
-  EXPECT_EQ(r.total, 4 * scaled(15000));
-  EXPECT_GT(TimedEnv::event_total(LockEvent::pv_wait_head), 0u) << "no reserved head halted: nothing tested";
-  EXPECT_EQ(TimedEnv::stats().timeouts, 0u) << "a lost wake-up of an untimed (node) halt";
-  EXPECT_EQ(lock.value(), 0u);
-  std::printf("[ timed heads ] %.3f s, head halts %llu, expired with the lock free %llu\n", r.seconds,
-              static_cast<unsigned long long>(TimedEnv::event_total(LockEvent::pv_wait_head)),
-              static_cast<unsigned long long>(TimedEnv::event_total(LockEvent::pv_head_expired)));
+  u64 head_halts = 0;
+  for (unsigned run = 1; head_halts == 0 && !HasFailure(); run++) {
+    TimedEnv::reset();
+    locks::PvBoundedLock<TimedEnv> lock{};
+    const StressResult r = stress<locks::PvBoundedLock<TimedEnv>, TimedEnv>(lock, 4, scaled(15000));
+    EXPECT_EQ(r.violations, 0u);
+    EXPECT_EQ(r.total, 4 * scaled(15000));
+    EXPECT_EQ(TimedEnv::stats().timeouts, 0u) << "a lost wake-up of an untimed (node) halt";
+    EXPECT_EQ(lock.value(), 0u);
+    head_halts = TimedEnv::event_total(LockEvent::pv_wait_head);
+    std::printf("[ timed heads ] run %u: %.3f s, head halts %llu, expired with the lock free %llu\n", run, r.seconds,
+                static_cast<unsigned long long>(head_halts),
+                static_cast<unsigned long long>(TimedEnv::event_total(LockEvent::pv_head_expired)));
+  }
 }
 
 // ---- handoff=running: lending past a preempted reserved head -----------------
