@@ -75,7 +75,10 @@ int finish_native_run(lockstat::LockRun& run, const std::optional<OutputFile>& j
 // and per kind the parks asked for (holder, waiter: of how many events, and
 // the points the probe chose); and how far behind its schedule the injector
 // thread was at the end.
-nlohmann::json native_injected(const std::vector<native::NativeThreadUsage>& usage, std::FILE* out) {
+nlohmann::json native_injected(const std::vector<inject::InjectSpec>& specs,
+                                const std::vector<native::NativeThreadUsage>& usage, std::FILE* out) {
+  bool has_kind[inject::kInjectKinds] = {};
+  for (const auto& s : specs) has_kind[static_cast<unsigned>(s.kind)] = true;
   nlohmann::json threads = nlohmann::json::array();
   for (std::size_t i = 0; i < usage.size(); ++i) {
     if (!usage[i].injected) return nullptr;
@@ -84,7 +87,7 @@ nlohmann::json native_injected(const std::vector<native::NativeThreadUsage>& usa
     nlohmann::json kinds = nlohmann::json::object();
     std::string line;
     for (unsigned k = 0; k < inject::kInjectKinds; ++k) {
-      if (!in.has_kind[k]) continue;
+      if (!has_kind[k]) continue;
       const auto kind = static_cast<inject::InjectKind>(k);
       const auto& c = in.kinds[k];
       nlohmann::json j = {{"count", c.count}, {"ns", c.ns}};
@@ -146,7 +149,7 @@ int run_native(RunOptions& o, std::vector<inject::InjectSpec> specs, const std::
     extras["hogs"] = hogs->stop();
     fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
   }
-  if (!native_config.inject.empty()) extras["injected_preemptions"] = native_injected(usage, stdout);
+  if (!native_config.inject.empty()) extras["injected_preemptions"] = native_injected(native_config.inject, usage, stdout);
   auto run = describe_lock_run(o, "native");
   for (std::size_t i = 0; i < stats.size(); ++i)
     run.samples.push_back({stats[i], usage.at(i).cpu_seconds, usage.at(i).involuntary_switches, std::nullopt, std::nullopt,

@@ -31,16 +31,10 @@ Injector::Injector(std::vector<InjectSpec> specs, std::uint64_t run_seed, unsign
 
 Injector::~Injector() = default;
 
-nanoseconds Injector::next_gap(Timed& t) {
-  if (t.spec.kind == InjectKind::kPeriodic)
-    return t.fired == 0 ? t.spec.phase : t.spec.interval;
-  return poisson_gap(t.stream.uniform(), t.spec.rate_hz);
-}
-
 void Injector::arm(Timed& t) {
-  if (t.spec.count && t.fired >= *t.spec.count) return;
+  if (timed_done(t.spec, t.fired)) return;
   // Absolute due times: a late wake-up does not shift the later ones.
-  t.due += std::chrono::duration_cast<std::chrono::steady_clock::duration>(next_gap(t));
+  t.due += std::chrono::duration_cast<std::chrono::steady_clock::duration>(next_timed_gap(t.spec, t.fired, t.stream));
   t.timer.expires_at(t.due);
   t.timer.async_wait([this, &t](const boost::system::error_code& ec) {
     if (ec) return;

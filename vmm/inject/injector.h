@@ -59,7 +59,6 @@ class Injector : public machine::RunService {
   };
 
   void arm(Timed& t);
-  std::chrono::nanoseconds next_gap(Timed& t);
 
   std::vector<InjectSpec> specs_;
   std::uint64_t run_seed_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "lockvisor/abi/lock_probe.h"
+#include "vmm/inject/inject_spec.h"
 
 namespace lockvisor::inject {
 
@@ -46,5 +47,16 @@ inline std::chrono::nanoseconds poisson_gap(double u, double rate_hz) {
   const double seconds = -std::log1p(-u) / rate_hz;
   return std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
 }
+
+// A timed schedule (periodic or random) on one vCPU or thread, after
+// `fired` injections: the gap to the next one (periodic: phase first, then
+// every; random: the stream's next Poisson gap), and whether its count=
+// is used up. Shared by the VMM's injector and the native one, so one seed
+// gives one schedule in both.
+inline std::chrono::nanoseconds next_timed_gap(const InjectSpec& spec, std::uint64_t fired, SeededStream& stream) {
+  if (spec.kind == InjectKind::kPeriodic) return fired == 0 ? spec.phase : spec.interval;
+  return poisson_gap(stream.uniform(), spec.rate_hz);
+}
+constexpr bool timed_done(const InjectSpec& spec, std::uint64_t fired) { return spec.count && fired >= *spec.count; }
 
 }  // namespace lockvisor::inject

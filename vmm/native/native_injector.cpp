@@ -18,11 +18,10 @@ struct NativeInjector::Timed {
   Clock::time_point due;
   std::uint64_t fired = 0;
 
-  std::chrono::nanoseconds next_gap() {
-    if (spec->kind == inject::InjectKind::kPeriodic) return fired == 0 ? spec->phase : spec->interval;
-    return inject::poisson_gap(stream.uniform(), spec->rate_hz);
+  Clock::duration next_gap() {
+    return std::chrono::duration_cast<Clock::duration>(inject::next_timed_gap(*spec, fired, stream));
   }
-  bool done() const { return spec->count && fired >= *spec->count; }
+  bool done() const { return inject::timed_done(*spec, fired); }
 };
 
 NativeInjector::NativeInjector(const std::vector<inject::InjectSpec>& specs, std::uint64_t run_seed,
@@ -33,7 +32,6 @@ NativeInjector::NativeInjector(const std::vector<inject::InjectSpec>& specs, std
       area_(probe_ ? std::make_unique<abi::LockProbeArea>() : nullptr),
       counts_(parks.threads()) {
   for (const auto& s : specs_) {
-    has_kind_[static_cast<unsigned>(s.kind)] = true;
     if (s.targeted()) continue;
     for (unsigned t = 0; t < parks.threads(); ++t) {
       if (s.vcpu && *s.vcpu != t) continue;
@@ -47,7 +45,7 @@ NativeInjector::~NativeInjector() { stop(); }
 void NativeInjector::start() {
   if (timed_.empty()) return;
   const auto now = Clock::now();
-  for (auto& t : timed_) t.due = now + std::chrono::duration_cast<Clock::duration>(t.next_gap());
+  for (auto& t : timed_) t.due = now + t.next_gap();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -82,7 +80,7 @@ void NativeInjector::loop() {
       k.ns += static_cast<std::uint64_t>(t.spec->duration.count());
     }
     if (t.done()) continue;
-    t.due += std::chrono::duration_cast<Clock::duration>(t.next_gap());
+    t.due += t.next_gap();
     queue.push(static_cast<std::size_t>(&t - timed_.data()));
   }
 }

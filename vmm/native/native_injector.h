@@ -70,8 +70,6 @@ class NativeInjector {
 
   // Per thread, by inject::InjectKind; read after the threads finished.
   std::array<NativeInjectCounts, inject::kInjectKinds> counts(unsigned thread) const;
-  // Which kinds this run has (the report lists those).
-  bool has_kind(inject::InjectKind kind) const { return has_kind_[static_cast<unsigned>(kind)]; }
   // How far behind its timed schedule the injector was when it stopped (0:
   // on time). The injector thread competes with the run's threads for
   // CPUs: with hundreds of threads spinning on a few CPUs it falls behind,
@@ -92,7 +90,6 @@ class NativeInjector {
   std::optional<abi::LockProbeConfig> probe_;   // seed and the holder/waiter targets
   std::unique_ptr<abi::LockProbeArea> area_;    // the threads' probe records
   std::vector<ThreadCounts> counts_;
-  bool has_kind_[inject::kInjectKinds] = {};
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -71,9 +71,8 @@ struct NativeThreadInjected {
   // (NativeInjector::behind): the same in every thread's record.
   std::uint64_t injector_behind_ns = 0;
   ThreadParkCounts park;  // requests, parks slept through, time parked
-  // By inject::InjectKind, for the kinds the run has (has_kind).
+  // By inject::InjectKind (kinds the run has no schedule of stay zero).
   std::array<NativeInjectCounts, inject::kInjectKinds> kinds{};
-  std::array<bool, inject::kInjectKinds> has_kind{};
 };
 
 // Host-side cost of one thread, measured around its run_workload() call
@@ -267,8 +266,6 @@ std::vector<abi::WorkloadStats> run_native_with(const NativeRunConfig& config,
       in.injector_behind_ns = static_cast<std::uint64_t>(injector->behind().count());
       in.park = parks->counts(i);
       in.kinds = injector->counts(i);
-      for (unsigned k = 0; k < inject::kInjectKinds; k++)
-        in.has_kind[k] = injector->has_kind(static_cast<inject::InjectKind>(k));
     }
   }
   for (auto& t : threads) t.join();
