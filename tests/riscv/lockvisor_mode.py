@@ -72,7 +72,7 @@ def symbols(nm, image):
 class Monitor:
     """QEMU's human monitor on a unix socket: reads guest-physical memory."""
 
-    def __init__(self, path):
+    def __init__(self, path, qemu):
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -81,6 +81,8 @@ class Monitor:
                 break
             except OSError:
                 self.sock.close()
+                if qemu.poll() is not None:
+                    raise Failure(f"QEMU exited ({qemu.returncode}) before its monitor came up")
                 if time.monotonic() > deadline:
                     raise Failure("the QEMU monitor did not come up")
                 time.sleep(0.1)
@@ -143,8 +145,12 @@ class Run:
         subprocess.run([ctx["emulator"], ctx["writer"], boot_info, program, str(vcpus), lock, str(ITERATIONS), args],
                        check=True)
         for _ in range(BOOT_DRAWS):
-            self.boot(boot_info, monitor)
+            self.boot(boot_info)
             if not self.drew_another_boot_hart():
+                # Connected only now: a boot that drew another hart powers
+                # off at once, often before a monitor could be reached.
+                if monitor:
+                    self.monitor = Monitor(os.path.join(work, "monitor"), self.qemu)
                 return
             self.close()
         raise Failure(f"OpenSBI never chose hart 0 to boot in {BOOT_DRAWS} boots")
@@ -153,15 +159,19 @@ class Run:
         """Waits for the guest's banner or its refusal of a boot hart other than 0."""
         deadline = time.monotonic() + LIMIT_S
         while time.monotonic() < deadline:
+            # Whether QEMU has exited is read before the console: a refusal
+            # powers the machine off right after its message, so a console
+            # read first could miss the message of a QEMU that then exits.
+            exited = self.qemu.poll() is not None
             lines = self.console_tail()
             if any(BOOT_HART_MESSAGE in l for l in lines):
                 return True
-            if any(l.startswith("lockvisor rv64 guest:") for l in lines) or self.qemu.poll() is not None:
+            if exited or any(l.startswith("lockvisor rv64 guest:") for l in lines):
                 return False
             time.sleep(0.2)
         return False
 
-    def boot(self, boot_info, monitor):
+    def boot(self, boot_info):
         work = self.ctx["work"]
         ctx = self.ctx
         sock = os.path.join(work, "monitor")
@@ -173,7 +183,7 @@ class Run:
                               "-device", f"loader,file={boot_info},addr={BOOT_INFO_GPA:#x},force-raw=on",
                               "-monitor", f"unix:{sock},server,nowait"],
             stdin=subprocess.DEVNULL, stdout=self.console, stderr=subprocess.STDOUT)
-        self.monitor = Monitor(sock) if monitor else None
+        self.monitor = None
 
     def slot(self, hart):
         L = self.ctx["layout"]
