@@ -39,9 +39,11 @@ CheckedRun check_run_arguments(std::vector<std::string> args, bool host_checks =
 
 // Several VMs side by side (multi_vm_command.cpp). `run` is the parsed `run`
 // subcommand: its options outside any --vm apply to every VM.
-// Each --vm SPEC as a VM plan, checked as `run` would check it; throws a
-// usage lockvisor::Error naming the --vm and the key.
-std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std::string>& specs);
+// Each --vm SPEC as a VM plan, checked as `run` would check it (without
+// host_checks, as check_run_arguments: what this host's KVM cannot run is
+// not refused); throws a usage lockvisor::Error naming the --vm and the key.
+std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std::string>& specs,
+                                      bool host_checks = true);
 int run_multi_vm(const CLI::App& run, const std::vector<std::string>& specs, unsigned hogs, const std::string& json);
 
 }  // namespace lockvisor::cli

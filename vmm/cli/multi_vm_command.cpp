@@ -150,7 +150,8 @@ std::vector<Given> merge(std::vector<Given> common, const std::vector<Given>& ow
 
 }  // namespace
 
-std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std::string>& specs) {
+std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std::string>& specs,
+                                      bool host_checks) {
   for (const char* own : {"native", "start-gate-fd"})
     if (run.get_option(std::string("--") + own)->count() > 0)
       fail("--vm runs VMs; --{} cannot be combined with it", own);
@@ -196,12 +197,12 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
     plan.args = flatten(merge(common, own));
     CheckedRun checked;
     try {
-      checked = check_run_arguments(plan.args);
+      checked = check_run_arguments(plan.args, host_checks);
     } catch (const Error& e) {
       // The options every VM shares may be wrong on their own (--kernel on
       // PVM): then no key of this VM is to blame.
       try {
-        check_run_arguments(flatten(common));
+        check_run_arguments(flatten(common), host_checks);
       } catch (const Error& shared) {
         if (std::string_view(shared.what()) == e.what()) fail("{}", e.what());
       }
@@ -210,7 +211,7 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
       for (const auto& g : own)
         for (const auto& value : g.values) {
           try {
-            check_run_arguments(flatten(merge(common, {{g.name, g.is_switch, {value}}})));
+            check_run_arguments(flatten(merge(common, {{g.name, g.is_switch, {value}}})), host_checks);
           } catch (const Error& alone) {
             fail("{}: {}={}: {}", where, g.name, value, alone.what());
           }

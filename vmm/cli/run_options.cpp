@@ -309,7 +309,7 @@ CheckedRun check_run_arguments(std::vector<std::string> args, bool host_checks) 
   refuse_empty_values(app);
   auto& o = *options;
   if (!o.vms.empty()) {
-    plan_vms(*o.command, o.vms);  // each VM's arguments, checked by validate_run
+    plan_vms(*o.command, o.vms, o.host_checks);  // each VM's arguments, checked by validate_run
   } else {
     validate_run(o);
   }
