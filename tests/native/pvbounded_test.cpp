@@ -409,25 +409,32 @@ TEST(PvBounded, SpinsOnlyOnDedicatedVcpusAndStillExcludes) {
 }
 
 // pvb_head_halt=0: reserved heads never halt (queued nodes still may, and
-// are kicked), exclusion holds, no wake-up is lost.
+// are kicked), exclusion holds, no wake-up is lost.  Whether a head reserves
+// at all is the host scheduler's doing (the four threads may rarely overlap
+// on a loaded host): runs repeat until one has a reservation, checking every
+// run.
 using SpinHeadEnv = NativeEnvT<45>;
 TEST(PvBounded, WithHeadHaltOffAReservedHeadOnlySpinsAndNoWakeUpIsLost) {
-  SpinHeadEnv::reset();
   TuningScope tuning(/*bound_us=*/20, /*head_spins=*/1);
   ASSERT_EQ(native::apply_lock_tuning({"pvb_head_halt=0", "pvb_node_spins=1"}), nullptr);
-  locks::PvBoundedLock<SpinHeadEnv> lock{};
-  const StressResult r = stress<locks::PvBoundedLock<SpinHeadEnv>, SpinHeadEnv>(lock, 4, scaled(15000));
-  EXPECT_EQ(r.violations, 0u);
-  EXPECT_EQ(r.total, 4 * scaled(15000));
-  EXPECT_EQ(SpinHeadEnv::event_total(LockEvent::pv_wait_head), 0u) << "a reserved head halted";
-  EXPECT_GT(SpinHeadEnv::event_total(LockEvent::pv_no_steal), 0u) << "no reservation to test";
-  EXPECT_EQ(SpinHeadEnv::stats().timeouts, 0u) << "a lost wake-up";
-  EXPECT_EQ(SpinHeadEnv::stats().kicks_sent,
-            SpinHeadEnv::stats().kicks_received + SpinHeadEnv::stats().kicks_coalesced +
-                SpinHeadEnv::stats().kicks_pending);
-  std::printf("[ head-halt=0 ] %.3f s, node halts %llu, kicks %llu\n", r.seconds,
-              static_cast<unsigned long long>(SpinHeadEnv::event_total(LockEvent::pv_wait_node)),
-              static_cast<unsigned long long>(SpinHeadEnv::stats().kicks_sent));
+  u64 reservations = 0;
+  for (unsigned run = 1; reservations == 0 && !HasFailure(); run++) {
+    SpinHeadEnv::reset();
+    locks::PvBoundedLock<SpinHeadEnv> lock{};
+    const StressResult r = stress<locks::PvBoundedLock<SpinHeadEnv>, SpinHeadEnv>(lock, 4, scaled(15000));
+    EXPECT_EQ(r.violations, 0u);
+    EXPECT_EQ(r.total, 4 * scaled(15000));
+    EXPECT_EQ(SpinHeadEnv::event_total(LockEvent::pv_wait_head), 0u) << "a reserved head halted";
+    EXPECT_EQ(SpinHeadEnv::stats().timeouts, 0u) << "a lost wake-up";
+    EXPECT_EQ(SpinHeadEnv::stats().kicks_sent,
+              SpinHeadEnv::stats().kicks_received + SpinHeadEnv::stats().kicks_coalesced +
+                  SpinHeadEnv::stats().kicks_pending);
+    reservations = SpinHeadEnv::event_total(LockEvent::pv_no_steal);
+    std::printf("[ head-halt=0 ] run %u: %.3f s, reservations %llu, node halts %llu, kicks %llu\n", run, r.seconds,
+                static_cast<unsigned long long>(reservations),
+                static_cast<unsigned long long>(SpinHeadEnv::event_total(LockEvent::pv_wait_node)),
+                static_cast<unsigned long long>(SpinHeadEnv::stats().kicks_sent));
+  }
 }
 
 // Without halting the unlock is a store of the locked byte while the lock is
@@ -659,25 +666,30 @@ TEST(PvBounded, RunningModeLendsOnlyWhileTheReservedHeadIsPreemptedAndSilent) {
 
 // Exclusion and progress with lending on every chance: the hint says
 // "preempted" for everyone all the time, and heads count as silent after
-// 1 us, so borrows race with head acquisitions, steals and halts.
+// 1 us, so borrows race with head acquisitions, steals and halts.  Whether
+// a borrow happens at all is the host scheduler's doing (the threads must
+// overlap): runs repeat until one lends, checking every run.
 using LieEnv = HintEnv<45>;
 
 TEST(PvBounded, RunningModeExcludesWithAHintThatAlwaysSaysPreempted) {
-  LieEnv::reset();
-  LieEnv::set_all(true);
   HandoffScope mode("running", /*stale_us=*/1, /*bound_us=*/1);  // every head reserves at once
   // No steal phase: every contended newcomer queues, so there are many heads
   // (the scope restores the default).
   ASSERT_EQ(native::apply_lock_tuning({"pvb_steal_spins=0"}), nullptr);
-  locks::PvBoundedLock<LieEnv> lock{};
-  const StressResult r = stress<locks::PvBoundedLock<LieEnv>, LieEnv>(lock, 4, scaled(15000));
-  EXPECT_EQ(r.violations, 0u);
-  EXPECT_EQ(r.total, 4 * scaled(15000));
-  EXPECT_EQ(LieEnv::stats().timeouts, 0u);
-  std::printf("[ lend     ] %.3f s, reservations %llu, lends %llu\n", r.seconds,
-              static_cast<unsigned long long>(LieEnv::event_total(LockEvent::pv_no_steal)),
-              static_cast<unsigned long long>(LieEnv::event_total(LockEvent::pv_lend)));
-  EXPECT_GT(LieEnv::event_total(LockEvent::pv_lend), 0u) << "no lend: the test did not test lending";
+  u64 lends = 0;
+  for (unsigned run = 1; lends == 0 && !HasFailure(); run++) {
+    LieEnv::reset();
+    LieEnv::set_all(true);
+    locks::PvBoundedLock<LieEnv> lock{};
+    const StressResult r = stress<locks::PvBoundedLock<LieEnv>, LieEnv>(lock, 4, scaled(15000));
+    EXPECT_EQ(r.violations, 0u);
+    EXPECT_EQ(r.total, 4 * scaled(15000));
+    EXPECT_EQ(LieEnv::stats().timeouts, 0u);
+    lends = LieEnv::event_total(LockEvent::pv_lend);
+    std::printf("[ lend     ] run %u: %.3f s, reservations %llu, lends %llu\n", run, r.seconds,
+                static_cast<unsigned long long>(LieEnv::event_total(LockEvent::pv_no_steal)),
+                static_cast<unsigned long long>(lends));
+  }
 }
 
 // ---- the bound --------------------------------------------------------------
