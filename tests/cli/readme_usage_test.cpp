@@ -221,6 +221,9 @@ void run_case(const UsageCommand& c) {
     EXPECT_GT(startup["floor"].get<double>(), 0.0);
     EXPECT_TRUE(startup["page_faults"]["build"].is_number()) << startup.dump();
     EXPECT_TRUE(startup["page_faults"]["floor"].is_number()) << startup.dump();
+    const auto forms = read_json(dir / "b.json")["release_forms_ns"];
+    for (const char* form : {"byte_store", "locked_and", "word_store"})
+      EXPECT_GT(forms[form].get<double>(), 0.0) << forms.dump();
   } else if (name == "locks") {
     EXPECT_NE(o.output.find("pvqspinlock"), std::string::npos);
   }
