@@ -408,6 +408,19 @@ TEST(PvBounded, SpinsOnlyOnDedicatedVcpusAndStillExcludes) {
   expect_spins_only_and_excludes<DedicatedEnv>("on dedicated vCPUs");
 }
 
+// One run of the stress tests below that repeat until the host scheduler has
+// let the event they need happen: a fresh lock, four threads, every
+// acquisition made under mutual exclusion, the lock left free.
+template <class Env>
+StressResult four_thread_run() {
+  locks::PvBoundedLock<Env> lock{};
+  const StressResult r = stress<locks::PvBoundedLock<Env>, Env>(lock, 4, scaled(15000));
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.total, 4 * scaled(15000));
+  EXPECT_EQ(lock.value(), 0u);
+  return r;
+}
+
 // pvb_head_halt=0: reserved heads never halt (queued nodes still may, and
 // are kicked), exclusion holds, no wake-up is lost.  Whether a head reserves
 // at all is the host scheduler's doing (the four threads may rarely overlap
@@ -420,10 +433,7 @@ TEST(PvBounded, WithHeadHaltOffAReservedHeadOnlySpinsAndNoWakeUpIsLost) {
   u64 reservations = 0;
   for (unsigned run = 1; reservations == 0 && !HasFailure(); run++) {
     SpinHeadEnv::reset();
-    locks::PvBoundedLock<SpinHeadEnv> lock{};
-    const StressResult r = stress<locks::PvBoundedLock<SpinHeadEnv>, SpinHeadEnv>(lock, 4, scaled(15000));
-    EXPECT_EQ(r.violations, 0u);
-    EXPECT_EQ(r.total, 4 * scaled(15000));
+    const StressResult r = four_thread_run<SpinHeadEnv>();
     EXPECT_EQ(SpinHeadEnv::event_total(LockEvent::pv_wait_head), 0u) << "a reserved head halted";
     EXPECT_EQ(SpinHeadEnv::stats().timeouts, 0u) << "a lost wake-up";
     EXPECT_EQ(SpinHeadEnv::stats().kicks_sent,
@@ -546,12 +556,8 @@ TEST(PvBounded, TimedHeadsWithStoreReleasesExcludeAndFinish) {
   u64 head_halts = 0;
   for (unsigned run = 1; head_halts == 0 && !HasFailure(); run++) {
     TimedEnv::reset();
-    locks::PvBoundedLock<TimedEnv> lock{};
-    const StressResult r = stress<locks::PvBoundedLock<TimedEnv>, TimedEnv>(lock, 4, scaled(15000));
-    EXPECT_EQ(r.violations, 0u);
-    EXPECT_EQ(r.total, 4 * scaled(15000));
+    const StressResult r = four_thread_run<TimedEnv>();
     EXPECT_EQ(TimedEnv::stats().timeouts, 0u) << "a lost wake-up of an untimed (node) halt";
-    EXPECT_EQ(lock.value(), 0u);
     head_halts = TimedEnv::event_total(LockEvent::pv_wait_head);
     std::printf("[ timed heads ] run %u: %.3f s, head halts %llu, expired with the lock free %llu\n", run, r.seconds,
                 static_cast<unsigned long long>(head_halts),
@@ -680,10 +686,7 @@ TEST(PvBounded, RunningModeExcludesWithAHintThatAlwaysSaysPreempted) {
   for (unsigned run = 1; lends == 0 && !HasFailure(); run++) {
     LieEnv::reset();
     LieEnv::set_all(true);
-    locks::PvBoundedLock<LieEnv> lock{};
-    const StressResult r = stress<locks::PvBoundedLock<LieEnv>, LieEnv>(lock, 4, scaled(15000));
-    EXPECT_EQ(r.violations, 0u);
-    EXPECT_EQ(r.total, 4 * scaled(15000));
+    const StressResult r = four_thread_run<LieEnv>();
     EXPECT_EQ(LieEnv::stats().timeouts, 0u);
     lends = LieEnv::event_total(LockEvent::pv_lend);
     std::printf("[ lend     ] run %u: %.3f s, reservations %llu, lends %llu\n", run, r.seconds,
