@@ -99,12 +99,18 @@
 //      "now - mark" to a window of 64 head acquisitions.  At the window's
 //      end: if reserved locks sat free for a quarter of its time or more,
 //      T_now doubles (up to T_max); at a sixteenth or less, it moves a
-//      sixteenth of the way back to T; otherwise it holds.  A long queue of
-//      RUNNING waiters makes heads old on arrival too, but each takes the
-//      lock at once: no idle time, no raise, and the bound stays at T where
-//      it is cheap.  Three counters on one shared line, written once per head
-//      acquisition (a slow path), none on the fast path or a steal (T_now
-//      itself, read by every head loop, sits on a line of its own); with
+//      sixteenth of the way back to T; otherwise it holds.  A window ends
+//      early, doubling T_now, once it has 8 head acquisitions and a quarter
+//      of its time so far went to reserved locks sitting free: raising is
+//      quick because every window spent in the convoy costs throughput,
+//      lowering is slow because a T_now lowered too soon brings the convoy
+//      back (and a raised T_now costs only tail, never more than T_max).
+//      A long queue of RUNNING waiters makes heads old on arrival too, but
+//      each takes the lock at once: no idle time, no raise, and the bound
+//      stays at T where it is cheap.  Three counters on one shared line,
+//      written once per head acquisition (a slow path), none on the fast
+//      path or a steal (T_now itself, read by every head loop, sits on a
+//      line of its own); with
 //      T_max <= T the bound is fixed and nothing is written.  Owners of
 //      different locks race on the counters; a lost update only blurs one
 //      window, and every value written lies in [T, T_max].  A head that
@@ -432,8 +438,15 @@ struct Arrival {
   // the bound is for (lower T_now by a sixteenth of its distance to T); in
   // between it holds.  Heads that are old on arrival but take the lock at
   // once (a long queue of running waiters) cost nothing and do not steer:
-  // reserving for them is what the bound is for.
+  // reserving for them is what the bound is for.  A window whose idle share
+  // reaches 1/kIdleUp after only kRaiseAfter acquisitions ends there with a
+  // raise: in a convoy each handoff waits for a host wake-up or a
+  // descheduled head, so 64 of them last ~0.1 s at 8 vCPUs on 2 CPUs with
+  // vCPUs parked 60 % of the time, and the climb from T to T_max took four
+  // such windows (docs/pvbounded.md, "Raising the bound sooner").  Fewer
+  // than kRaiseAfter would let one host hiccup on a single head raise it.
   static constexpr u64 kWindow = 64;
+  static constexpr u64 kRaiseAfter = 8;
   static constexpr u64 kIdleUp = 4;
   static constexpr u64 kIdleDown = 16;
   static inline WorkingBound working;
@@ -468,13 +481,14 @@ struct Arrival {
     if (t_max <= t) return;  // a fixed bound
     const u64 handoffs = load_relaxed(&window.handoffs) + 1;
     const u64 idle_sum = load_relaxed(&window.idle) + idle;
-    if (handoffs < kWindow) {
+    const u64 since = load_relaxed(&window.since);
+    const u64 span = now_clock > since ? now_clock - since : 0;
+    const bool convoy_now = handoffs >= kRaiseAfter && kIdleUp * idle_sum >= span;
+    if (handoffs < kWindow && !convoy_now) {
       store_relaxed(&window.handoffs, handoffs);
       if (idle != 0) store_relaxed(&window.idle, idle_sum);
       return;
     }
-    const u64 since = load_relaxed(&window.since);
-    const u64 span = now_clock > since ? now_clock - since : 0;
     store_relaxed(&window.handoffs, u64{0});
     store_relaxed(&window.idle, u64{0});
     store_relaxed(&window.since, now_clock);

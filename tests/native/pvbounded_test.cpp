@@ -79,9 +79,11 @@ TEST(PvBounded, StealsPastAQueueOnlyWhileNoStealIsClear) {
 // time the lock sat free reserved for that head, over windows of kWindow
 // acquisitions: idle for a quarter of the window's time or more doubles it
 // (never past T_max), a sixteenth or less lowers it a sixteenth of the way
-// back to T, anything between holds; T_max <= T is a fixed bound.  Heads
-// that take the lock at once (idle 0), however old, never raise it.  A
-// head's reservation uses T_now (older_than_bound, the stamp).
+// back to T, anything between holds; T_max <= T is a fixed bound.  A window
+// that reaches a quarter idle after kRaiseAfter acquisitions ends there and
+// doubles at once; lowering always takes the whole window.  Heads that take
+// the lock at once (idle 0), however old, never raise it.  A head's
+// reservation uses T_now (older_than_bound, the stamp).
 TEST(PvBounded, TheWorkingBoundDoublesWhileReservedLocksSitIdleAndReturnsToT) {
   using A = pvb::Arrival<WordEnv>;
   WordEnv::reset();
@@ -91,35 +93,56 @@ TEST(PvBounded, TheWorkingBoundDoublesWhileReservedLocksSitIdleAndReturnsToT) {
   const u64 t = pvb::g_tuning.bound_ticks;
   const u64 t_max = pvb::g_tuning.bound_max_ticks;
   ASSERT_EQ(t_max, 16 * t);
-  // A synthetic clock: each acquisition 1000 cycles after the last, so a
-  // window spans kWindow * 1000 cycles; `per_mille` of that sat idle.
+  static_assert(A::kRaiseAfter > 1 && A::kRaiseAfter < A::kWindow);
+  // A synthetic clock: each acquisition 1000 cycles after the last, each
+  // after `per_mille` of those 1000 cycles of idle time.  window() feeds
+  // acquisitions until the window closes and says how many it took.
   constexpr u64 kStep = 1000;
-  constexpr u64 kSpan = A::kWindow * kStep;
   u64 clock = u64{1} << 32;
   A::working = {};
   A::window = {};
   A::window.since = clock;
+  u64 taken = 0;
   const auto window = [&](u64 per_mille) {
-    for (u64 i = 0; i < A::kWindow; ++i) {
+    taken = 0;
+    do {
       clock += kStep;
-      A::steer_bound(i == 0 ? kSpan * per_mille / 1000 : 0, clock);
-    }
+      A::steer_bound(kStep * per_mille / 1000, clock);
+      ++taken;
+    } while (A::window.handoffs != 0);
     return A::bound_now();
   };
   EXPECT_EQ(A::bound_now(), t) << "starts at T";
-  for (u64 i = 0; i + 1 < A::kWindow; ++i) A::steer_bound(kSpan, clock += kStep);
-  EXPECT_EQ(A::bound_now(), t) << "nothing moves before a window is complete";
-  A::steer_bound(0, clock += kStep);
-  EXPECT_EQ(A::bound_now(), 2 * t) << "the lock sat reserved and free all the window: T_now doubles";
-  EXPECT_EQ(window(250), 4 * t) << "a quarter of the window idle: doubles again";
+  for (u64 i = 0; i + 1 < A::kRaiseAfter; ++i) A::steer_bound(kStep, clock += kStep);
+  EXPECT_EQ(A::bound_now(), t) << "fewer than kRaiseAfter acquisitions never move it, however idle";
+  A::steer_bound(kStep, clock += kStep);
+  EXPECT_EQ(A::bound_now(), 2 * t) << "the lock sat reserved and free all the time of kRaiseAfter acquisitions: doubles";
+  EXPECT_EQ(A::window.handoffs, 0u) << "and a new window begins";
+  EXPECT_EQ(window(250), 4 * t) << "a quarter idle: doubles again";
+  EXPECT_EQ(taken, A::kRaiseAfter) << "as soon as the window has kRaiseAfter acquisitions";
   EXPECT_EQ(window(1000), 8 * t);
   EXPECT_EQ(window(1000), t_max);
   EXPECT_EQ(window(1000), t_max) << "never past T_max";
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_up), 4u);
+  // Idle late in a window: the raise comes when the whole window so far
+  // reaches a quarter, not before.
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_bound_max_us=64000"}), nullptr);
+  for (u64 i = 0; i < 30; ++i) A::steer_bound(0, clock += kStep);
+  u64 late = 0;
+  while (A::bound_now() == t_max && late < A::kWindow) {
+    A::steer_bound(kStep, clock += kStep);
+    ++late;
+  }
+  EXPECT_EQ(late, 10u) << "30 busy then 10 idle acquisitions: a quarter of 40";
+  EXPECT_EQ(A::bound_now(), 2 * t_max);
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_bound_max_us=16000"}), nullptr);
+  EXPECT_EQ(A::bound_now(), t_max) << "a T_max lowered below T_now caps it";
   EXPECT_EQ(window(249), t_max) << "just under a quarter: holds";
+  EXPECT_EQ(taken, A::kWindow) << "a window that does not raise runs its kWindow acquisitions";
   EXPECT_EQ(window(63), t_max) << "just over a sixteenth: holds";
   const u64 lowered = window(62);
   EXPECT_EQ(lowered, t_max - (t_max - t + 15) / 16) << "a sixteenth or less: a sixteenth of the way back to T";
+  EXPECT_EQ(taken, A::kWindow) << "lowering takes the whole window";
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_bound_down), 1u);
   for (int i = 0; i < 2000 && A::bound_now() > t; ++i) window(0);
   EXPECT_EQ(A::bound_now(), t) << "handoffs that cost nothing bring T_now back to T, and not below";
