@@ -100,7 +100,7 @@
 //      end: if reserved locks sat free for a quarter of its time or more,
 //      T_now doubles (up to T_max); at a sixteenth or less, it moves a
 //      sixteenth of the way back to T; otherwise it holds.  A window ends
-//      early, doubling T_now, once it has 8 head acquisitions and a quarter
+//      early, doubling T_now, once it has 16 head acquisitions and a quarter
 //      of its time so far went to reserved locks sitting free: raising is
 //      quick because every window spent in the convoy costs throughput,
 //      lowering is slow because a T_now lowered too soon brings the convoy
@@ -443,10 +443,12 @@ struct Arrival {
   // raise: in a convoy each handoff waits for a host wake-up or a
   // descheduled head, so 64 of them last ~0.1 s at 8 vCPUs on 2 CPUs with
   // vCPUs parked 60 % of the time, and the climb from T to T_max took four
-  // such windows (docs/pvbounded.md, "Raising the bound sooner").  Fewer
-  // than kRaiseAfter would let one host hiccup on a single head raise it.
+  // such windows (docs/pvbounded.md, "Raising the bound sooner").  Not
+  // fewer: with 8, a few heads descheduled for a host slice made a quarter
+  // of 8 handoffs at 16 vCPUs on 2 CPUs without any convoy, and T_now
+  // climbed there too (worst wait 24 ms against 7-11 ms).
   static constexpr u64 kWindow = 64;
-  static constexpr u64 kRaiseAfter = 8;
+  static constexpr u64 kRaiseAfter = 16;
   static constexpr u64 kIdleUp = 4;
   static constexpr u64 kIdleDown = 16;
   static inline WorkingBound working;
