@@ -110,12 +110,11 @@
 //      stays at T where it is cheap.  Three counters on one shared line,
 //      written once per head acquisition (a slow path), none on the fast
 //      path or a steal (T_now itself, read by every head loop, sits on a
-//      line of its own); with
-//      T_max <= T the bound is fixed and nothing is written.  Owners of
-//      different locks race on the counters; a lost update only blurs one
-//      window, and every value written lies in [T, T_max].  A head that
-//      takes the lock before the unlocker's mark lands reads no idle time,
-//      which is what such a handoff cost.
+//      line of its own); with T_max <= T the bound is fixed and nothing is
+//      written.  Owners of different locks race on the counters; a lost
+//      update only blurs one window, and every value written lies in
+//      [T, T_max].  A head that takes the lock before the unlocker's mark
+//      lands reads no idle time, which is what such a handoff cost.
 
 //   Halting.  A node halts on its node state (halted); the lock owner that
 //   makes it head marks it hashed and sets locked = 3 with its cpu, so the
