@@ -351,7 +351,7 @@ TEST(TraceReader, AWrittenTraceReadsBackToTheSameVerdicts) {
   EXPECT_EQ(t.acquisitions[0].path, static_cast<std::uint8_t>(AcqPath::reserved));
   const BoundReport r = check_bound(t, bound_rules_from(t.metadata));
   EXPECT_EQ(reasons(r), (std::vector<Reason>{Reason::kRule3, Reason::kHeadPreempted}));
-  // With the adaptive bound (the default T_max, 16 ms) a 5 ms wait is within
+  // With the adaptive bound (the default T_max, above 5 ms) a 5 ms wait is within
   // what the lock guarantees: nothing to judge.
   TraceTimeline adaptive = t;
   adaptive.metadata["args"] = "lock=pvbounded";
