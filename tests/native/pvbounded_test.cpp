@@ -269,6 +269,70 @@ TEST(PvBounded, StealPhaseCountsStealOrSpinByTheWordItTook) {
             2u);
 }
 
+// Rule 1's first spin, word level: the test Env's relax() (one spin
+// iteration) changes the word at a chosen iteration, as the holder's release
+// or a newcomer's queueing would.
+struct FirstSpinEnv : NativeEnvT<47> {
+  static inline q::QSpinWord* word = nullptr;
+  static inline u32 then = 0;  // what the word becomes at iteration `at`
+  static inline u64 at = 0;
+  static inline u64 relaxes = 0;
+  static void relax() {
+    if (++relaxes == at) word->val = then;
+  }
+  static void arm(q::QSpinWord* w, u64 iteration, u32 value) {
+    word = w;
+    at = iteration;
+    then = value;
+    relaxes = 0;
+  }
+};
+
+TEST(PvBounded, AFirstSpinTakesALockFreedWithNobodyQueuedAndStopsAtAQueue) {
+  FirstSpinEnv::reset();
+  FirstSpinEnv::bind_cpu(0);
+  q::QSpinWord l{};
+  // Held, nobody queued, freed at the third iteration: taken there, counted
+  // as the spin path, no slow path.
+  l.val = q::kLockedVal;
+  u32 v = l.val;
+  FirstSpinEnv::arm(&l, 3, 0);
+  EXPECT_TRUE(pvb::first_spin<FirstSpinEnv>(&l, &v));
+  EXPECT_EQ(l.val, q::kLockedVal);
+  EXPECT_EQ(FirstSpinEnv::relaxes, 3u);
+  EXPECT_EQ(FirstSpinEnv::ev[0].get(LockEvent::lock_spin), 1u);
+  EXPECT_EQ(FirstSpinEnv::ev[0].get(LockEvent::lock_slowpath), 0u);
+
+  // A waiter queues (or N appears) meanwhile: stop at once, word untouched, so
+  // that the steal past a queue goes through rule 3b's check.
+  for (u32 appears : {q::encode_tail(1, 0) | q::kLockedVal,
+                      q::encode_tail(1, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1)}) {
+    l.val = q::kLockedVal;
+    v = l.val;
+    FirstSpinEnv::arm(&l, 2, appears);
+    EXPECT_FALSE(pvb::first_spin<FirstSpinEnv>(&l, &v));
+    EXPECT_EQ(l.val, appears);
+    EXPECT_EQ(v, appears) << "the word it saw goes on to the slow path";
+    EXPECT_EQ(FirstSpinEnv::relaxes, 2u);
+  }
+
+  // Never freed: kFirstSpins iterations, then the slow path.
+  l.val = q::kLockedVal;
+  v = l.val;
+  FirstSpinEnv::arm(&l, 0, 0);
+  EXPECT_FALSE(pvb::first_spin<FirstSpinEnv>(&l, &v));
+  EXPECT_EQ(FirstSpinEnv::relaxes, pvb::kFirstSpins);
+  EXPECT_EQ(l.val, q::kLockedVal);
+
+  // pvb_steal_spins=0 (no spinning before queueing) holds for it too.
+  const pvb::Tuning saved = pvb::g_tuning;
+  ASSERT_EQ(native::apply_lock_tuning({"pvb_steal_spins=0"}), nullptr);
+  FirstSpinEnv::arm(&l, 1, 0);
+  EXPECT_FALSE(pvb::first_spin<FirstSpinEnv>(&l, &v));
+  EXPECT_EQ(FirstSpinEnv::relaxes, 0u);
+  pvb::g_tuning = saved;
+}
+
 // The queue handoff: a head that takes the lock while its successor has
 // already linked in names the successor in byte 1 in that same cmpxchg, so
 // passing headship writes the word only to reserve for an old successor or
