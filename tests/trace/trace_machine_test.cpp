@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/kvm_required.h"
@@ -371,6 +372,17 @@ TEST(TraceMachine, CapKeepsTheFirstEventsAndCountsTheRest) {
   EXPECT_EQ(markers, 2u) << "one dropped-events marker per vCPU's lock lane";
   EXPECT_GT(doc["metadata"]["dropped_events"].get<std::uint64_t>(), 0u);
   expect_well_nested(doc);
+  // The run says what would have kept it whole, and that does.
+  const auto& sizing = doc["metadata"]["sizing"];
+  ASSERT_TRUE(sizing.is_object());
+  const auto suggested = sizing["max_events"].get<std::uint64_t>();
+  EXPECT_GE(lane_quota(suggested, 2).lock_records, 2000u);
+  EXPECT_FALSE(sizing.contains("memory_mib")) << "the guest's free memory holds 2000 records per vCPU";
+  EXPECT_NE(sizing_advice(doc["metadata"]).find(fmt::format("--trace-max-events {}", suggested)), std::string::npos);
+  Trace whole(TraceOptions{suggested});
+  ASSERT_EQ(traced_run(*kvm, config, whole).outcome, Outcome::kCompleted);
+  EXPECT_EQ(whole.dropped_events(), 0u);
+  EXPECT_TRUE(sizing_advice(whole.metadata()).empty());
 }
 
 }  // namespace

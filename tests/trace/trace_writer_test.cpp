@@ -126,6 +126,34 @@ TEST(TraceWriter, QuotaNeverExceedsTheCap) {
   }
 }
 
+TEST(TraceWriter, TheCapToHoldANeedIsTheSmallestWhoseSharesHoldIt) {
+  for (const unsigned vcpus : {1u, 3u, 64u, 1024u})
+    for (const LaneQuota need : {LaneQuota{1000, 0, 0}, LaneQuota{0, 250000, 0}, LaneQuota{0, 0, 77}, LaneQuota{437, 91, 5}}) {
+      const std::uint64_t cap = max_events_to_hold(need, vcpus);
+      const LaneQuota got = lane_quota(cap, vcpus);
+      EXPECT_GE(got.vcpu_events, need.vcpu_events) << vcpus;
+      EXPECT_GE(got.lock_records, need.lock_records) << vcpus;
+      EXPECT_GE(got.host_events, need.host_events) << vcpus;
+      // One event per vCPU less and some lane kind falls short.
+      const LaneQuota less = lane_quota(cap - vcpus, vcpus);
+      EXPECT_TRUE(less.vcpu_events < need.vcpu_events || less.lock_records < need.lock_records ||
+                  less.host_events < need.host_events)
+          << vcpus;
+    }
+}
+
+TEST(TraceWriter, AFullTraceSaysWhatCapWouldHaveKeptItAll) {
+  Trace trace = make_trace(2, 1000);  // 500 per vCPU: 218 exit-loop events, 125 lock records, 31 host events
+  for (int i = 0; i < 300; ++i) trace.vcpu_lane(1).add({kOrigin + i, kOrigin + i + 1, 0, 0, EventKind::kGuest});
+  trace.lock_lane(0).add_dropped(2 * 400);  // the guest's log dropped 400 acquisitions
+  EXPECT_GT(trace.dropped_events(), 0u);
+  const std::uint64_t cap = trace.max_events_to_keep_all();
+  const LaneQuota q = lane_quota(cap, 2);
+  EXPECT_GE(q.vcpu_events, 300u);
+  EXPECT_GE(q.lock_records, 400u);
+  EXPECT_EQ(cap, max_events_to_hold({300, 400, 0}, 2));
+}
+
 TEST(GuestClock, ConvertsThroughOffsetAndRate) {
   // Host TSC at 2 GHz (0.5 ns per cycle) measured from the pairs; guest TSC
   // runs 1000 cycles ahead of the host's.
@@ -212,6 +240,13 @@ TEST(LockLog, PlacementStaysInsideTheFreeMemoryTop) {
   const auto big = place_lock_log(2 << 20, 8 << 20, 4, 100000000);
   EXPECT_LE(4 * big.stride, std::uint64_t{3} << 20);
   EXPECT_EQ(place_lock_log(0, 4096, 4, 1000).stride, 0u);  // no room: no log
+  // The free memory lock_log_free_bytes_for asks for holds that many records.
+  for (const unsigned vcpus : {1u, 64u, 256u})
+    for (const std::uint64_t records : {1ull, 1000ull, 250000ull}) {
+      const std::uint64_t free = lock_log_free_bytes_for(records, vcpus);
+      EXPECT_EQ(place_lock_log(1 << 20, (1 << 20) + free, vcpus, records).capacity, records) << vcpus << " " << records;
+      EXPECT_LT(place_lock_log(1 << 20, (1 << 20) + free - 4096 * 2 * vcpus, vcpus, records).capacity, records);
+    }
 }
 
 TEST(LockLog, GoodRecordsBecomeWaitAndHoldSlices) {
@@ -226,6 +261,7 @@ TEST(LockLog, GoodRecordsBecomeWaitAndHoldSlices) {
   const auto stats = read_lock_log(image.memory, image.place, std::vector<GuestClock>(2, clock), 0, 1'000'000, 0, 1, trace);
   EXPECT_EQ(stats.records, 2u);
   EXPECT_EQ(stats.dropped, 5u);
+  EXPECT_EQ(stats.most_per_vcpu, 7u) << "vCPU 1 made 2 records its log kept and 5 it dropped";
   EXPECT_EQ(stats.rejected, 0u);
   const auto events = trace.lock_lane(1).events();
   ASSERT_EQ(events.size(), 4u);

@@ -245,6 +245,8 @@ TraceOutcome write_trace_file(const RunOptions& o, trace::Trace& timeline, Outpu
       }
       out.line = fmt::format("trace: {} ({} MiB, {} events dropped{}; docs/trace.md)", file.path(),
                                (text.size() + (1u << 19)) >> 20, timeline.dropped_events(), shown);
+      if (const std::string advice = trace::sizing_advice(timeline.metadata()); !advice.empty())
+        out.line += "\n" + advice;
     } catch (const Error& e) {
       out.error = e.what();
       if (code == 0) code = exit_code_of(e.kind());

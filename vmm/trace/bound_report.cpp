@@ -108,12 +108,21 @@ std::string format_bound_report(const TraceTimeline& t, const BoundReport& r, st
                              : std::string());
   for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
   const std::uint64_t unsure = r.by_reason[static_cast<unsigned>(Reason::kClockUnsure)];
+  // A wait the trace does not hold whole was not judged: the result says so
+  // rather than reading as a pass over waits nobody looked at.
+  const std::size_t unchecked = r.long_waits.size() - checked;
+  const std::string scope =
+      unchecked == 0 ? std::string()
+                     : fmt::format(" in the {} checked {}; {} of the {} {} longer than T {} not checked (`not checked:` "
+                                   "above says why)",
+                                   checked, checked == 1 ? "wait" : "waits", unchecked, r.long_waits.size(),
+                                   r.long_waits.size() == 1 ? "wait" : "waits", unchecked == 1 ? "was" : "were");
   out += r.violations != 0 ? fmt::format("result: {} bypasses in {} waits break the invariant\n", r.violations,
                                          r.waits_with_violation)
-         : unsure != 0 ? fmt::format("result: no bypass is shown to break the invariant; {} would by this trace's "
+         : unsure != 0 ? fmt::format("result: no bypass is shown to break the invariant{}; {} would by this trace's "
                                      "guest clock, which cannot decide them (clock-unsure)\n",
-                                     unsure)
-                       : std::string("result: no bypass breaks the invariant\n");
+                                     scope, unsure)
+                       : fmt::format("result: no bypass breaks the invariant{}\n", scope);
   return out;
 }
 

@@ -36,6 +36,12 @@ LockLogPlacement place_lock_log(std::uint64_t free_start, std::uint64_t free_end
   return place;
 }
 
+std::uint64_t lock_log_free_bytes_for(std::uint64_t records, unsigned vcpus) {
+  // place_lock_log gives each vCPU half the free memory / vcpus, in pages.
+  const std::uint64_t block = sizeof(abi::LockTraceHeader) + records * sizeof(abi::LockTraceRecord);
+  return (block + kPage - 1) / kPage * kPage * vcpus * 2;
+}
+
 void init_lock_log(std::span<std::byte> memory, const LockLogPlacement& place, unsigned vcpus) {
   // Touched here, on the host, so that the host pages exist before the
   // guest's first write to each.
@@ -67,6 +73,7 @@ LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlace
     if (header.count > place.capacity) ++stats.rejected;
     const std::uint64_t dropped = std::min<std::uint64_t>(header.dropped, std::uint64_t{1} << 48);
     stats.dropped += dropped;
+    stats.most_per_vcpu = std::max(stats.most_per_vcpu, count + dropped);
     TraceBuffer& lane = trace.lock_lane(i);
     const GuestClock& clock = clocks[i];
     for (std::uint64_t r = 0; r < count; ++r) {

@@ -23,12 +23,17 @@ struct LockLogPlacement {
 LockLogPlacement place_lock_log(std::uint64_t free_start, std::uint64_t free_end, unsigned vcpus,
                                 std::size_t records_wanted);
 
+// place_lock_log's inverse: the free guest memory (free_end - free_start)
+// whose share holds `records` per vCPU for `vcpus` vCPUs.
+std::uint64_t lock_log_free_bytes_for(std::uint64_t records, unsigned vcpus);
+
 // Writes each block's header (magic, capacity; counts zero).
 void init_lock_log(std::span<std::byte> memory, const LockLogPlacement& place, unsigned vcpus);
 
 struct LockLogStats {
   std::uint64_t records = 0;   // accepted
   std::uint64_t dropped = 0;   // the guest's count of acquisitions its full log did not keep
+  std::uint64_t most_per_vcpu = 0;  // the most records one vCPU made, kept or dropped
   std::uint64_t rejected = 0;  // records that failed a check (never in the trace)
   std::uint64_t clamped = 0;   // records kept with times moved into the window (within the slack)
   // Accepted records by acquisition path (locks::AcqPath), and those whose

@@ -10,6 +10,15 @@ LaneQuota lane_quota(std::uint64_t max_events, unsigned vcpus) {
           static_cast<std::size_t>(std::max<std::uint64_t>(share / 16, 1))};
 }
 
+std::uint64_t max_events_to_hold(const LaneQuota& need, unsigned vcpus) {
+  // Each share is max_events / vcpus; lane_quota gives a lane kind
+  // share * num / den, so a share of ceil(n * den / num) holds n.
+  const auto share_for = [](std::uint64_t n, std::uint64_t num, std::uint64_t den) { return (n * den + num - 1) / num; };
+  const std::uint64_t share = std::max({share_for(need.vcpu_events, 7, 16), share_for(need.lock_records, 1, 4),
+                                        share_for(need.host_events, 1, 16)});
+  return share * vcpus;
+}
+
 void Trace::begin(unsigned vcpus, std::uint64_t origin_ns, std::span<const char* const> exit_names) {
   quota_ = lane_quota(options_.max_events, vcpus);
   origin_ns_ = origin_ns;
@@ -31,6 +40,18 @@ std::uint64_t Trace::dropped_events() const {
   for (unsigned i = 0; i < vcpus(); ++i)
     n += vcpu_lanes_[i].dropped() + host_lanes_[i].dropped() + lock_lanes_[i].dropped();
   return n;
+}
+
+std::uint64_t Trace::max_events_to_keep_all() const {
+  LaneQuota need{0, 0, 0};
+  for (unsigned i = 0; i < vcpus(); ++i) {
+    need.vcpu_events = std::max<std::size_t>(need.vcpu_events, vcpu_lanes_[i].events().size() + vcpu_lanes_[i].dropped());
+    need.host_events = std::max<std::size_t>(need.host_events, host_lanes_[i].events().size() + host_lanes_[i].dropped());
+    // Two slices per lock record.
+    need.lock_records = std::max<std::size_t>(need.lock_records,
+                                              (lock_lanes_[i].events().size() + lock_lanes_[i].dropped() + 1) / 2);
+  }
+  return max_events_to_hold(need, vcpus());
 }
 
 void Trace::on_kick(unsigned from, unsigned target, std::uint64_t flow, std::uint64_t sent_ns) noexcept {

@@ -44,6 +44,9 @@ struct LaneQuota {
   std::size_t host_events;
 };
 LaneQuota lane_quota(std::uint64_t max_events, unsigned vcpus);
+// lane_quota's inverse: the smallest cap whose shares hold `need` in each of
+// `vcpus` vCPUs' lanes.
+std::uint64_t max_events_to_hold(const LaneQuota& need, unsigned vcpus);
 
 class Trace final : public pvlock::KickObserver {
  public:
@@ -67,6 +70,10 @@ class Trace final : public pvlock::KickObserver {
   const TraceBuffer& lock_lane(unsigned vcpu) const { return lock_lanes_[vcpu]; }
   // Events every lane could not keep (the file's metadata.dropped_events).
   std::uint64_t dropped_events() const;
+  // The cap under which every lane would have kept all it was handed in this
+  // run (the most any one vCPU's lane of each kind needed), as lane_quota
+  // shares it; after the guest's lock log was read (its drops count).
+  std::uint64_t max_events_to_keep_all() const;
   // The vCPU thread's own reader of its run-state record (host lane).
   PreemptionTracker& preemptions(unsigned vcpu) { return trackers_[vcpu]; }
   const PreemptionTracker& preemptions(unsigned vcpu) const { return trackers_[vcpu]; }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "lockvisor/abi/boot_info.h"
 #include "lockvisor/abi/guest_layout.h"
 #include "vmm/devices/exit_kind.h"
@@ -13,6 +15,20 @@
 #include "vmm/runstate/runstate_page.h"
 
 namespace lockvisor::trace {
+
+std::string sizing_advice(const nlohmann::json& metadata) {
+  if (!metadata.contains("sizing")) return {};
+  const auto& z = metadata["sizing"];
+  const auto events = z.value("max_events", std::uint64_t{0});
+  const auto memory = z.value("memory_mib", std::uint64_t{0});
+  std::string flags = fmt::format("--trace-max-events {}", events);
+  if (memory != 0) flags += fmt::format(" --memory {}", memory);
+  const bool too_big = memory > (abi::kMaxMemoryBytes >> 20);
+  return fmt::format("trace: lanes filled before the run ended: the worst wait is the worst of what they kept, and "
+                     "trace-check does not judge a wait that ended after its lane filled; this run whole needs {}{} "
+                     "(docs/trace.md, \"Bounds\")",
+                     flags, too_big ? ", more memory than a guest may have: shorten --duration" : "");
+}
 
 void TraceService::before_boot(machine::BootContext& boot) {
   using machine::PinPolicy;
@@ -52,6 +68,7 @@ void TraceService::before_boot(machine::BootContext& boot) {
   // carved from the top of the guest's free memory.
   abi::BootInfo* info = boot.boot_info;
   if (cfg.workload && info != nullptr) {
+    free_bytes_ = info->free_end > info->free_start ? info->free_end - info->free_start : 0;
     lock_log_ = place_lock_log(info->free_start, info->free_end, cfg.vcpus, trace.lock_records_per_vcpu());
     if (lock_log_.stride != 0) {
       init_lock_log(boot.memory.all(), lock_log_, cfg.vcpus);
@@ -149,6 +166,7 @@ void TraceService::finish() {
     tsc["source"] = "none: KVM told neither the offset nor IA32_TSC; offset assumed 0";
   }
   tsc["error_ns"] = error_ns ? nlohmann::json(*error_ns) : nlohmann::json(nullptr);
+  std::uint64_t most_records = 0;  // the most lock records one vCPU made
   if (boot.config.workload && lock_log_.stride != 0) {
     const std::uint32_t locks = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(boot.config.workload->nlocks, 1, 16));
     // A record the conversion misplaced by no more than its stated error is
@@ -165,6 +183,19 @@ void TraceService::finish() {
     for (unsigned p = 0; p < locks::kAcqPathCount; ++p) by_path[locks::kAcqPathNames[p]] = stats.by_path[p];
     meta["locks"]["by_path"] = std::move(by_path);
     meta["locks"]["invalid_path"] = stats.invalid_path;
+    most_records = stats.most_per_vcpu;
+  }
+  // Lanes that filled: what would have kept this run whole, a quarter more
+  // (the next run's luckiest vCPU may make more), for the run's trace line
+  // (docs/trace.md, "Bounds").
+  if (trace.dropped_events() != 0) {
+    const auto round_up = [](std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; };
+    nlohmann::json sizing;
+    sizing["max_events"] = round_up(trace.max_events_to_keep_all() / 4 * 5, 1000000);
+    const std::uint64_t free_needed = lock_log_free_bytes_for(most_records / 4 * 5, trace.vcpus());
+    if (most_records != 0 && free_needed > free_bytes_)
+      sizing["memory_mib"] = round_up(boot.config.memory_mib + round_up(free_needed - free_bytes_, 1 << 20) / (1 << 20), 64);
+    meta["sizing"] = std::move(sizing);
   }
 }
 

@@ -7,7 +7,10 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "vmm/machine/run_service.h"
 #include "vmm/trace/lock_log.h"
@@ -17,6 +20,11 @@
 #include "vmm/trace/vcpu_trace_observer.h"
 
 namespace lockvisor::trace {
+
+// For a trace whose lanes filled (metadata "sizing", written by the run's
+// TraceService): one line saying what that costs and the --trace-max-events
+// and --memory that would have kept the run whole; empty when none filled.
+std::string sizing_advice(const nlohmann::json& metadata);
 
 class TraceService final : public machine::RunService {
  public:
@@ -36,6 +44,7 @@ class TraceService final : public machine::RunService {
   Trace& trace_;
   const machine::BootContext* boot_ = nullptr;
   LockLogPlacement lock_log_;
+  std::uint64_t free_bytes_ = 0;  // the guest's free memory before the lock log took its part
   ClockPair clock_start_;
   std::optional<TscOffset> offset_start_;
   std::vector<std::optional<std::int64_t>> offsets_attr_;  // each vCPU's, before the run
