@@ -70,9 +70,9 @@ using lockvisor::abi::u64;
 using lockvisor::abi::u8;
 
 // Compile-time CPU limit for per-CPU lock state (queue nodes, waiter slots,
-// the PV hash table size).  Equal to the VMM's vCPU limit.  A lock whose
-// word holds a CPU number in fewer bits states its own, smaller limit as
-// `static constexpr unsigned kMaxLockCpus` (registry.h: LockInfo::max_cpus).
+// the PV hash table size).  Equal to the VMM's vCPU limit: every lock
+// serves every CPU a VM may have (a lock word that holds a CPU number
+// static_asserts that its field is wide enough).
 inline constexpr unsigned kMaxCpus = lockvisor::abi::kMaxVcpus;
 
 // Assumed cache-line size for alignment of per-CPU and per-bucket data.

@@ -8,16 +8,19 @@
 //
 // ALGORITHM
 //   The qspinlock word and MCS queue (qspinlock_word.h, the shared slow path
-//   of qspinlock.h) with a different meaning for byte 1 and three rules:
+//   of qspinlock.h) with a head field where qspinlock has its pending byte,
+//   the tail moved up to make room, and three rules:
 //
-//    31            16 15  14        8 7          0
-//   +----------------+---+-----------+------------+
-//   |      tail      | N | head cpu  |   locked   |
-//   +----------------+---+-----------+------------+
+//    31              19 18         9  8  7          0
+//   +------------------+------------+---+------------+
+//   |       tail       |  head cpu  | N |   locked   |
+//   +------------------+------------+---+------------+
 //     locked  0 free, 1 held, 3 held AND the unlocker must kick `head cpu`,
 //             5 held by a borrower (rule 4: lent past the reserved head)
 //     N       NO-STEAL: the lock is reserved for the queue head `head cpu`
-//     tail    the MCS queue, as in qspinlock
+//     head cpu  the queue head's CPU, 0..1023 (every CPU a VM may have)
+//     tail    the MCS queue, as in qspinlock, from bit 19 (pvb::Tail)
+//   N and head cpu together are "the head field" below.
 //
 //   1. Stealing (TAS speed).  Anyone may take a free lock, queue or not, as
 //      long as N is clear: (n,0,0) -> (n,0,1).  A newcomer spins like TAS
@@ -53,7 +56,7 @@
 //   3b. Reserving for a head that cannot run.  A head made young that ages
 //      past T while halted (kicked, waiting for the host to run it) or
 //      descheduled cannot set N itself.  So the head is always findable:
-//      byte 1 names it from the moment it is head (the owner that passes
+//      the head field names it from the moment it is head (the owner that passes
 //      headship writes next's cpu there, halted or not: in the cmpxchg that
 //      takes the lock if next has linked in by then, else when it passes
 //      headship; the head of a queue it found empty writes its own on its
@@ -62,7 +65,7 @@
 //      T_head) says which lock that CPU heads and when its reservation is
 //      due; the head's acquisition clears the stamp while it holds the lock.
 //      A newcomer about to steal a free lock past a queue first reads the
-//      stamp of the cpu in byte 1; if that CPU heads THIS lock and is due,
+//      stamp of the cpu in the head field; if that CPU heads THIS lock and is due,
 //      it sets N for it instead of stealing, (n,h,0) -> (n,N|h,0), and
 //      queues; if the hint says h is preempted it also asks the host to run
 //      h (pvb_boost, as the unlock's boost).  One more load and a lock-clock read
@@ -156,25 +159,25 @@
 //     head clears N, and only in the same cmpxchg that takes the lock.  Every
 //     other acquisition path (fast path, steal, try_lock) requires N clear,
 //     except a borrow (running mode), which keeps N and h as they are.
-//     A newcomer sets N only with the cpu already in byte 1 and only when
+//     A newcomer sets N only with the cpu already in the head field and only when
 //     that CPU's stamp names this lock, i.e. it is this lock's head (a
 //     stamp is cleared by its head's acquisition, with the lock held, so no
 //     stale stamp names a free lock).  One ABA case remains: the newcomer
 //     read the stamp, then that head took the lock and the word came back
-//     bit for bit (same tail, byte 1 = 0, i.e. cpu 0) before the new head
+//     bit for bit (same tail, head field 0, i.e. cpu 0) before the new head
 //     named itself; then N is briefly set for cpu 0, and the real head,
-//     whose first loop iteration rewrites byte 1's cpu keeping N, owns it.
+//     whose first loop iteration rewrites the head field's cpu keeping N, owns it.
 //     Nothing waits on a wrong cpu meanwhile: a head halts only on
 //     (n,N|me,3), and locked == 3 is written together with the right cpu.
-//   * While a CPU is a queue head, byte 1's cpu is it, except in two
+//   * While a CPU is a queue head, the head field's cpu is it, except in two
 //     windows where it is the 0 its predecessor's acquisition left: between
 //     pass() and kick_node() when it linked in after that acquisition (the
 //     lock is held, so nobody steals), and between joining an empty queue
-//     and its first loop iteration.  Byte 1 names a CPU before it is head
+//     and its first loop iteration.  The head field names a CPU before it is head
 //     only from its predecessor's acquisition to pass(), with the lock held,
-//     when nobody reads byte 1 to steal, reserve or kick.  Nobody but that
+//     when nobody reads the head field to steal, reserve or kick.  Nobody but that
 //     head, the owner that makes it head, and a newcomer adding N writes
-//     byte 1 (a borrow keeps it).
+//     the head field (a borrow keeps it).
 //   * locked == 5 => a borrower holds the lock (running mode) and N is set
 //     for `head cpu`; nobody turns 5 into 3 (the head does not halt behind a
 //     borrower), so a borrower's unlock never has to kick.
@@ -211,7 +214,7 @@
 //     newcomer that read the clock, was descheduled and then stole made its
 //     check before the head was due; a head descheduled in the few
 //     instructions between joining an empty queue and its first loop
-//     iteration is not named in byte 1 yet, so it gets N only once it runs
+//     iteration is not named in the head field yet, so it gets N only once it runs
 //     (rule 3); and a CPU heading two locks at once (a nested, interrupt-time
 //     wait) is findable only for the inner one until the outer loop runs
 //     again and re-stamps itself.
@@ -332,19 +335,25 @@ namespace pvb {
 using q::QNode;
 using q::QSpinWord;
 
-// Byte 1: bit 15 is N, bits 8..14 the head's cpu: this lock serves CPUs
-// 0..127 only (PvBoundedLock::kMaxLockCpus, refused above by the VMM).
-inline constexpr u32 kHeadCpuOffset = q::kPendingOffset;
-inline constexpr u32 kHeadCpuMask = 0x7fu << kHeadCpuOffset;
-inline constexpr u32 kNoSteal = 0x80u << kHeadCpuOffset;
-inline constexpr u32 kByte1Mask = kHeadCpuMask | kNoSteal;
+// The head field, bits 8..18: bit 8 is N, bits 9..18 the head's cpu (every
+// CPU a VM may have, 0..1023).  The MCS tail starts above it, at bit 19 (idx
+// 19..20, cpu + 1 21..31): the shared slow path reads the layout from
+// Hooks::Tail.
+inline constexpr u32 kNoSteal = 1u << q::kLockedBits;
+inline constexpr u32 kHeadCpuOffset = q::kLockedBits + 1;
+inline constexpr u32 kHeadCpuBits = 10;
+inline constexpr u32 kHeadCpuMask = ((1u << kHeadCpuBits) - 1) << kHeadCpuOffset;
+inline constexpr u32 kHeadFieldMask = kHeadCpuMask | kNoSteal;
+using Tail = q::TailAt<kHeadCpuOffset + kHeadCpuBits>;
+static_assert((q::kLockedMask | kHeadFieldMask | Tail::kMask) == 0xffffffffu &&
+                  (q::kLockedMask & kHeadFieldMask) == 0 && (kHeadFieldMask & Tail::kMask) == 0,
+              "locked byte, head field and tail cover the word");
+static_assert(kMaxCpus <= (1u << kHeadCpuBits) && kMaxCpus <= Tail::kMaxCpus,
+              "the head field and the tail name every CPU a VM may have");
 // Locked byte of a lock lent past its reserved head (rule 4): held, and the
 // holder is a borrower.  Adds bit 2, unused by kLockedVal (1) and kSlowVal (3).
 inline constexpr u32 kBorrowedVal = 5u << q::kLockedOffset;
 static_assert((kBorrowedVal & q::kLockedMask) == kBorrowedVal && kBorrowedVal != q::kSlowVal);
-static_assert(kByte1Mask == q::kPendingMask, "N and head cpu use byte 1");
-inline constexpr unsigned kMaxHeadCpus = (kHeadCpuMask >> kHeadCpuOffset) + 1;
-static_assert(kMaxHeadCpus == 0x80 && kMaxHeadCpus <= kMaxCpus, "head cpu fits in 7 bits");
 
 // Whether waiters of this lock halt (PV wait/kick) or only spin: see
 // "WITHOUT HALTING" above.  Fixed for a run: both answers are set before any
@@ -543,8 +552,8 @@ struct Arrival {
     store_relaxed(&stamp[cpu].since, since);
     store_release(&stamp[cpu].lock, lock);
   }
-  // The head `h` named in byte 1 is the head of `lock` and its reservation
-  // is due.  Any other answer (another lock's stamp, none: a stale byte 1)
+  // The head `h` named in the head field is the head of `lock` and its reservation
+  // is due.  Any other answer (another lock's stamp, none: a stale head field)
   // is "no": the steal goes ahead, as before this rule.
   static bool head_due(const QSpinWord* lock, unsigned h) {
     if (load_acquire(&stamp[h].lock) != lock) return false;
@@ -567,7 +576,7 @@ struct Arrival {
 
 // One steal attempt: take a free lock unless N is set,  (n,b,0) -> (n,b,1)
 // with !N in b.  Acquire pairs with the unlock's release.  Past a queue
-// (n != 0) the newcomer first checks the head named in byte 1: if its
+// (n != 0) the newcomer first checks the head named in the head field: if its
 // reservation is due, it sets N for that head instead of stealing,
 // (n,h,0) -> (n,N|h,0) (rule 3b), so the bound does not depend on the head
 // running.  On return *v is the word last seen (on success, the one taken).
@@ -604,7 +613,7 @@ template <class Env>
   for (u64 spins = budget < kFirstSpins ? budget : kFirstSpins; spins; --spins) {
     spin_relax<Env>();
     *v = q::read(l);
-    if (*v & (q::kTailMask | kNoSteal)) return false;
+    if (*v & (Tail::kMask | kNoSteal)) return false;
     // The fast path's transition: nobody queued, nobody bypassed.  Acquire
     // pairs with the unlock's release.
     if (*v == 0 && try_cmpxchg(&l->val, v, q::kLockedVal, Order::acquire)) {
@@ -618,7 +627,7 @@ template <class Env>
 template <class Env>
 [[gnu::always_inline]] inline bool try_steal(QSpinWord* l, u32* v) {
   while (!locked(*v) && !no_steal(*v)) {
-    if ((*v & q::kTailMask) && Arrival<Env>::head_due(l, head_cpu(*v))) {
+    if ((*v & Tail::kMask) && Arrival<Env>::head_due(l, head_cpu(*v))) {
       if (try_cmpxchg(&l->val, v, *v | kNoSteal, Order::relaxed)) {
         reserved_for<Env>(head_cpu(*v));
         return false;
@@ -632,7 +641,8 @@ template <class Env>
 
 template <class Env>
 struct Hooks {
-  static constexpr bool kPv = true;  // no pending path: byte 1 is ours
+  static constexpr bool kPv = true;  // no pending path: bits 8..18 are the head field
+  using Tail = pvb::Tail;              // above the head field (queued_lock_slowpath)
 
   static void init_node(QNode* node) {
     store_relaxed(&node->cpu, Env::cpu());
@@ -663,7 +673,7 @@ struct Hooks {
       } else if (try_steal<Env>(lock, &v)) {
         // try_steal() leaves v at the word it took: a tail there is a queued
         // waiter bypassed (the steal path); none, the TAS-style spin path.
-        lockevent_inc<Env>((v & q::kTailMask) ? LockEvent::pv_lock_stealing : LockEvent::lock_spin);
+        lockevent_inc<Env>((v & Tail::kMask) ? LockEvent::pv_lock_stealing : LockEvent::lock_spin);
         return true;
       }
       if (spins-- == 0) return false;
@@ -680,9 +690,9 @@ struct Hooks {
   static void pass(QNode* next) { __atomic_store_n(&next->locked, u32{1}, __ATOMIC_SEQ_CST); }
 
   // Called by the lock owner right after pass(next).  We hold the lock, so
-  // locked is 1 and byte 1 is ours to write for `next` (next itself may set
+  // locked is 1 and the head field is ours to write for `next` (next itself may set
   // N|next or publish itself concurrently: the same value).  Always names
-  // next in byte 1 and stamps it (publish_head), so that newcomers can
+  // next in the head field and stamps it (publish_head), so that newcomers can
   // reserve for it once it is due even if it never runs meanwhile.  Our
   // acquisition has usually named it already; then the word is written only
   // to reserve for an old next or to ask for its kick.
@@ -711,7 +721,7 @@ struct Hooks {
     const u32 cpu_bits = head_cpu_bits(cpu);
     u32 v = q::read(lock);
     for (;;) {
-      u32 n = (v & ~kByte1Mask) | (v & kNoSteal) | cpu_bits;
+      u32 n = (v & ~kHeadFieldMask) | (v & kNoSteal) | cpu_bits;
       if (old) n |= kNoSteal;
       if (halted) n = (n & ~q::kLockedMask) | q::kSlowVal;
       if (n == v || try_cmpxchg(&lock->val, &v, n, Order::release)) break;
@@ -743,27 +753,27 @@ struct Hooks {
       if (load_relaxed(&stamp->lock) != lock) Arrival<Env>::publish_head(lock, node, me, head_since);
       u32 v = q::read_acquire(lock);
       if (head_cpu(v) != me) {
-        // Name ourselves in byte 1, keeping N and the locked byte: the head
-        // of a queue we found empty (byte 1 was cleared by the previous
+        // Name ourselves in the head field, keeping N and the locked byte: the head
+        // of a queue we found empty (the head field was cleared by the previous
         // head's acquisition).  Nobody else writes another cpu there while
         // we are head, so this happens once per headship.
         try_cmpxchg(&lock->val, &v, (v & ~kHeadCpuMask) | head_cpu_bits(me), Order::release);
         continue;
       }
       if (!locked(v)) {
-        // Take it, clearing N (only here) and naming in byte 1 our
+        // Take it, clearing N (only here) and naming in the head field our
         // successor if it has linked in: it heads the queue as soon as the
         // slow path passes headship, and naming it now, in the cmpxchg we
         // need anyway, spares the handoff two read-modify-writes of this
         // contended word while we hold the lock (kick_node's, and the new
-        // head's own when it finds another cpu there).  Nobody reads byte 1
+        // head's own when it finds another cpu there).  Nobody reads the head field
         // of a held lock to steal or reserve, so naming it before pass() is
         // unseen.  (n,*,0) -> (n,s,1), or (n,0,1) with no successor yet.
         // Acquire pairs with the unlock's release; the acquire load of
         // `next` pairs with the successor's link_prev().
         const QNode* const next = q::load_next_acquire(node);
         const u32 successor = next ? head_cpu_bits(q::QNodePool<Env>::cpu_of(next)) : 0;
-        const u32 mine = (v & q::kTailMask) | successor | q::kLockedVal;
+        const u32 mine = (v & Tail::kMask) | successor | q::kLockedVal;
         if (try_cmpxchg(&lock->val, &v, mine, Order::acquire)) {
           // Rule 5: what this handoff cost the lock steers T_now (up to
           // this iteration's clock read: a release after it reads as none).
@@ -783,7 +793,7 @@ struct Hooks {
         if (Arrival<Env>::older_than_bound(node, now) && now - head_since >= tuning(&Tuning::head_ticks)) {
           // (n,b,l) -> (n,N|me,l): sticky until our acquisition.
           u32 w = v;
-          while (!no_steal(w) && !try_cmpxchg(&lock->val, &w, (w & ~kByte1Mask) | reserve, Order::relaxed)) {
+          while (!no_steal(w) && !try_cmpxchg(&lock->val, &w, (w & ~kHeadFieldMask) | reserve, Order::relaxed)) {
           }
           lockevent_inc<Env>(LockEvent::pv_no_steal);
           spins = 0;
@@ -835,15 +845,12 @@ class PvBoundedLock {
   static constexpr bool kNeedsPv = false;
   // Bypassing is bounded in time, not forbidden: not FIFO.
   static constexpr bool kFair = false;
-  // The lock word names the queue head's CPU in 7 bits.
-  static constexpr unsigned kMaxLockCpus = pvb::kMaxHeadCpus;
-
   void lock() {
     u32 v = 0;
     // Fast path 0,0,0 -> 0,0,1.  Acquire pairs with unlock's release.
     if (__builtin_expect(try_cmpxchg(&w_.val, &v, q::kLockedVal, Order::acquire), 1)) return;
     // Held, nobody queued: rule 1's first spin before the slow path.
-    if (!(v & (q::kTailMask | pvb::kNoSteal)) && pvb::first_spin<Env>(&w_, &v)) return;
+    if (!(v & (pvb::Tail::kMask | pvb::kNoSteal)) && pvb::first_spin<Env>(&w_, &v)) return;
     q::queued_lock_slowpath<Env, pvb::Hooks<Env>, /*kUsePending=*/false>(&w_, v);
   }
 

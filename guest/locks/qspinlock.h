@@ -137,6 +137,8 @@ inline bool pending_path(QSpinWord* lock, u32 val) {
 template <class Env, class Hooks, bool kUsePending>
 [[gnu::noinline]] void queued_lock_slowpath(QSpinWord* lock, u32 val) {
   using Pool = QNodePool<Env>;
+  using Tail = typename TailOf<Hooks>::type;
+  static_assert(kMaxCpus <= Tail::kMaxCpus, "the hooks' tail layout cannot name every CPU");
 
   if constexpr (kUsePending && !Hooks::kPv) {
     if (pvb::tuning(&pvb::Tuning::q_pending) && pending_path<Env>(lock, val)) return;
@@ -164,7 +166,7 @@ template <class Env, class Hooks, bool kUsePending>
   }
 
   node = Pool::node(cpu, idx);
-  tail = encode_tail(cpu, idx);
+  tail = encode_tail<Tail>(cpu, idx);
   if (idx) lockevent_inc<Env>(static_cast<LockEvent>(static_cast<unsigned>(LockEvent::lock_use_node2) + idx - 1));
 
   barrier();  // count before node init (an interrupt must not reuse this node)
@@ -177,11 +179,11 @@ template <class Env, class Hooks, bool kUsePending>
   if (Hooks::trylock(lock)) goto release;
 
   // Publish our node:  p,*,* -> n,*,*   (acq_rel, see xchg_tail()).
-  old = xchg_tail(lock, tail);
+  old = xchg_tail<Tail>(lock, tail);
 
-  if (old & kTailMask) {
+  if (old & Tail::kMask) {
     // There was a queue: link behind the previous tail and wait for headship.
-    QNode* prev = decode_tail<Env>(old);
+    QNode* prev = decode_tail<Env, Tail>(old);
     link_prev(prev, node);  // release; pairs with load_next_acquire() in prev
     Hooks::wait_node(node, prev);
     wait_node_locked<Env>(node);  // acquire; pairs with mcs_pass() in prev
@@ -193,12 +195,12 @@ template <class Env, class Hooks, bool kUsePending>
   if (u32 v = Hooks::wait_head_or_lock(lock, node)) {
     // PV already took the lock (locked byte set by us).  If we are still the
     // tail, clear it: n,0,1 -> 0,0,1.  Failure means a successor appeared.
-    if ((v & kTailMask) == tail && try_cmpxchg(&lock->val, &v, kLockedVal, Order::relaxed)) goto release;
+    if ((v & Tail::kMask) == tail && try_cmpxchg(&lock->val, &v, kLockedVal, Order::relaxed)) goto release;
   } else {
     // Native: the head's acquisition, in queue order.  (A PV
     // wait_head_or_lock counts its own path: it knows how it took the lock.)
     lockevent_inc<Env>(LockEvent::lock_queue);
-    if (head_acquire<Env>(lock, tail)) goto release;  // we were the last node: no one to hand over to
+    if (head_acquire<Env, Tail>(lock, tail)) goto release;  // we were the last node: no one to hand over to
   }
 
   // Someone queued behind us; wait for them to finish linking in, then pass

@@ -53,25 +53,43 @@ inline constexpr u32 kPendingBits = 8;
 inline constexpr u32 kPendingMask = ((1u << kPendingBits) - 1) << kPendingOffset;
 inline constexpr u32 kPendingVal = 1u << kPendingOffset;
 
-inline constexpr u32 kTailIdxOffset = kPendingOffset + kPendingBits;  // 16
-inline constexpr u32 kTailIdxBits = 2;
-inline constexpr u32 kTailIdxMask = ((1u << kTailIdxBits) - 1) << kTailIdxOffset;
-inline constexpr u32 kTailCpuOffset = kTailIdxOffset + kTailIdxBits;  // 18
-inline constexpr u32 kTailCpuBits = 32 - kTailCpuOffset;              // 14
-inline constexpr u32 kTailCpuMask = ((1u << kTailCpuBits) - 1) << kTailCpuOffset;
-inline constexpr u32 kTailMask = kTailIdxMask | kTailCpuMask;
-inline constexpr u32 kLockedPendingMask = kLockedMask | kPendingMask;
-
 // Nesting levels per CPU: task, softirq, hardirq, NMI (_Q_MAX_NODES).
 inline constexpr unsigned kMaxNodes = 4;
+inline constexpr u32 kTailIdxBits = 2;
+
+// Where the MCS tail sits: from bit kIdxOffset to the top of the word, the
+// nesting idx and then cpu + 1.  qspinlock's tail (QTail) starts at 16; a
+// lock that needs more of the low half for itself (pvbounded's queue-head
+// CPU) starts it higher and serves fewer CPUs (kMaxCpus: cpu + 1 must fit).
+// The shared slow path takes the layout from its hooks (TailOf below).
+template <u32 kIdxOffsetV>
+struct TailAt {
+  static constexpr u32 kIdxOffset = kIdxOffsetV;
+  static constexpr u32 kIdxMask = ((1u << kTailIdxBits) - 1) << kIdxOffset;
+  static constexpr u32 kCpuOffset = kIdxOffset + kTailIdxBits;
+  static constexpr u32 kCpuBits = 32 - kCpuOffset;
+  static constexpr u32 kCpuMask = ((1u << kCpuBits) - 1) << kCpuOffset;
+  static constexpr u32 kMask = kIdxMask | kCpuMask;
+  static constexpr unsigned kMaxCpus = (1u << kCpuBits) - 1;
+};
+using QTail = TailAt<kPendingOffset + kPendingBits>;  // 16
+
+inline constexpr u32 kTailIdxOffset = QTail::kIdxOffset;  // 16
+inline constexpr u32 kTailIdxMask = QTail::kIdxMask;
+inline constexpr u32 kTailCpuOffset = QTail::kCpuOffset;  // 18
+inline constexpr u32 kTailCpuBits = QTail::kCpuBits;      // 14
+inline constexpr u32 kTailCpuMask = QTail::kCpuMask;
+inline constexpr u32 kTailMask = QTail::kMask;
+inline constexpr u32 kLockedPendingMask = kLockedMask | kPendingMask;
 
 // Bounded wait for a pending->locked hand-over in progress (0,1,0 -> 0,0,1).
 // Linux defaults to 1; x86 uses 1 << 9 (arch/x86/include/asm/qspinlock.h).
 inline constexpr unsigned kPendingLoops = 1u << 9;
 
-static_assert(kMaxCpus < (1u << kTailCpuBits), "tail cpu field too small for kMaxCpus");
+static_assert(kMaxCpus <= QTail::kMaxCpus, "tail cpu field too small for kMaxCpus");
 static_assert(kMaxNodes == (1u << kTailIdxBits), "one tail idx per nesting level");
-static_assert((kTailMask | kLockedPendingMask) == 0xffffffffu, "fields cover the word");
+static_assert((kTailMask | kLockedPendingMask) == 0xffffffffu && (kTailMask & kLockedPendingMask) == 0,
+              "fields cover the word");
 
 // The lock word.  All-zero is the unlocked state (trivially constructible,
 // usable as a plain object in shared memory).
@@ -126,20 +144,35 @@ struct QNodePool {
 };
 
 // ---- Tail encoding ----------------------------------------------------------
+template <class Tail = QTail>
 [[gnu::always_inline]] inline constexpr u32 encode_tail(unsigned cpu, unsigned idx) {
-  return ((cpu + 1) << kTailCpuOffset) | (idx << kTailIdxOffset);
+  return ((cpu + 1) << Tail::kCpuOffset) | (idx << Tail::kIdxOffset);
 }
+template <class Tail = QTail>
 [[gnu::always_inline]] inline constexpr unsigned tail_cpu(u32 tail) {
-  return ((tail & kTailCpuMask) >> kTailCpuOffset) - 1;
+  return ((tail & Tail::kCpuMask) >> Tail::kCpuOffset) - 1;
 }
+template <class Tail = QTail>
 [[gnu::always_inline]] inline constexpr unsigned tail_idx(u32 tail) {
-  return (tail & kTailIdxMask) >> kTailIdxOffset;
+  return (tail & Tail::kIdxMask) >> Tail::kIdxOffset;
 }
-template <class Env>
+template <class Env, class Tail = QTail>
 [[gnu::always_inline]] inline QNode* decode_tail(u32 tail) {
-  return QNodePool<Env>::node(tail_cpu(tail), tail_idx(tail));
+  return QNodePool<Env>::node(tail_cpu<Tail>(tail), tail_idx<Tail>(tail));
 }
 static_assert(tail_cpu(encode_tail(127, 3)) == 127 && tail_idx(encode_tail(127, 3)) == 3);
+
+// The slow path's tail layout: Hooks::Tail where the hooks name one, else
+// qspinlock's.
+template <class Hooks>
+struct TailOf {
+  using type = QTail;
+};
+template <class Hooks>
+  requires requires { typename Hooks::Tail; }
+struct TailOf<Hooks> {
+  using type = typename Hooks::Tail;
+};
 
 // ---- Word helpers -----------------------------------------------------------
 // Each comment ends with the transition it performs.
@@ -188,9 +221,10 @@ static_assert(tail_cpu(encode_tail(127, 3)) == 127 && tail_idx(encode_tail(127, 
 // locked = 0) to the CPU that will read our tail and link behind us; acquire
 // makes the predecessor's node initialisation visible before we write
 // prev->next.  Pairs with the xchg_tail of our predecessor / successor.
+template <class Tail = QTail>
 [[gnu::always_inline]] inline u32 xchg_tail(QSpinWord* l, u32 tail) {
   u32 old = read(l);
-  while (!try_cmpxchg(&l->val, &old, (old & ~kTailMask) | tail, Order::acq_rel)) {
+  while (!try_cmpxchg(&l->val, &old, (old & ~Tail::kMask) | tail, Order::acq_rel)) {
   }
   return old;
 }
@@ -252,15 +286,16 @@ static_assert(tail_cpu(encode_tail(127, 3)) == 127 && tail_idx(encode_tail(127, 
 // composes with lock stealers (unfair lock) that may take the locked byte
 // between our read and our write.  Returns true if the tail was ours.
 // Acquire pairs with the release in clear_locked_release()/clear_pending paths.
-template <class Env>
+// (With another tail layout "pending" is every bit below the tail.)
+template <class Env, class Tail = QTail>
 [[gnu::always_inline]] inline bool head_acquire(QSpinWord* l, u32 tail) {
   for (;;) {
     u32 v = read_acquire(l);
-    while (v & kLockedPendingMask) {
+    while (v & ~Tail::kMask) {
       spin_relax<Env>();
       v = read_acquire(l);
     }
-    if ((v & kTailMask) == tail) {
+    if ((v & Tail::kMask) == tail) {
       if (try_cmpxchg(&l->val, &v, kLockedVal, Order::acquire)) return true;
     } else {
       if (try_cmpxchg(&l->val, &v, v | kLockedVal, Order::acquire)) return false;

@@ -69,7 +69,6 @@ struct LockInfo {
   const char* description;
   bool needs_pv;  // Type::kNeedsPv: only usable with PV wait/kick
   bool fair;      // Type::kFair: FIFO, no bypassing
-  unsigned max_cpus;  // Type::kMaxLockCpus where its word limits the CPUs it serves, else kMaxCpus
 };
 
 namespace detail {
@@ -84,14 +83,6 @@ constexpr bool streq(const char* a, const char* b) {
   return *a == *b;
 }
 
-template <class L>
-constexpr unsigned max_cpus_of() {
-  if constexpr (requires { L::kMaxLockCpus; })
-    return L::kMaxLockCpus;
-  else
-    return kMaxCpus;
-}
-
 // Drops the leading placeholder of a list built by the X-macro below, so
 // rows can be expanded as ", Type<Env>" without a trailing-comma problem.
 template <template <class...> class List, class First, class... Rest>
@@ -103,7 +94,7 @@ struct DropFirst {
 inline constexpr LockInfo kLocks[kLockCount] = {
 #define LOCKVISOR_X_INFO_(id, Type, name) \
   {name, Type<detail::NameOnlyEnv>::kDescription, Type<detail::NameOnlyEnv>::kNeedsPv,    \
-   Type<detail::NameOnlyEnv>::kFair, detail::max_cpus_of<Type<detail::NameOnlyEnv>>()},
+   Type<detail::NameOnlyEnv>::kFair},
     LOCKVISOR_LOCKS(LOCKVISOR_X_INFO_)
 #undef LOCKVISOR_X_INFO_
 };

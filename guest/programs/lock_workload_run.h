@@ -36,12 +36,10 @@ inline const WorkloadParams& checked_workload_params(const BootInfo& info, Workl
 // A lock this machine cannot run fails the run before it starts: a PV lock
 // without the kick (`pv_feature`, what the machine lacks, names it) would
 // wait with nobody able to wake it.
-inline void check_lock_fits(const char* name, bool pv_available, const char* pv_feature, u32 cpus) {
+inline void check_lock_fits(const char* name, bool pv_available, const char* pv_feature) {
   const lockvisor::locks::LockInfo* info = lockvisor::locks::find_lock(name);
   if (info != nullptr && info->needs_pv && !pv_available)
     assert_fail(__FILE__, __LINE__, Text().str(name).str(" needs ").str(pv_feature).str(", which this VM hides").c_str());
-  if (info != nullptr && cpus > info->max_cpus)
-    assert_fail(__FILE__, __LINE__, Text().str(name).str(" serves fewer CPUs than this VM has").c_str());
 }
 
 // Zero-initialised shared state, one per lock type: lives in .bss.

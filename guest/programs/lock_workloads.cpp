@@ -165,7 +165,7 @@ void run(WorkloadKind kind) {
   // RESERVED HEAD WAITS"): 1 when its unlock may be a plain store.
   if (this_cpu() == 0 && kind != WorkloadKind::kUncontended && str_equal(name, "pvbounded"))
     report_result("pvb_store_release", lockvisor::locks::pvb::unlock_may_store<WorkloadEnv>() ? 1 : 0);
-  check_lock_fits(name, g_lock_features.pv_unhalt, "KVM_FEATURE_PV_UNHALT", nr_cpus());
+  check_lock_fits(name, g_lock_features.pv_unhalt, "KVM_FEATURE_PV_UNHALT");
   const u32 cpu = this_cpu();
   lock_trace_init();
   g_trace[cpu].log = lock_trace_block(cpu);

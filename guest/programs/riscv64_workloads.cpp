@@ -31,7 +31,7 @@ void run(WorkloadKind kind) {
   const WorkloadParams& params = checked_workload_params(*boot_info(), kind, hart_count());
   // Every hart sets the same values; one reports them, as on x86.
   apply_lock_tuning(/*report_for=*/this_hart() == 0 && kind != WorkloadKind::kUncontended ? params.lock : nullptr);
-  check_lock_fits(params.lock, RiscvLockEnv::pv_available(), "SBI PVLOCK (kBootFlagSbiPvlock)", hart_count());
+  check_lock_fits(params.lock, RiscvLockEnv::pv_available(), "SBI PVLOCK (kBootFlagSbiPvlock)");
   const unsigned hart = this_hart();
   run_named_workload<RiscvLockEnv, WorkloadPlatform>(params, hart, g_workload_stats[hart]);
   g_workload_stats[hart].pv_halts = g_halts[hart];

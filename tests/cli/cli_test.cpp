@@ -88,7 +88,6 @@ TEST(CliBadInput, UsageErrors) {
   expect_one_line_error(lockvisor("run --memory 64 --vcpus " + std::to_string(lockvisor::abi::kMaxVcpus)), 2,
                         "--memory 64 MiB is too small for this image and " + std::to_string(lockvisor::abi::kMaxVcpus) +
                             " vCPUs (need at least 144 MiB)");
-  expect_one_line_error(lockvisor("run --workload lockbench --lock pvbounded --vcpus 129"), 2, "at most 128 CPUs");
   expect_one_line_error(lockvisor("run --workload lockbench --cs-lines 17"), 2, "--cs-lines");
   expect_one_line_error(lockvisor("run --workload lockbench --duration 0"), 2, "--duration");
   expect_one_line_error(lockvisor("run --backend kvm --kick lossy"), 2, "sticky");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every preset plans on every host size its users have, 2 to 256 CPUs: a
-# point whose host-relative vCPU count is beyond a limit there (a lock that
-# names at most 128 CPUs, a Linux guest's 254 vCPUs, a VM's 1024) is left out
+# point whose host-relative vCPU count is beyond a limit there (a Linux
+# guest's 254 vCPUs, a VM's 1024, or the host KVM's fewer) is left out
 # and named on the dry run's last line, never the whole lab refused, unless
 # every point is beyond one (then one line says so and how to plan smaller).
 source "$(dirname "$0")/lab_test_common.sh"
@@ -34,16 +34,21 @@ for cpus in 2 16 64 256; do
   done
 done
 
-# What is left out, and why, on the dry run's last line: scaling's 1:1 is 256
-# vCPUs, more than pvbounded's lock word names; its 8:1, 2048, more than a VM has.
+# What is left out, and why, on the dry run's last line: scaling's 8:1 on 256
+# CPUs is 2048 vCPUs, more than a VM has; its 1:1 and 4:1 (256 and 1024) run
+# for every lock, pvbounded's word naming every CPU a VM may have.
 "$LOCKVISOR" lab --preset scaling --dry-run --host-cpus 0-255 > "$work/out"
 last=$(tail -n 1 "$work/out")
 for expected in "Left out, their vCPUs beyond a limit on this host (256 CPUs; a VM may have 1024 vCPUs here" \
-  '`placement=1:1,lock=pvbounded` (256 vCPUs: pvbounded serves at most 128 CPUs)' \
-  '`placement=8:1,lock=ticket` (2048 vCPUs: a VM has at most 1024 vCPUs)'; do
+  '`placement=8:1,lock=ticket` (2048 vCPUs: a VM has at most 1024 vCPUs)' \
+  '`placement=8:1,lock=pvbounded` (2048 vCPUs: a VM has at most 1024 vCPUs)'; do
   case "$last" in *"$expected"*) ;; *) fail "scaling on 256 CPUs: the last line lacks '$expected': $last" ;; esac
 done
-grep -q "placement=1:1,lock=pvbounded#" "$work/out" && fail "scaling on 256 CPUs plans pvbounded at 1:1"
+case "$last" in *"4:1"*|*"1:1"*) fail "scaling on 256 CPUs left out a 1:1 or 4:1 point: $last" ;; esac
+grep -q "placement=1:1,lock=pvbounded#r0  lockvisor run --workload lockbench --lock pvbounded --vcpus 256 --pcpus 0-255 " "$work/out" ||
+  fail "scaling on 256 CPUs lost pvbounded at 1:1"
+grep -q "placement=4:1,lock=pvbounded#r0  lockvisor run --workload lockbench --lock pvbounded --vcpus 1024 " "$work/out" ||
+  fail "scaling on 256 CPUs lost pvbounded at 4:1"
 grep -q "placement=1:1,lock=tas#r0  lockvisor run --workload lockbench --lock tas --vcpus 256 --pcpus 0-255 " "$work/out" ||
   fail "scaling on 256 CPUs lost tas at 1:1"
 # On 16 CPUs nothing is beyond a limit: no such line.

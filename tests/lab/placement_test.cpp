@@ -281,11 +281,11 @@ TEST(LabPresets, SixteenCpuExpansionsAreTheExpectedOnes) {
             std::string::npos);
 }
 
-// A host-relative vCPU count beyond a limit leaves its point out, with the
-// reason (the lock's CPUs before the VM's vCPUs), in matrix order and once per
-// key; a count the scenario spells out stays (`run` refuses it before any run);
-// a claim that selects only such points says "not on this host", one finding
-// per point, instead of "no data".
+// Points whose vCPUs a host-relative word made more than a VM may have are
+// left out with their reason, in matrix order and once per key; a count the
+// scenario spells out stays (`run` refuses it before any run); a claim that
+// selects only such points says "not on this host", one finding per point,
+// instead of "no data".
 TEST(LabPlacement, PointsBeyondALimitAreLeftOutWithTheirReason) {
   auto s = parse_scenario(R"(name = "limits"
 repeats = 2
@@ -294,7 +294,7 @@ workload = "lockbench"
 [[axis]]
 name = "placement"
 values = [{ label = "1:1", vcpus = "1x", pcpus = "all" }, { label = "4:1", vcpus = "4x", pcpus = "all" },
-          { label = "fixed", vcpus = "200", pcpus = "all" }]
+          { label = "fixed", vcpus = "600", pcpus = "all" }]
 [[axis]]
 name = "lock"
 values = ["tas", "pvbounded"]
@@ -310,36 +310,32 @@ expect = "a>b"
   std::vector<int> host(200);
   for (int i = 0; i < 200; ++i) host[i] = i;
   s.host_cpus = host;
+  // Every lock serves as many vCPUs as a VM may have, and lockvisor's own
+  // limit holds the 4:1 points' 800: nothing is left out.
+  EXPECT_TRUE(expand_matrix(s).left_out.empty());
+  // A KVM that allows fewer vCPUs than lockvisor (lab.json records it).
+  s.vcpu_limit = 512;
   auto e = expand_matrix(s);
   std::vector<std::string> ids;
   for (const auto& p : e.points) ids.push_back(p.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"placement=1:1,lock=tas#r0", "placement=4:1,lock=tas#r0",
+  EXPECT_EQ(ids, (std::vector<std::string>{"placement=1:1,lock=tas#r0", "placement=1:1,lock=pvbounded#r0",
                                            "placement=fixed,lock=tas#r0", "placement=fixed,lock=pvbounded#r0",
-                                           "placement=1:1,lock=tas#r1", "placement=4:1,lock=tas#r1",
-                                           "placement=fixed,lock=tas#r1", "placement=fixed,lock=pvbounded#r1"}));
+                                           "placement=1:1,lock=tas#r1", "placement=1:1,lock=pvbounded#r1",
+                                           "placement=fixed,lock=tas#r1", "placement=fixed,lock=pvbounded#r1"}))
+      << "600 vCPUs spelled out stay";
   ASSERT_EQ(e.left_out.size(), 2u);
-  EXPECT_EQ(e.left_out[0].key, "placement=1:1,lock=pvbounded");
-  EXPECT_EQ(e.left_out[0].vcpus, 200u);
-  EXPECT_EQ(e.left_out[0].why, "pvbounded serves at most 128 CPUs");
+  EXPECT_EQ(e.left_out[0].key, "placement=4:1,lock=tas");
+  EXPECT_EQ(e.left_out[0].vcpus, 800u);
+  EXPECT_EQ(e.left_out[0].why, "a VM has at most 512 vCPUs");
   EXPECT_EQ(e.left_out[1].key, "placement=4:1,lock=pvbounded");
-  EXPECT_EQ(e.left_out[1].vcpus, 800u);
-  // A KVM that allows fewer vCPUs than lockvisor (lab.json records it).
-  s.vcpu_limit = 512;
-  e = expand_matrix(s);
-  ASSERT_EQ(e.left_out.size(), 3u);
-  EXPECT_EQ(e.left_out[1].key, "placement=4:1,lock=tas");
-  EXPECT_EQ(e.left_out[1].why, "a VM has at most 512 vCPUs");
-  EXPECT_EQ(e.left_out[2].why, "pvbounded serves at most 128 CPUs") << "the lock's limit is named first";
   // Native points are host threads: a KVM's limit is not theirs.
   auto native = s;
   assign(native.fixed, "native", "true");
-  const auto threads = expand_matrix(native);
-  ASSERT_EQ(threads.left_out.size(), 2u);
-  EXPECT_EQ(threads.left_out[1].key, "placement=4:1,lock=pvbounded");
+  EXPECT_TRUE(expand_matrix(native).left_out.empty());
   // The points keep their places in the whole matrix (shards split it).
-  ASSERT_EQ(e.points.size(), 6u);
-  EXPECT_EQ(e.points[1].key, "placement=fixed,lock=tas");
-  EXPECT_EQ(e.points[1].index, 4u);
+  ASSERT_EQ(e.points.size(), 8u);
+  EXPECT_EQ(e.points[2].key, "placement=fixed,lock=tas");
+  EXPECT_EQ(e.points[2].index, 4u);
 
   const auto summary = summarize(s, {}, 200, std::nullopt);
   ASSERT_EQ(summary.claims.size(), 1u);
@@ -349,12 +345,13 @@ expect = "a>b"
 
   // Every point beyond a limit: one line, and how to plan for fewer CPUs.
   auto only = parse_scenario("name = \"only\"\n[fixed]\nworkload = \"lockbench\"\nlock = \"pvbounded\"\n"
-                             "[[axis]]\nname = \"placement\"\nvalues = [{ label = \"1:1\", vcpus = \"1x\" }]\n",
+                             "[[axis]]\nname = \"placement\"\nvalues = [{ label = \"4:1\", vcpus = \"4x\" }]\n",
                              "only");
   only.host_cpus = host;
+  only.vcpu_limit = 512;
   EXPECT_NE(error_of([&] { expand_matrix(only); })
-                .find("on 200 host CPUs every point is beyond a limit (the first, placement=1:1: 200 vCPUs, and pvbounded "
-                      "serves at most 128 CPUs); plan it for fewer CPUs (taskset -c 0-99 lockvisor lab ...)"),
+                .find("on 200 host CPUs every point is beyond a limit (the first, placement=4:1: 800 vCPUs, and a VM "
+                      "has at most 512 vCPUs); plan it for fewer CPUs (taskset -c 0-99 lockvisor lab ...)"),
             std::string::npos);
 }
 

@@ -131,17 +131,6 @@ TEST(Registry, TraitsComeFromEachLock) {
   static_assert(locks::find_lock("pvticket")->needs_pv && locks::find_lock("pvticket")->fair);
 }
 
-// pvbounded's word holds the queue head's CPU in 7 bits; every other lock
-// serves as many CPUs as the VM may have.
-TEST(Registry, CpuLimitComesFromTheLockWord) {
-  for (const auto& l : locks::kLocks) {
-    if (std::string(l.name) == "pvbounded")
-      EXPECT_EQ(l.max_cpus, 128u);
-    else
-      EXPECT_EQ(l.max_cpus, locks::kMaxCpus) << l.name;
-  }
-}
-
 // ---- negative control ---------------------------------------------------------
 
 // The checker must catch a broken lock.  (Atomic-counter mode: the race is

@@ -62,17 +62,40 @@ using Word = locks::PvBoundedLock<WordEnv>;
 TEST(PvBounded, StealsPastAQueueOnlyWhileNoStealIsClear) {
   WordEnv::reset();
   WordEnv::bind_cpu(0);
-  const u32 tail = q::encode_tail(1, 0);
+  const u32 tail = q::encode_tail<pvb::Tail>(1, 0);
 
   Word free_with_queue = with_word<Word>(tail);  // (n,0,0): a queue, head not reserved
   EXPECT_TRUE(free_with_queue.try_lock()) << "a free lock with an unreserved queue is stealable";
-  EXPECT_EQ(free_with_queue.value(), tail | q::kLockedVal) << "a steal leaves tail and byte 1 alone";
+  EXPECT_EQ(free_with_queue.value(), tail | q::kLockedVal) << "a steal leaves tail and head field alone";
 
   const u32 reserved = tail | pvb::kNoSteal | pvb::head_cpu_bits(1);  // (n,N|1,0)
   Word l = with_word<Word>(reserved);
   EXPECT_FALSE(l.try_lock()) << "a lock reserved for the head must not be stolen";
   EXPECT_EQ(l.value(), reserved) << "a refused steal must not touch the word";
   EXPECT_FALSE(l.is_locked()) << "reserved is not held";
+}
+
+// The word names every CPU a VM may have: the highest CPU's tail, its
+// nesting index, the head field (N and the head cpu) and the locked byte
+// read back apart, and a steal past that queue leaves all but the locked
+// byte as they were.
+TEST(PvBounded, TheWordNamesEveryCpuAVmMayHave) {
+  const unsigned top = locks::kMaxCpus - 1;
+  const u32 tail = q::encode_tail<pvb::Tail>(top, q::kMaxNodes - 1);
+  const u32 w = tail | pvb::kNoSteal | pvb::head_cpu_bits(top) | q::kSlowVal;
+  EXPECT_EQ(q::tail_cpu<pvb::Tail>(w), top);
+  EXPECT_EQ(q::tail_idx<pvb::Tail>(w), q::kMaxNodes - 1);
+  EXPECT_EQ(pvb::head_cpu(w), top);
+  EXPECT_TRUE(pvb::no_steal(w));
+  EXPECT_EQ(w & q::kLockedMask, q::kSlowVal);
+  EXPECT_FALSE(pvb::no_steal(tail | pvb::head_cpu_bits(top))) << "the head cpu does not reach N";
+
+  WordEnv::reset();
+  WordEnv::bind_cpu(0);
+  const u32 queued = q::encode_tail<pvb::Tail>(top, 0) | pvb::head_cpu_bits(top);
+  Word l = with_word<Word>(queued);
+  EXPECT_TRUE(l.try_lock());
+  EXPECT_EQ(l.value(), queued | q::kLockedVal);
 }
 
 // Rule 5: each head acquisition steers the working bound T_now with the
@@ -180,7 +203,7 @@ TEST(PvBounded, AReservedLocksIdleTimeRunsFromItsReleaseWithinTheHeadship) {
   using A = pvb::Arrival<WordEnv>;
   WordEnv::reset();
   WordEnv::bind_cpu(0);
-  const u32 tail = q::encode_tail(2, 0);
+  const u32 tail = q::encode_tail<pvb::Tail>(2, 0);
   q::QNode* node = q::QNodePool<WordEnv>::node(1, 0);
   node->cpu = 1;
   *A::of(node) = locks::read_lock_clock();
@@ -206,13 +229,13 @@ TEST(PvBounded, AReservedLocksIdleTimeRunsFromItsReleaseWithinTheHeadship) {
 }
 
 // Rule 3b: a newcomer that would steal past a queue first looks up the head
-// named in byte 1; if that CPU's stamp names this lock and is due, it sets N
+// named in the head field; if that CPU's stamp names this lock and is due, it sets N
 // for the head instead of stealing.  A stamp of another lock, or not yet
 // due, or a free lock without a queue, lets the steal go ahead.
 TEST(PvBounded, ANewcomerReservesForADueHeadInsteadOfStealing) {
   WordEnv::reset();
   WordEnv::bind_cpu(0);
-  const u32 tail = q::encode_tail(2, 0);
+  const u32 tail = q::encode_tail<pvb::Tail>(2, 0);
   const u32 named = tail | pvb::head_cpu_bits(1);  // (n,1,0): head cpu 1, N clear
   auto& stamp = pvb::Arrival<WordEnv>::stamp[1];
 
@@ -220,7 +243,7 @@ TEST(PvBounded, ANewcomerReservesForADueHeadInsteadOfStealing) {
   stamp.due = 0;  // due long ago
   stamp.lock = due.word();
   EXPECT_FALSE(due.try_lock()) << "a due head's lock must be reserved, not stolen";
-  EXPECT_EQ(due.value(), named | pvb::kNoSteal) << "N set for the head named in byte 1; tail and cpu unchanged";
+  EXPECT_EQ(due.value(), named | pvb::kNoSteal) << "N set for the head named in the head field; tail and cpu unchanged";
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_reserve_for), 1u);
   EXPECT_NE(stamp.freed, 0u) << "a free lock reserved now starts the head's idle clock (rule 5)";
   EXPECT_FALSE(due.try_lock()) << "and stays reserved";
@@ -251,7 +274,7 @@ TEST(PvBounded, StealPhaseCountsStealOrSpinByTheWordItTook) {
   WordEnv::bind_cpu(0);
   using Hooks = pvb::Hooks<WordEnv>;
   q::QSpinWord with_queue{};
-  with_queue.val = q::encode_tail(1, 0);
+  with_queue.val = q::encode_tail<pvb::Tail>(1, 0);
   EXPECT_TRUE(Hooks::trylock(&with_queue));
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_lock_stealing), 1u);
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::lock_spin), 0u);
@@ -262,7 +285,7 @@ TEST(PvBounded, StealPhaseCountsStealOrSpinByTheWordItTook) {
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::pv_lock_stealing), 1u);
 
   q::QSpinWord reserved{};
-  reserved.val = q::encode_tail(1, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1);
+  reserved.val = q::encode_tail<pvb::Tail>(1, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1);
   EXPECT_FALSE(Hooks::trylock(&reserved));
   EXPECT_EQ(WordEnv::ev[0].get(LockEvent::lock_spin) + WordEnv::ev[0].get(LockEvent::pv_lock_stealing) +
                 WordEnv::ev[0].get(LockEvent::pv_lend),
@@ -305,8 +328,8 @@ TEST(PvBounded, AFirstSpinTakesALockFreedWithNobodyQueuedAndStopsAtAQueue) {
 
   // A waiter queues (or N appears) meanwhile: stop at once, word untouched, so
   // that the steal past a queue goes through rule 3b's check.
-  for (u32 appears : {q::encode_tail(1, 0) | q::kLockedVal,
-                      q::encode_tail(1, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1)}) {
+  for (u32 appears : {q::encode_tail<pvb::Tail>(1, 0) | q::kLockedVal,
+                      q::encode_tail<pvb::Tail>(1, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1)}) {
     l.val = q::kLockedVal;
     v = l.val;
     FirstSpinEnv::arm(&l, 2, appears);
@@ -334,7 +357,7 @@ TEST(PvBounded, AFirstSpinTakesALockFreedWithNobodyQueuedAndStopsAtAQueue) {
 }
 
 // The queue handoff: a head that takes the lock while its successor has
-// already linked in names the successor in byte 1 in that same cmpxchg, so
+// already linked in names the successor in the head field in that same cmpxchg, so
 // passing headship writes the word only to reserve for an old successor or
 // to ask for a halted one's kick; a successor that links in later is named
 // by kick_node() as before.  Word level, cpu 0 heading a queue whose tail is
@@ -346,7 +369,7 @@ TEST(PvBounded, TheHeadsAcquisitionNamesItsLinkedSuccessor) {
   TuningScope tuning(/*bound_us=*/1000);
   EXPECT_EQ(Pool::cpu_of(Pool::node(5, 2)), 5u);
   EXPECT_EQ(Pool::cpu_of(Pool::node(0, 3)), 0u);
-  const u32 tail = q::encode_tail(3, 0);
+  const u32 tail = q::encode_tail<pvb::Tail>(3, 0);
   q::QNode* const head = Pool::node(0, 0);
   q::QNode* const next = Pool::node(3, 0);
 
@@ -365,7 +388,7 @@ TEST(PvBounded, TheHeadsAcquisitionNamesItsLinkedSuccessor) {
     *A::of(head) = now;
     *A::of(next) = now - age;
     head->next = linked ? next : nullptr;
-    Word l = with_word<Word>(tail);  // (n,0,0): byte 1 names cpu 0, the head
+    Word l = with_word<Word>(tail);  // (n,0,0): the head field names cpu 0, the head
     const u32 taken = Hooks::wait_head_or_lock(l.word(), head);
     EXPECT_EQ(l.value(), taken);
     head->next = next;
@@ -382,7 +405,7 @@ TEST(PvBounded, TheHeadsAcquisitionNamesItsLinkedSuccessor) {
   EXPECT_EQ(passed, named) << "a young running successor needs no write of the word";
 
   std::tie(taken, passed) = handoff(/*linked=*/false, q::kVcpuRunning, 0);
-  EXPECT_EQ(taken, tail | q::kLockedVal) << "nobody linked yet: byte 1 left 0";
+  EXPECT_EQ(taken, tail | q::kLockedVal) << "nobody linked yet: head field left 0";
   EXPECT_EQ(passed, named) << "kick_node names the successor that linked in later";
 
   std::tie(taken, passed) = handoff(/*linked=*/true, q::kVcpuHalted, 0);
@@ -400,7 +423,7 @@ TEST(PvBounded, TheHeadsAcquisitionNamesItsLinkedSuccessor) {
 TEST(PvBounded, UnlockOfAReservedLockKeepsTheReservation) {
   WordEnv::reset();
   WordEnv::bind_cpu(0);
-  const u32 reserved = q::encode_tail(1, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1);
+  const u32 reserved = q::encode_tail<pvb::Tail>(1, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1);
   Word l = with_word<Word>(reserved | q::kLockedVal);  // held, head 1 reserved it
   l.unlock();
   EXPECT_EQ(l.value(), reserved) << "unlock clears only the locked byte: N survives until the handoff";
@@ -541,7 +564,7 @@ TEST(PvBounded, WithoutHaltingTheUnlockStoresUnlessTheLockIsReserved) {
   DedicatedEnv::reset();
   DedicatedEnv::bind_cpu(0);
   using L = locks::PvBoundedLock<DedicatedEnv>;
-  const u32 queued = q::encode_tail(1, 0) | pvb::head_cpu_bits(1);
+  const u32 queued = q::encode_tail<pvb::Tail>(1, 0) | pvb::head_cpu_bits(1);
   L plain = with_word<L>(queued | q::kLockedVal);
   plain.unlock();
   EXPECT_EQ(plain.value(), queued) << "only the locked byte is cleared";
@@ -707,7 +730,7 @@ TEST(PvBounded, RunningModeLendsOnlyWhileTheReservedHeadIsPreemptedAndSilent) {
   LendEnv::reset();
   LendEnv::set_all(false);
   LendEnv::bind_cpu(0);
-  const u32 reserved = q::encode_tail(2, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1);  // (n,N|1,0)
+  const u32 reserved = q::encode_tail<pvb::Tail>(2, 0) | pvb::kNoSteal | pvb::head_cpu_bits(1);  // (n,N|1,0)
   using Hooks = pvb::Hooks<LendEnv>;
   pvb::Arrival<LendEnv>::life[1].alive = 0;  // head 1's loop has been silent forever
   {

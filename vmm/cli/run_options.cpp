@@ -52,11 +52,6 @@ std::vector<inject::InjectSpec> inject_specs(const RunOptions& o, machine::Machi
 void validate_lock_options(const RunOptions& o) {
   experiment::validate(o.lock.w);
   const locks::LockInfo& lock = experiment::known_lock(o.lock.w.lock);
-  // Locks below the VM's own vCPU limit say so; --vcpus above that limit is
-  // its own row's error.
-  if (lock.max_cpus < locks::kMaxCpus && o.machine.config.vcpus > lock.max_cpus)
-    fail("--lock {} serves at most {} CPUs (its lock word holds a CPU number), --vcpus {} asked", o.lock.w.lock,
-         lock.max_cpus, o.machine.config.vcpus);
   if (lock.needs_pv && o.machine.no_pv && !o.lock.native)
     fail("--lock {} needs KVM_FEATURE_PV_UNHALT, which --no-pv hides (use --lock auto to follow the KVM guest's policy)",
          o.lock.w.lock);

@@ -19,16 +19,6 @@ std::string beyond_limit(const Point& p, unsigned vcpu_limit) {
   const auto term = std::find_if(p.terms.begin(), p.terms.end(), [](const PlacementTerm& t) { return t.setting == "vcpus"; });
   if (term == p.terms.end()) return {};
   const unsigned vcpus = static_cast<unsigned>(std::stoul(term->resolved));
-  if (const std::string* lock = lookup(p.settings, "lock")) {
-    try {
-      // A lock below the VM's own limit says so (as `run` does); the others
-      // serve every vCPU a VM may have.
-      const auto max = experiment::known_lock(*lock).max_cpus;
-      if (max < own_vcpu_limit() && vcpus > max) return fmt::format("{} serves at most {} CPUs", *lock, max);
-    } catch (const Error&) {
-      // An unknown lock: the up-front check of every point refuses it.
-    }
-  }
   if (lookup(p.settings, "kernel") != nullptr && vcpus > linuxboot::kMaxVcpus)
     return fmt::format("a Linux guest has at most {} vCPUs", linuxboot::kMaxVcpus);
   // Native points are host threads: no KVM limits them, only `run`'s range.
