@@ -39,9 +39,8 @@ struct LeftOutValue {
 };
 
 // A point the lab cannot run where it is planned: its vCPU count, resolved
-// from a host-relative word (`vcpus = "2x"` on 256 CPUs is 512), is more than
-// its lock serves (pvbounded's word names at most 128 CPUs) or than a VM may
-// have (Scenario::vcpu_limit). Such points are left out and reported, as the
+// from a host-relative word (`vcpus = "8x"` on 256 CPUs is 2048), is more than
+// a VM may have (Scenario::vcpu_limit) or a Linux guest may have. Such points are left out and reported, as the
 // axis values a small host has no room for are: a preset that grows with the
 // host must still plan on the largest. A count the scenario spells out
 // itself is not left out: `run` refuses it, and so the lab, before any run.
@@ -49,7 +48,7 @@ struct LeftOutPoint {
   std::string key;
   std::vector<std::pair<std::string, std::string>> labels;
   unsigned vcpus = 0;
-  std::string why;  // "pvbounded serves at most 128 CPUs"
+  std::string why;  // "a VM has at most 1024 vCPUs"
   bool operator==(const LeftOutPoint&) const = default;
 };
 
