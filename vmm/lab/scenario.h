@@ -40,9 +40,9 @@ struct LeftOutValue {
 
 // A point the lab cannot run where it is planned: its vCPU count, resolved
 // from a host-relative word (`vcpus = "8x"` on 256 CPUs is 2048), is more than
-// a VM may have (Scenario::vcpu_limit) or a Linux guest may have. Such points are left out and reported, as the
-// axis values a small host has no room for are: a preset that grows with the
-// host must still plan on the largest. A count the scenario spells out
+// a VM may have (Scenario::vcpu_limit) or a Linux guest may have. Such points
+// are left out and reported, as the axis values a small host has no room for
+// are: a preset that grows with the host must still plan on the largest. A count the scenario spells out
 // itself is not left out: `run` refuses it, and so the lab, before any run.
 struct LeftOutPoint {
   std::string key;
