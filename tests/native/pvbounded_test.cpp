@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <thread>
@@ -96,6 +97,25 @@ TEST(PvBounded, TheWordNamesEveryCpuAVmMayHave) {
   Word l = with_word<Word>(queued);
   EXPECT_TRUE(l.try_lock());
   EXPECT_EQ(l.value(), queued | q::kLockedVal);
+}
+
+// On host threads bound to every CPU number a VM may have (0..1023), each
+// taking the lock a few times with now and then a long hold: exclusion holds,
+// and threads numbered above what a byte could name head the queue and take
+// the lock from it (their CPU in the head field and in the tail).
+TEST(PvBounded, ExcludesAndQueuesAcrossEveryCpuNumber) {
+  using Env = NativeEnvT<48>;
+  Env::reset();
+  locks::PvBoundedLock<Env> lock{};
+  const StressResult r = stress<locks::PvBoundedLock<Env>, Env>(lock, locks::kMaxCpus, scaled(256));
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.total, u64{locks::kMaxCpus} * scaled(256));
+  u64 high_heads = 0;
+  for (unsigned cpu = 256; cpu < locks::kMaxCpus; ++cpu)
+    high_heads += Env::ev[cpu].get(LockEvent::lock_queue) + Env::ev[cpu].get(LockEvent::pv_reserved);
+  EXPECT_GT(high_heads, 0u) << "no thread above 255 took the lock as the queue head";
+  std::printf("[ measured ] pvbounded, %u threads: %llu acquisitions from the queue head by threads 256 and up\n",
+              locks::kMaxCpus, static_cast<unsigned long long>(high_heads));
 }
 
 // Rule 5: each head acquisition steers the working bound T_now with the
