@@ -73,7 +73,6 @@ LockLogStats read_lock_log(std::span<const std::byte> memory, const LockLogPlace
     if (header.count > place.capacity) ++stats.rejected;
     const std::uint64_t dropped = std::min<std::uint64_t>(header.dropped, std::uint64_t{1} << 48);
     stats.dropped += dropped;
-    stats.most_per_vcpu = std::max(stats.most_per_vcpu, count + dropped);
     TraceBuffer& lane = trace.lock_lane(i);
     const GuestClock& clock = clocks[i];
     for (std::uint64_t r = 0; r < count; ++r) {

@@ -33,7 +33,6 @@ void init_lock_log(std::span<std::byte> memory, const LockLogPlacement& place, u
 struct LockLogStats {
   std::uint64_t records = 0;   // accepted
   std::uint64_t dropped = 0;   // the guest's count of acquisitions its full log did not keep
-  std::uint64_t most_per_vcpu = 0;  // the most records one vCPU made, kept or dropped
   std::uint64_t rejected = 0;  // records that failed a check (never in the trace)
   std::uint64_t clamped = 0;   // records kept with times moved into the window (within the slack)
   // Accepted records by acquisition path (locks::AcqPath), and those whose

@@ -42,7 +42,7 @@ std::uint64_t Trace::dropped_events() const {
   return n;
 }
 
-std::uint64_t Trace::max_events_to_keep_all() const {
+LaneQuota Trace::most_needed() const {
   LaneQuota need{0, 0, 0};
   for (unsigned i = 0; i < vcpus(); ++i) {
     need.vcpu_events = std::max<std::size_t>(need.vcpu_events, vcpu_lanes_[i].events().size() + vcpu_lanes_[i].dropped());
@@ -51,7 +51,7 @@ std::uint64_t Trace::max_events_to_keep_all() const {
     need.lock_records = std::max<std::size_t>(need.lock_records,
                                               (lock_lanes_[i].events().size() + lock_lanes_[i].dropped() + 1) / 2);
   }
-  return max_events_to_hold(need, vcpus());
+  return need;
 }
 
 void Trace::on_kick(unsigned from, unsigned target, std::uint64_t flow, std::uint64_t sent_ns) noexcept {

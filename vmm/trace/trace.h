@@ -70,10 +70,11 @@ class Trace final : public pvlock::KickObserver {
   const TraceBuffer& lock_lane(unsigned vcpu) const { return lock_lanes_[vcpu]; }
   // Events every lane could not keep (the file's metadata.dropped_events).
   std::uint64_t dropped_events() const;
-  // The cap under which every lane would have kept all it was handed in this
-  // run (the most any one vCPU's lane of each kind needed), as lane_quota
-  // shares it; after the guest's lock log was read (its drops count).
-  std::uint64_t max_events_to_keep_all() const;
+  // What every lane was handed in this run, kept or dropped: the most of any
+  // one vCPU per lane kind (lock lanes in records, two slices each); after
+  // the guest's lock log was read (its drops count).  max_events_to_hold()
+  // of it is the cap that would have kept the whole run.
+  LaneQuota most_needed() const;
   // The vCPU thread's own reader of its run-state record (host lane).
   PreemptionTracker& preemptions(unsigned vcpu) { return trackers_[vcpu]; }
   const PreemptionTracker& preemptions(unsigned vcpu) const { return trackers_[vcpu]; }

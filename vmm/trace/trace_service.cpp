@@ -166,7 +166,6 @@ void TraceService::finish() {
     tsc["source"] = "none: KVM told neither the offset nor IA32_TSC; offset assumed 0";
   }
   tsc["error_ns"] = error_ns ? nlohmann::json(*error_ns) : nlohmann::json(nullptr);
-  std::uint64_t most_records = 0;  // the most lock records one vCPU made
   if (boot.config.workload && lock_log_.stride != 0) {
     const std::uint32_t locks = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(boot.config.workload->nlocks, 1, 16));
     // A record the conversion misplaced by no more than its stated error is
@@ -183,7 +182,6 @@ void TraceService::finish() {
     for (unsigned p = 0; p < locks::kAcqPathCount; ++p) by_path[locks::kAcqPathNames[p]] = stats.by_path[p];
     meta["locks"]["by_path"] = std::move(by_path);
     meta["locks"]["invalid_path"] = stats.invalid_path;
-    most_records = stats.most_per_vcpu;
   }
   // Lanes that filled: what would have kept this run whole, a quarter more
   // (the next run's luckiest vCPU may make more), for the run's trace line
@@ -191,9 +189,10 @@ void TraceService::finish() {
   if (trace.dropped_events() != 0) {
     const auto round_up = [](std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; };
     nlohmann::json sizing;
-    sizing["max_events"] = round_up(trace.max_events_to_keep_all() / 4 * 5, 1000000);
-    const std::uint64_t free_needed = lock_log_free_bytes_for(most_records / 4 * 5, trace.vcpus());
-    if (most_records != 0 && free_needed > free_bytes_)
+    const LaneQuota need = trace.most_needed();
+    sizing["max_events"] = round_up(max_events_to_hold(need, trace.vcpus()) / 4 * 5, 1000000);
+    const std::uint64_t free_needed = lock_log_free_bytes_for(need.lock_records / 4 * 5, trace.vcpus());
+    if (lock_log_.stride != 0 && need.lock_records != 0 && free_needed > free_bytes_)
       sizing["memory_mib"] = round_up(boot.config.memory_mib + round_up(free_needed - free_bytes_, 1 << 20) / (1 << 20), 64);
     meta["sizing"] = std::move(sizing);
   }
