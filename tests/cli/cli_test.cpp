@@ -3,6 +3,7 @@
 // lines): every case runs the same binary through the same spawn helpers.
 #include <elf.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -617,6 +618,44 @@ TEST(CliNative, VnumaGivesTheThreadsTheirNodes) {
   EXPECT_EQ(j["vcpu_node"], nlohmann::json::array({0, 1, 0, 1}));
   EXPECT_EQ(j["per_node_ops_per_sec"].size(), 2u);
   EXPECT_GT(j["pv"].value("numa_flush", 0), 0) << j["pv"].dump();
+}
+
+// Host threads run lock workloads only, so `run --native` without
+// --workload runs the lock benchmark (a VM's default, pingpong, is not one).
+TEST(CliNative, WithoutAWorkloadRunsTheLockBenchmark) {
+  const std::string json = scratch("native-default.json");
+  std::filesystem::remove(json);
+  const auto o = lockvisor("run --native --vnuma 0@0,1@0 --lock cna --vcpus 2 --duration 0.05 --json " + json);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("cna lockbench on 2 threads"), std::string::npos) << o.output;
+  EXPECT_EQ(read_json(json)["workload"], "lockbench");
+  // Asked for by name, a workload that is not a lock workload is still refused.
+  expect_one_line_error(lockvisor("run --native --workload pingpong"), 2, "--native runs lock workloads only");
+}
+
+// --vcpus takes a ratio of the host CPUs as the lab's words do: of --pcpus
+// when given, else of the CPUs this process may use.
+TEST(CliOptions, VcpusTakeARatioOfTheHostCpus) {
+  const std::string json = scratch("native-ratio.json");
+  const auto vcpus_of = [&](const std::string& args) {
+    std::filesystem::remove(json);
+    const auto o = lockvisor("run --native --lock tas --duration 0.02 --json " + json + " " + args);
+    EXPECT_EQ(o.exit_code, 0) << args << ": " << o.output;
+    return o.exit_code == 0 ? read_json(json)["vcpus"].get<unsigned>() : 0u;
+  };
+  EXPECT_EQ(vcpus_of("--vcpus 3x --pcpus 0"), 3u);
+  EXPECT_EQ(vcpus_of("--vcpus 2x --pcpus 1cpu"), 2u);
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  const auto usable = static_cast<unsigned>(CPU_COUNT(&mask));
+  if (usable <= 256) {
+    EXPECT_EQ(vcpus_of("--vcpus 2x"), 2 * usable);
+  }
+  expect_one_line_error(lockvisor("run --vcpus 3y"), 2, "--vcpus: '3y' is neither a count nor a ratio");
+  expect_one_line_error(lockvisor("run --vcpus 0x"), 2, "--vcpus: vCPUs '0x'");
+  expect_one_line_error(lockvisor("run --vcpus 1025x --pcpus 0"), 2, "--vcpus: vCPUs '1025x'");
+  expect_one_line_error(lockvisor("run --vcpus 1024x --pcpus 0-1"), 2,
+                        "--vcpus 1024x: 2048 vCPUs on 2 host CPUs, must be between 1 and 1024");
 }
 
 TEST(CliKvm, GuestLockbenchJsonHasEveryKey) {

@@ -15,9 +15,20 @@ void MachineOptions::add_to(CLI::App& command) {
   // runs: here only what CLI11 needs to convert the text, so that --vcpus 0
   // gets the same message from run, the lab and the tests; --help shows the
   // row's range all the same.
-  command.add_option("--vcpus", config.vcpus, setting_row("vcpus").help)
-      ->transform(unsigned_in(0, std::numeric_limits<unsigned>::max())
-                      .description(experiment::range_text(setting_row("vcpus"))))
+  // A count, or a ratio of the host CPUs (2x) that finish() resolves once
+  // --pcpus is known: the ratio passes as text, a count through unsigned_in.
+  const CLI::Validator count = unsigned_in(0, std::numeric_limits<unsigned>::max());
+  command.add_option("--vcpus", vcpus, setting_row("vcpus").help)
+      ->transform(CLI::Validator(
+                      [count](std::string& text) -> std::string {
+                        if (host::is_vcpu_ratio(text)) return {};
+                        std::string error = count(text);
+                        if (!error.empty() && error.front() == '\'')
+                          return fmt::format("'{}' is neither a count nor a ratio of the host CPUs (2x)", text);
+                        return error;
+                      },
+                      experiment::range_text(setting_row("vcpus")) + ", or a ratio of --pcpus (2x)"))
+      ->type_name("COUNT")
       ->default_str(setting_row("vcpus").def);
   // Bounded on the text, before `memory_mib << 20` could wrap to a small size.
   add_setting(command, "memory_mib", config.memory_mib);
@@ -54,6 +65,18 @@ void MachineOptions::add_to(CLI::App& command) {
 
 void MachineOptions::finish() {
   if (pcpus_option != nullptr && pcpus_option->count() > 0) config.pcpus = host::resolve_pcpus_option(pcpus);
+  if (!vcpus.empty()) {
+    const std::size_t host_cpus = config.pcpus.empty() ? host::usable_cpus().size() : config.pcpus.size();
+    try {
+      config.vcpus = host::resolve_vcpus(vcpus, host_cpus);
+    } catch (const Error& e) {
+      fail("--vcpus: {}", e.what());
+    }
+    // validate_config() judges the count; a ratio's message also says what it resolved to.
+    if (host::is_vcpu_ratio(vcpus) && config.vcpus > abi::kMaxVcpus)
+      fail("--vcpus {}: {} vCPUs on {} host CPUs, must be between 1 and {}", vcpus, config.vcpus, host_cpus,
+           abi::kMaxVcpus);
+  }
   config.pin = pin == "float" ? machine::PinPolicy::kFloat : machine::PinPolicy::kSpread;
   if (!vnuma.empty()) {
     const bool pcpus_given = !config.pcpus.empty();

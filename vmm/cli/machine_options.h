@@ -12,6 +12,7 @@ struct MachineOptions {
   machine::MachineConfig config;
   // The options given as text, converted in finish(); their defaults are
   // the rows' of vmm/experiment/run_settings.cpp (set when registered).
+  std::string vcpus;  // a count or a ratio of the host CPUs (2x); empty: config.vcpus as it is
   std::string pcpus;  // host CPUs in words (vmm/host/host_cpus.h); not given: all allowed CPUs
   std::string pin;
   std::string vnuma;  // empty: no virtual NUMA topology

@@ -178,6 +178,8 @@ CheckedOptions validate_linux_run(RunOptions& o) {
 }  // namespace
 
 CheckedOptions validate_run(RunOptions& o) {
+  // Host threads run lock workloads only, so there the default is the lock benchmark.
+  if (o.lock.native && o.command->count("--workload") == 0) o.workload = "lockbench";
   o.lock.w.workload = o.workload;
   o.machine.finish();
   auto& config = o.machine.config;

@@ -25,8 +25,9 @@ constexpr RunSetting kRows[] = {
   {.key = "workload", .flag = "--workload", .type = T::kChoice, .target = G::kRun,
    .choices = "pingpong|lockbench|uncontended|torture|hello|empty|idle|futex-hash|lockref|pipe|spawn",
    .def = "pingpong",
-   .help = "Workload to run: pingpong, lockbench, uncontended, torture, hello, empty; with --kernel the Linux "
-           "guest's init runs hello (the default there), idle, futex-hash, lockref, pipe or spawn",
+   .help = "Workload to run: pingpong, lockbench, uncontended, torture, hello, empty; with --native lockbench "
+           "(the default there), uncontended or torture; with --kernel the Linux guest's init runs hello (the "
+           "default there), idle, futex-hash, lockref, pipe or spawn",
    .lab = "lockbench, uncontended or torture; with kernel futex-hash, lockref, pipe or spawn",
    .cli_names = "-w,--workload"},
   {.key = "kernel", .flag = "--kernel", .type = T::kText, .target = G::kRun,
@@ -50,7 +51,7 @@ constexpr RunSetting kRows[] = {
    .help = "Lock algorithm for lock workloads (see 'lockvisor locks')", .lab = "lock algorithm (lockvisor locks)",
    .guest_key = "lock", .cli_names = "-l,--lock"},
   {.key = "vcpus", .flag = "--vcpus", .type = T::kUnsigned, .target = G::kMachine, .min = 1, .max = abi::kMaxVcpus,
-   .def = "2", .help = "Number of vCPUs (may exceed host CPUs: that is the point)",
+   .def = "2", .help = "Number of vCPUs (may exceed host CPUs: that is the point), or a ratio of --pcpus (2x)",
    .lab = "vCPUs (or host threads with native)"},
   {.key = "pcpus", .flag = "--pcpus", .type = T::kText, .target = G::kMachine,
    .help = "Host CPUs the vCPU threads may use, e.g. 0 or 0-1 (default: all allowed)",

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 #include "vmm/host/cpu_set.h"
@@ -105,11 +106,17 @@ std::vector<int> resolve_pcpus_option(const std::string& word) {
   }
 }
 
+bool is_vcpu_ratio(const std::string& word) {
+  const std::string_view w(word);
+  unsigned long n = 0;
+  return ends_with(w, "x") && whole_number(w.substr(0, w.size() - 1), n);
+}
+
 unsigned resolve_vcpus(const std::string& word, std::size_t host_cpus) {
   const std::string_view w(word);
   unsigned long n = 0;
-  if (whole_number(w, n)) return static_cast<unsigned>(n);
-  if (ends_with(w, "x") && whole_number(w.substr(0, w.size() - 1), n) && n > 0 && n <= kMaxRatio) {
+  if (whole_number(w, n) && n <= std::numeric_limits<unsigned>::max()) return static_cast<unsigned>(n);
+  if (is_vcpu_ratio(word) && whole_number(w.substr(0, w.size() - 1), n) && n > 0 && n <= kMaxRatio) {
     if (host_cpus == 0) fail("vCPUs '{}': a ratio needs host CPUs (pcpus)", word);
     return static_cast<unsigned>(n * host_cpus);
   }

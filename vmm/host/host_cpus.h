@@ -54,6 +54,10 @@ std::vector<int> resolve_host_cpus(const std::string& word, const std::vector<in
 // its error prefixed with the option.
 std::vector<int> resolve_pcpus_option(const std::string& word);
 
+// True when `word` has a ratio's form (a whole number and `x`), whatever
+// its number: resolve_vcpus() judges the number.
+bool is_vcpu_ratio(const std::string& word);
+
 // The vCPU count `word` stands for beside `host_cpus` resolved host CPUs.
 // Throws a usage lockvisor::Error with one line.
 unsigned resolve_vcpus(const std::string& word, std::size_t host_cpus);
