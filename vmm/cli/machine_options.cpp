@@ -66,14 +66,15 @@ void MachineOptions::add_to(CLI::App& command) {
 void MachineOptions::finish() {
   if (pcpus_option != nullptr && pcpus_option->count() > 0) config.pcpus = host::resolve_pcpus_option(pcpus);
   if (!vcpus.empty()) {
-    const std::size_t host_cpus = config.pcpus.empty() ? host::usable_cpus().size() : config.pcpus.size();
+    const bool ratio = host::is_vcpu_ratio(vcpus);
+    const std::size_t host_cpus = !ratio ? 0 : config.pcpus.empty() ? host::usable_cpus().size() : config.pcpus.size();
     try {
       config.vcpus = host::resolve_vcpus(vcpus, host_cpus);
     } catch (const Error& e) {
       fail("--vcpus: {}", e.what());
     }
     // validate_config() judges the count; a ratio's message also says what it resolved to.
-    if (host::is_vcpu_ratio(vcpus) && config.vcpus > abi::kMaxVcpus)
+    if (ratio && config.vcpus > abi::kMaxVcpus)
       fail("--vcpus {}: {} vCPUs on {} host CPUs, must be between 1 and {}", vcpus, config.vcpus, host_cpus,
            abi::kMaxVcpus);
   }
