@@ -658,6 +658,23 @@ TEST(CliOptions, VcpusTakeARatioOfTheHostCpus) {
                         "--vcpus 1024x: 2048 vCPUs on 2 host CPUs, must be between 1 and 1024");
 }
 
+// doctor says how many vCPUs one VM may have here (the lower of the KVM's
+// limit and lockvisor's own), and run refuses one more with one line.
+TEST(CliKvm, DoctorNamesTheVcpuLimitThatRunKeeps) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  (void)kvm;
+  const auto o = lockvisor("doctor");
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  const std::string key = "vCPUs per VM   : up to ";
+  const auto at = o.output.find(key);
+  ASSERT_NE(at, std::string::npos) << o.output;
+  const unsigned limit = static_cast<unsigned>(std::stoul(o.output.substr(at + key.size())));
+  EXPECT_GE(limit, 1u);
+  EXPECT_LE(limit, lockvisor::abi::kMaxVcpus);
+  const std::string over = std::to_string(limit + 1);
+  expect_one_line_error(lockvisor("run --vcpus " + over), 2, "--vcpus " + over + ":");
+}
+
 TEST(CliKvm, GuestLockbenchJsonHasEveryKey) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   (void)kvm;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 
+#include "lockvisor/abi/guest_layout.h"
 #include "vmm/cli/commands.h"
 #include "vmm/host/cpu_set.h"
 #include "vmm/host/host_numa.h"
@@ -102,6 +103,14 @@ int doctor() {
     fmt::print("  {:<26} {:<4} {}\n", cap.name, value > 0 ? "yes" : "no", cap.why);
     if ((cap.id == KVM_CAP_SYNC_REGS || cap.id == KVM_CAP_IMMEDIATE_EXIT) && value <= 0) required = false;
   }
+  // What `run --vcpus` may ask here: the lower of this KVM's limit and lockvisor's own.
+  const kvm::VcpuLimit limit = system->vcpu_limit();
+  if (limit.vcpus < abi::kMaxVcpus)
+    fmt::print("vCPUs per VM   : up to {} (this KVM's limit, {}; lockvisor's own is {})\n", limit.vcpus, limit.source,
+               abi::kMaxVcpus);
+  else
+    fmt::print("vCPUs per VM   : up to {} (lockvisor's own limit; this KVM allows {}, {})\n", abi::kMaxVcpus,
+               limit.vcpus, limit.source);
   fmt::print("backends       :\n");
   fmt::print("  userspace      {} (kick latches in the VMM; doorbell hypercalls from CPL3)\n",
              required ? "can run" : "cannot run: a required capability is missing");
