@@ -116,7 +116,7 @@ unsigned resolve_vcpus(const std::string& word, std::size_t host_cpus) {
   const std::string_view w(word);
   unsigned long n = 0;
   if (whole_number(w, n) && n <= std::numeric_limits<unsigned>::max()) return static_cast<unsigned>(n);
-  if (is_vcpu_ratio(word) && whole_number(w.substr(0, w.size() - 1), n) && n > 0 && n <= kMaxRatio) {
+  if (ends_with(w, "x") && whole_number(w.substr(0, w.size() - 1), n) && n > 0 && n <= kMaxRatio) {
     if (host_cpus == 0) fail("vCPUs '{}': a ratio needs host CPUs (pcpus)", word);
     return static_cast<unsigned>(n * host_cpus);
   }
