@@ -6,7 +6,18 @@
 # and option of the binary's help, and the bash completion completes.
 source "$(dirname "$0")/install_test_common.sh"
 prefix=$work/prefix
+# `cmake --install` rewrites the build tree's install_manifest.txt, which is
+# how a user who installed from this tree uninstalls (docs/install.md): the
+# test puts back the list it found (or none), so running the suite after
+# installing leaves that list naming the user's files, not this temporary prefix.
+manifest=$build/install_manifest.txt
+[ -e "$manifest" ] && cp -p "$manifest" "$work/manifest.found"
+restore_manifest() {
+  if [ -e "$work/manifest.found" ]; then cp -p "$work/manifest.found" "$manifest"; else rm -f "$manifest"; fi
+}
+trap 'restore_manifest; rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
+restore_manifest
 lv=$prefix/bin/lockvisor
 [ "$(ls "$prefix/bin")" = lockvisor ] || fail "bin/ holds more than lockvisor: $(ls "$prefix/bin" | tr '\n' ' ')"
 

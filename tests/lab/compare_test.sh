@@ -2,7 +2,8 @@
 # lab compare: a lab against itself has every median inside its own interval
 # (exit 0) and a wall time from its results; a point whose throughput was
 # made 1000 times larger is named as outside (exit 1); what the two labs'
-# plans differ in is said; bad input is one line with exit 2.
+# plans differ in is said; a metric is named as summary.csv names it or by
+# its column's name (jain or jain_median); bad input is one line with exit 2.
 source "$(dirname "$0")/lab_test_common.sh"
 
 "$LOCKVISOR" lab --scenario "$work/scenario.toml" --out "$work/a" >/dev/null
@@ -36,6 +37,12 @@ grep -q "^ops_per_sec: 3 of 4 medians .*; outside: vcpus=2,lock=tas\.$" "$work/c
   fail "the changed point is not named: $(grep '^ops_per_sec:' "$work/changed.md")"
 grep -q "^jain: 4 of 4 medians" "$work/changed.md" || fail "jain did not change: $(grep '^jain:' "$work/changed.md")"
 grep -Eq "^\| vcpus=2,lock=tas \| .* \| 1000\.00 \| \*\*no\*\* \|$" "$work/changed.md" || fail "no row for the point"
+# summary.csv's column name for a median (jain_median) names the metric too.
+set +e
+"$LOCKVISOR" lab compare "$work/a" "$work/b" --metric ops_per_sec_median --metric jain_median > "$work/columns.md"
+set -e
+diff <(grep -v '^Other:\|^Base:\|^# ' "$work/changed.md") <(grep -v '^Other:\|^Base:\|^# ' "$work/columns.md") >/dev/null ||
+  fail "--metric jain_median did not compare what --metric jain does: $(diff "$work/changed.md" "$work/columns.md")"
 
 # Another plan: said, and the points still compared by key.
 "$LOCKVISOR" lab --scenario "$work/scenario.toml" --set duration_s=0.03 --out "$work/c" >/dev/null
@@ -63,6 +70,7 @@ expect_usage() {  # EXPECTED-TEXT ARGS...
   grep -qF -- "$want" "$work/err" || fail "lab compare $*: '$(cat "$work/err")' does not say '$want'"
 }
 expect_usage "no lab.json here: not a lab directory" "$work/a" "$work/nowhere"
-expect_usage "--metric bogus: not a summary.csv metric" "$work/a" "$work/a" --metric bogus
+expect_usage "--metric bogus: not a summary.csv metric (one of: ops_per_sec," "$work/a" "$work/a" --metric bogus
+expect_usage "--metric jain_lo: not a summary.csv metric" "$work/a" "$work/a" --metric jain_lo
 expect_usage "other is required" "$work/a"
 echo "lab compare: ok"

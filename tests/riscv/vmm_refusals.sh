@@ -6,6 +6,9 @@
 # code 2 before anything runs; `locks` lists the registry; `doctor` without
 # /dev/kvm says so and fails.
 #
+# Options of x86's run that riscv64's has not (the timeline, the injector)
+# and misspelt ones are refused alike, naming the option.
+#
 # Usage: vmm_refusals.sh LOCKVISOR_RISCV64_BINARY
 set -uo pipefail
 bin=${1:?usage: vmm_refusals.sh LOCKVISOR_RISCV64_BINARY}
@@ -33,6 +36,11 @@ refused "--backend kvm" run --backend kvm
 refused "x86 wake paths" run --pv-wake ipi
 refused "x86-64 only" lab
 refused "x86-64 only" linux
+refused "--trace is not an option of riscv64's run" run --trace x.json
+refused "--inject is not an option of riscv64's run" run --workload lockbench --inject periodic:vcpu=0,every=10ms,for=1ms
+refused "--lcok is not an option of riscv64's run" run --lcok pvbounded
+refused "unexpected argument 'extra'" run extra
+refused "--vcpus" run --vcpus many
 refused "experimental range" run --sbi-eid 50564c4b
 refused "experimental range" run --sbi-eid zz
 refused "host CPUs '': empty" run --pcpus ''

@@ -61,8 +61,16 @@ int compare_labs(const std::string& base_dir, const std::string& other_dir, cons
                  std::FILE* out) {
   std::vector<const Metric*> chosen;
   for (const auto& name : names.empty() ? std::vector<std::string>{kCompareDefaultMetric} : names) {
+    // summary.csv names a metric's median NAME_median: that column is the metric too
+    // (window_jain_median is a metric of its own, and its column window_jain_median_median).
+    constexpr std::string_view kMedian = "_median";
     const Metric* m = find_metric(name);
-    if (m == nullptr) fail("lab compare: --metric {}: not a summary.csv metric (ops_per_sec, latency_max_ns, jain ...)", name);
+    if (m == nullptr && name.ends_with(kMedian)) m = find_metric(name.substr(0, name.size() - kMedian.size()));
+    if (m == nullptr) {
+      std::string known;
+      for (const auto& each : metrics()) known += (known.empty() ? "" : ", ") + std::string(each.name);
+      fail("lab compare: --metric {}: not a summary.csv metric (one of: {})", name, known);
+    }
     chosen.push_back(m);
   }
   const auto base = load_lab(base_dir);
