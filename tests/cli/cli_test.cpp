@@ -308,6 +308,17 @@ TEST(CliNoKvm, MissingImageFileIsBadInputExit2) {
   }
 }
 
+// An --image that is an ELF file but no guest (a host program) is refused
+// before anything runs by every command that boots one, not failed case by
+// case (conformance) or after opening KVM.
+TEST(CliNoKvm, AnImageThatIsNoGuestIsBadInputExit2) {
+  for (const std::string command : {"run", "conformance", "bench"}) {
+    const auto o = lockvisor_env(kNoDevice, command + " --image /bin/ls");
+    expect_stderr_line(o, 2, {"guest image", "not an executable"}, command);
+    EXPECT_EQ(o.err.find(kMissingDevice), std::string::npos) << o.err;
+  }
+}
+
 TEST(CliNoKvm, BadJsonPathIsBadInputExit2) {
   const auto o = lockvisor_env(kNoDevice, "run --native --workload uncontended --vcpus 1 --iterations 1000 --json "
                                           "/nonexistent/dir/report.json");
@@ -981,6 +992,44 @@ TEST(CliOutputFiles, FailedJsonWriteLeavesNoTemporary) {
   EXPECT_EQ(dir.entries(), std::set<std::string>{"report.json"});
 }
 
+// Two outputs of one command, or an output and the command's input, that
+// name one file (however spelt) are refused before anything runs: the later
+// writer would silently replace the other's bytes. The file stays as it was.
+TEST(CliOutputFiles, AnOutputOverAnotherOutputOrTheInputIsRefused) {
+  ScratchDir dir;
+  const std::string same = dir / "same.json";
+  write_file(same, "keep me");
+  const std::pair<std::string, std::string> cases[] = {
+      {"run --workload lockbench --json " + same + " --trace " + same,
+       "--trace " + same + ": the same file as --json " + same + "; give each its own"},
+      {"run --workload hello --json " + same + " --serial " + (dir / "./same.json"),
+       "--serial " + (dir / "./same.json") + ": the same file as --json " + same},
+      {"run --native --workload lockbench --json " + same + " --trace " + same, "the same file as --json"},
+      {"trace-check " + same + " --json " + same, "--json " + same + ": the same file as the trace " + same},
+      {"linux report " + same + " --json " + same, "--json " + same + ": the same file as the console log " + same},
+  };
+  for (const auto& [args, mention] : cases) {
+    SCOPED_TRACE(args);
+    expect_one_line_error(lockvisor(args), 2, mention);
+    EXPECT_EQ(read_text(same), "keep me");
+  }
+}
+
+// --serial /dev/stdout with stdout redirected to a file: the guest's lines
+// and the report both land in it, neither written over the other (the
+// file's own description is shared, not reopened at offset 0).
+TEST(CliOutputFiles, SerialToARedirectedStdoutKeepsTheReport) {
+  LOCKVISOR_REQUIRE_KVM(kvm);
+  ScratchDir dir;
+  const auto o = shell(std::string(LOCKVISOR_BINARY) + " run --workload hello --serial /dev/stdout > " +
+                       (dir / "out.txt") + " 2>&1");
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  const std::string out = read_text(dir / "out.txt");
+  EXPECT_NE(out.find("lockvisor run: workload hello"), std::string::npos) << out;
+  EXPECT_NE(out.find("hello from lockvisor guest"), std::string::npos) << out;
+  EXPECT_NE(out.find("outcome: completed"), std::string::npos) << out;
+}
+
 // An unwritable --json is a bad command line found before the run
 // (exit 2 here, not the missing KVM device's 6).
 TEST(CliOutputFiles, UnwritableJsonIsFoundBeforeAnythingRuns) {
@@ -1336,7 +1385,7 @@ TEST(CliInject, BadSchedulesAreOneLineUsageErrors) {
       {"run -w lockbench --inject periodic:vcpu=0,every=1ms,for=1ms", "must be shorter than every"},
       {"run -w lockbench --inject 'holder:lock=0,for=1ms'", "exactly one of every=N or p=P"},
       {"run -w lockbench --vcpus 2 --inject periodic:vcpu=2,every=1ms,for=10us", "the VM has 2 vCPUs"},
-      {"run -w pingpong --inject waiter:lock=0,every=1,for=10us", "need a lock workload"},
+      {"run -w pingpong --inject waiter:lock=0,every=1,for=10us", "need a contended lock workload (lockbench, torture; pingpong takes no lock)"},
       {"run -w lockbench --native --vcpus 2 --inject periodic:vcpu=2,every=1ms,for=10us", "the VM has 2 vCPUs"},
       {"run -w lockbench --inject 'holder:lock=0,every=1,for=1ms;holder:lock=any,p=0.5,for=1ms'", "more than one holder"},
   };

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <map>
@@ -255,6 +256,81 @@ TEST(RunSettings, LockParamsAreCheckedBeforeBoot) {
       EXPECT_EQ(o.output, fmt::format("lockvisor: error: --param '{}': {}\n", param, words));
     }
   }
+}
+
+// What --param cannot have meant is refused before anything boots: a key
+// given twice (the guest takes the first), an empty key, a lock parameter
+// that the run's lock does not read or that no lock reads although it has a
+// lock parameter's prefix (a typo), and a lock parameter for a workload
+// without a lock. A key of no lock's prefix passes to the guest (a note).
+TEST(RunSettings, ParamsTheRunWouldIgnoreAreRefused) {
+  for (const auto& [args, words] :
+       {std::pair{"--lock pvbounded --param pvb_bound_us=10 --param pvb_bound_us=20",
+                  "--param 'pvb_bound_us=20': pvb_bound_us is given twice (the guest would take the first)"},
+        std::pair{"--lock pvbounded --param =1", "--param '=1': the key is empty"},
+        std::pair{"--lock tas --param pvb_bound_us=10",
+                  "--param 'pvb_bound_us=10': only pvbounded read pvb_bound_us, and this run's lock is tas"},
+        std::pair{"--lock qspinlock --param pvq_unfair=1",
+                  "--param 'pvq_unfair=1': only pvqspinlock, pvconfer, auto read pvq_unfair, and this run's lock is "
+                  "qspinlock"}}) {
+    for (const std::string where : {"", "--native "}) {
+      const auto o = lockvisor("run " + where + "--workload lockbench --duration 0.01 " + args);
+      EXPECT_EQ(o.exit_code, 2) << args << ": " << o.output;
+      EXPECT_EQ(o.output, fmt::format("lockvisor: error: {}\n", words)) << args;
+    }
+  }
+  const auto typo = lockvisor("run --workload lockbench --lock pvqspinlock --param pvq_unfiar=1");
+  EXPECT_EQ(typo.exit_code, 2) << typo.output;
+  EXPECT_EQ(typo.output.rfind("lockvisor: error: --param 'pvq_unfiar=1': no lock reads pvq_unfiar (lock parameters: "
+                              "pvb_bound_us, ",
+                              0),
+            0u)
+      << typo.output;
+  EXPECT_EQ(std::count(typo.output.begin(), typo.output.end(), '\n'), 1) << typo.output;
+  const auto no_lock = lockvisor("run --workload pingpong --param q_pending=0");
+  EXPECT_EQ(no_lock.output,
+            "lockvisor: error: --param 'q_pending=0': a lock parameter, and this run's workload, pingpong, takes no "
+            "lock\n");
+  const auto note = lockvisor("run --native --workload lockbench --duration 0.01 --param note=first-try");
+  EXPECT_EQ(note.exit_code, 0) << note.output;
+}
+
+// A setting the run would not read is refused before anything boots, unless
+// it is given its default (what the run does anyway): a lock workload's
+// setting for a workload without a lock, pingpong's for another workload, a
+// VM's for host threads (--native).
+TEST(RunSettings, SettingsTheRunWouldIgnoreAreRefused) {
+  for (const auto& [args, words] :
+       {std::pair{"--workload pingpong --lock nosuchlock",
+                  "--lock: a lock workload's setting (lockbench, uncontended, torture), and this run's workload, "
+                  "pingpong, takes no lock"},
+        std::pair{"--workload hello --cs 500",
+                  "--cs: a lock workload's setting (lockbench, uncontended, torture), and this run's workload, hello, "
+                  "takes no lock"},
+        std::pair{"--workload lockbench --rounds 5", "--rounds: only pingpong reads it, and this run's workload is lockbench"},
+        std::pair{"--native --kick lossy", "--kick: a VM's setting; --native runs host threads, no VM"},
+        std::pair{"--native --timeout 5", "--timeout: a VM's setting; --native runs host threads, no VM"},
+        std::pair{"--native --dedicated", "--dedicated: a VM's setting; --native runs host threads, no VM"},
+        std::pair{"--native --image /bin/ls", "--image: a VM's setting; --native runs host threads, no VM"},
+        std::pair{"--workload uncontended --inject holder:lock=0,every=1,for=100us",
+                  "--inject 'holder:lock=0,every=1,for=100us': targeted schedules need a contended lock workload "
+                  "(lockbench, torture; uncontended has no contention to target)"}}) {
+    const auto o = lockvisor("run " + std::string(args));
+    EXPECT_EQ(o.exit_code, 2) << args << ": " << o.output;
+    EXPECT_EQ(o.output, fmt::format("lockvisor: error: {}\n", words)) << args;
+  }
+  const auto defaults = lockvisor("run --native --workload lockbench --duration 0.01 --kick sticky --vnuma-remote-ns 0");
+  EXPECT_EQ(defaults.exit_code, 0) << defaults.output;
+}
+
+// A --timeout that cannot outlast a lock workload's --duration would end
+// every run as a watchdog timeout (exit 4): refused before it boots.
+TEST(RunSettings, ATimeoutWithinTheDurationIsRefused) {
+  const auto o = lockvisor("run --workload lockbench --duration 1 --timeout 0.3");
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_EQ(o.output,
+            "lockvisor: error: --timeout 0.3: not longer than --duration 1: the watchdog would stop every run before "
+            "its measured window ends (without --timeout a lock workload gets 70 s)\n");
 }
 
 // A bad --vnuma or --vnuma-remote-ns is one line and exit 2 before anything

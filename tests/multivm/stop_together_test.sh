@@ -40,8 +40,11 @@ for v in d["vms"]:
     assert v["result"]["wall_seconds"] < 15, ("not stopped", v["result"]["wall_seconds"])
 '
 set +e
-"$LOCKVISOR" run --workload lockbench --pcpus 0 --vcpus 2 --duration 20 \
-  --vm label=short,timeout=0.5 --vm label=long --json "$work/fail.json" > "$work/fail.log" 2>&1
+# The short VM's watchdog fires: a ping-pong of more rounds than it can play
+# in 0.5 s (a lock workload's --timeout must outlast its --duration).
+"$LOCKVISOR" run --workload lockbench --pcpus 0 --vcpus 2 \
+  --vm label=short,workload=pingpong,rounds=1000000000,timeout=0.5 --vm label=long,duration=20 \
+  --json "$work/fail.json" > "$work/fail.log" 2>&1
 code=$?
 set -e
 [ "$code" = 4 ] || fail "exit code $code when one VM timed out, expected 4: $(tail -5 "$work/fail.log")"

@@ -506,6 +506,7 @@ int bench_all(const BenchOptions& o) {
   if (!o.json.empty()) json.emplace(o.json, "--json");
   std::vector<std::byte> storage;
   const auto image = select_guest_image(o.image, storage);
+  machine::validate_image(machine::MachineConfig{}, image);  // --image /bin/ls: one line, exit 2, before KVM
   const auto kvm = kvm::KvmSystem::open();
   StartupCounts counts;  // a count above the host KVM's limit is refused here, before anything runs
   if (o.startup_only)

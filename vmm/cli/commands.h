@@ -27,7 +27,8 @@ Action add_linux_command(CLI::App& app);
 // run would, without running anything: throws a usage lockvisor::Error
 // with the one-line reason. The lab checks every point with it up front.
 // Without host_checks it leaves out what depends on the host's KVM (a Linux
-// guest refused on PVM): a lab's --dry-run lists its points on any host.
+// guest, --backend kvm or --guest-ring 0 refused on PVM): a lab's --dry-run
+// lists its points on any host.
 // Returns what it found out about the run.
 struct CheckedRun {
   std::string workload, lock;  // lock: empty for a workload without one

@@ -78,9 +78,10 @@ int run_freestanding(const ConformanceOptions& o) {
   if (!o.json.empty()) json.emplace(o.json, "--json");
   std::vector<std::byte> storage;
   const auto image = select_guest_image(o.image, storage);
-  const auto kvm = kvm::KvmSystem::open();
   machine::MachineConfig base;
   base.backend_kind = o.suite.backend;
+  machine::validate_image(base, image);  // --image /bin/ls: one line, exit 2, not a failure per case
+  const auto kvm = kvm::KvmSystem::open();
   machine::validate_host(base, kvm);  // --backend kvm on PVM: one line, exit 2, before any case
   const char* backend = pvlock::backend_kind_name(o.suite.backend);
   const std::string kvm_kind = kvm::backend_name(kvm::detect_backend());

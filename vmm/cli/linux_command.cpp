@@ -24,6 +24,7 @@
 #include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
 #include "vmm/util/input_file.h"
+#include "vmm/util/file_identity.h"
 #include "vmm/util/output_file.h"
 
 namespace lockvisor::cli {
@@ -71,6 +72,7 @@ std::string init_reason(const linux_guest::InitReport& report) {
 // shows no KVM exit, so a triple fault without a panic line goes unseen),
 // else what the init reported.
 int console_report(const LinuxCommandOptions& o) {
+  refuse_shared_files({{"the console log", o.log}, {"--json", o.json}});
   std::optional<OutputFile> json;
   if (!o.json.empty()) json.emplace(o.json, "--json");
   const auto bytes = read_input_file(o.log, "console log", kMaxConsoleLogBytes);

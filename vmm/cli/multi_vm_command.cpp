@@ -26,6 +26,7 @@
 #include "vmm/multivm/multi_vm_run.h"
 #include "vmm/report/run_report.h"
 #include "vmm/util/error.h"
+#include "vmm/util/file_identity.h"
 #include "vmm/util/output_file.h"
 #include "vmm/util/top_level_comma.h"
 
@@ -163,7 +164,7 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
     if (own_path(g.name))
       fail("--{} outside --vm: every VM would use that {}; give {}=PATH per --vm", g.name,
            g.name == "api" ? "socket" : "file", g.name);
-  std::set<std::string> own_paths;
+  std::vector<std::string> own_paths;
   std::vector<multivm::VmPlan> plans;
   std::set<std::string> labels;
   for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -189,9 +190,14 @@ std::vector<multivm::VmPlan> plan_vms(const CLI::App& run, const std::vector<std
       if (it != own.end()) it->values.push_back(value);
       else own.push_back({name, is_switch(*option), {value}});
     }
-    for (const auto& g : own)
-      if (own_path(g.name) && !own_paths.insert(g.values.front()).second)
-        fail("{}: {}={}: another VM uses that path", where, g.name, g.values.front());
+    for (const auto& g : own) {
+      if (!own_path(g.name)) continue;
+      // However spelt (./s, a symlink): one file, one VM.
+      const std::string& path = g.values.front();
+      if (std::any_of(own_paths.begin(), own_paths.end(), [&](const std::string& p) { return same_file(p, path); }))
+        fail("{}: {}={}: another VM uses that path", where, g.name, path);
+      own_paths.push_back(path);
+    }
     if (plan.label.empty()) plan.label = fmt::format("vm{}", i + 1);
     if (!labels.insert(plan.label).second) fail("{}: label '{}' is already another VM's", where, plan.label);
     plan.args = flatten(merge(common, own));
@@ -256,6 +262,26 @@ int run_multi_vm(const CLI::App& run, const std::vector<std::string>& specs, uns
   // VM's own report, under "result", has it too).
   const auto host = lockstat::host_info(kvm::backend_name(kvm::detect_backend()));
   const auto result = multivm::run_vms(options);
+  // A VM whose own run refused its command line on this host (a --serial
+  // that is a directory, an --image that is no guest) failed before the start
+  // gate: that is said as a single run says it, one line on stderr and exit
+  // 2, without a report of VMs that never ran.
+  const int usage = machine::exit_code(machine::Outcome::kUsageError);
+  if (result.gate_opened_ns == 0)
+    for (std::size_t i = 0; i < result.vms.size(); ++i) {
+      const auto& vm = result.vms[i];
+      if (!vm.stopped_by.empty() || vm.exit_code != usage) continue;
+      constexpr std::string_view kError = "lockvisor: error: ";
+      std::string_view why = vm.reason;
+      for (std::size_t at = 0; at < vm.log.size();) {
+        const std::size_t end = std::min(vm.log.find('\n', at), vm.log.size());
+        const std::string_view line(vm.log.data() + at, end - at);
+        if (line.starts_with(kError)) why = line.substr(kError.size());
+        at = end + 1;
+      }
+      fmt::print(stderr, "lockvisor: error: --vm {} '{}': {}\n", i + 1, vm.spec, why);
+      return usage;
+    }
   int code = result.exit_code;
   bool json_failed = false;
   if (json) {

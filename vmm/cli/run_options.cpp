@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
+#include <vector>
 
 #include "locks/pvbounded_tuning.h"
 #include "vmm/cli/commands.h"
@@ -18,6 +20,7 @@
 #include "vmm/machine/linux_cpuid.h"
 #include "vmm/machine/machine.h"
 #include "vmm/util/error.h"
+#include "vmm/util/file_identity.h"
 
 namespace lockvisor::cli {
 
@@ -39,9 +42,10 @@ std::vector<inject::InjectSpec> inject_specs(const RunOptions& o, machine::Machi
   if (specs.empty()) return specs;
   inject::validate_inject_specs(specs, config.vcpus);
   for (const auto& s : specs) {
-    if (s.targeted() && !is_lock_workload(o.workload))
-      fail("--inject '{}': targeted schedules need a lock workload (lockbench, uncontended, torture)",
-           inject::format_inject_spec(s));
+    if (s.targeted() && (!is_lock_workload(o.workload) || o.workload == "uncontended"))
+      fail("--inject '{}': targeted schedules need a contended lock workload (lockbench, torture; {})",
+           inject::format_inject_spec(s),
+           is_lock_workload(o.workload) ? o.workload + " has no contention to target" : o.workload + " takes no lock");
     config.inject.push_back(inject::format_inject_spec(s));
   }
   config.lock_probe = inject::lock_probe_config(specs, config.seed);
@@ -57,11 +61,14 @@ void validate_lock_options(const RunOptions& o) {
          o.lock.w.lock);
 }
 
+// A lock workload's watchdog without --timeout: room past its --duration.
+double lock_watchdog_s(const RunOptions& o) { return o.lock.w.duration_s * 10 + 60; }
+
 // The watchdog: --timeout, or for a lock workload room past its --duration.
 double default_timeout(const RunOptions& o) {
   const double given = o.machine.config.timeout_s;
   if (given != 0 || !is_lock_workload(o.workload)) return given;
-  return o.lock.w.duration_s * 10 + 60;
+  return lock_watchdog_s(o);
 }
 
 // --param key=value: passes keys that have no option of their own. A key
@@ -69,15 +76,37 @@ double default_timeout(const RunOptions& o) {
 // the --param would silently override the validated option while the report
 // showed the option's value. A lock parameter (pvb_*) is checked here
 // against the rows the guest checks it with, with the guest's words.
+//
+// Other keys pass through to the guest's arguments (a note= reaches the
+// report), except what cannot be what was meant: an empty key, a key given
+// twice, a lock parameter that this run's lock does not read, and a key
+// that looks like one (a lock parameter's prefix, pvb_, cna_...) but is none,
+// the typo that would otherwise run the default silently.
 std::string checked_params(const RunOptions& o) {
   std::string explicit_params;
+  std::vector<std::string> keys;
   for (const auto& p : o.params) {
     if (p.find('=') == std::string::npos || p.find(' ') != std::string::npos)
       fail("--param '{}': expected key=value without spaces", p);
     const auto key = p.substr(0, p.find('='));
+    if (key.empty()) fail("--param '{}': the key is empty", p);
+    if (std::find(keys.begin(), keys.end(), key) != keys.end())
+      fail("--param '{}': {} is given twice (the guest would take the first)", p, key);
+    keys.push_back(key);
     if (const char* option = experiment::option_for_guest_key(key))
       fail("--param '{}': '{}' has its own option, {}; use that", p, key, option);
-    if (const auto* k = locks::pvb::find_tuning_key(key.data(), key.size())) {
+    const auto* k = locks::pvb::find_tuning_key(key.data(), key.size());
+    if (k == nullptr) {
+      std::string known;
+      bool looks_like_one = false;
+      for (const auto& each : locks::pvb::kTuningKeys) {
+        const std::string_view name = each.key;
+        looks_like_one = looks_like_one || key.starts_with(name.substr(0, name.find('_') + 1));
+        known += (known.empty() ? "" : ", ") + std::string(name);
+      }
+      if (looks_like_one) fail("--param '{}': no lock reads {} (lock parameters: {})", p, key, known);
+    }
+    if (k != nullptr) {
       std::uint64_t value = 0;
       switch (locks::pvb::check_tuning_value(*k, p.c_str() + key.size() + 1, &value)) {
         case locks::pvb::TuningCheck::kNotAValue: {
@@ -88,6 +117,14 @@ std::string checked_params(const RunOptions& o) {
         case locks::pvb::TuningCheck::kOutOfRange:
           fail("--param '{}': {}={} is out of range {}..{}", p, key, value, k->min, k->max);
         case locks::pvb::TuningCheck::kValid: break;
+      }
+      if (!is_lock_workload(o.workload))
+        fail("--param '{}': a lock parameter, and this run's workload, {}, takes no lock", p, o.workload);
+      if (!locks::pvb::tuning_key_used_by(*k, o.lock.w.lock.c_str())) {
+        std::string readers = k->used_by;
+        for (std::size_t at = readers.find(' '); at != std::string::npos; at = readers.find(' ', at + 2))
+          readers.replace(at, 1, ", ");
+        fail("--param '{}': only {} read {}, and this run's lock is {}", p, readers, key, o.lock.w.lock);
       }
     }
     explicit_params += p + ' ';
@@ -183,6 +220,8 @@ CheckedOptions validate_run(RunOptions& o) {
   o.lock.w.workload = o.workload;
   o.machine.finish();
   auto& config = o.machine.config;
+  // Each output its own file: two writers of one file would lose one output.
+  refuse_shared_files({{"--json", o.json}, {"--trace", o.trace}, {"--serial", config.serial_path}, {"--api", o.api}});
   for (const char* linux_only : {"--initrd", "--append", "--guest-lock", "--kvmclock"})
     if (o.command->count(linux_only) > 0 && o.linux_guest.kernel.empty()) fail("{}: needs --kernel FILE", linux_only);
   if (!o.linux_guest.kernel.empty()) return validate_linux_run(o);
@@ -211,6 +250,19 @@ CheckedOptions validate_run(RunOptions& o) {
       fail("--vnuma-remote-ns {}: the modelled cost is the guest's; --native runs host threads",
            config.vnuma_remote_ns);
   }
+  for (const auto& setting : experiment::run_settings()) {
+    const CLI::Option* given = o.command->get_option_no_throw(setting.flag);
+    if (given == nullptr || given->count() == 0) continue;
+    const auto& values = given->results();
+    const std::string value = values.size() == 1 ? values.front() : std::string();
+    if (const auto why = experiment::ignored_by(setting, value, o.workload, o.lock.native); !why.empty())
+      fail("{}", why);
+  }
+  if (is_lock_workload(o.workload) && o.command->count("--timeout") > 0 && o.command->count("--iterations") == 0 &&
+      config.timeout_s != 0 && config.timeout_s <= o.lock.w.duration_s)
+    fail("--timeout {}: not longer than --duration {}: the watchdog would stop every run before its measured window "
+         "ends (without --timeout a lock workload gets {} s)",
+         config.timeout_s, o.lock.w.duration_s, lock_watchdog_s(o));
   const std::string explicit_params = checked_params(o);
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
   config.program = o.workload;
@@ -234,6 +286,7 @@ CheckedOptions validate_run(RunOptions& o) {
   while (!c.args.empty() && c.args.back() == ' ') c.args.pop_back();
   config.args = c.args;
   machine::validate_config(config);
+  if (o.host_checks) machine::refuse_what_pvm_cannot_run(config);
   return c;
 }
 

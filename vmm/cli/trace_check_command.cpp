@@ -12,6 +12,7 @@
 #include "vmm/report/run_report.h"
 #include "vmm/trace/trace_check.h"
 #include "vmm/trace/trace_reader.h"
+#include "vmm/util/file_identity.h"
 #include "vmm/util/output_file.h"
 
 namespace lockvisor::cli {
@@ -53,6 +54,7 @@ Action add_trace_check_command(CLI::App& app) {
                   "Also write the summary and each lock's time by path as JSON (docs/trace.md, \"trace-check's "
                   "JSON\")");
   return [o] {
+    refuse_shared_files({{"the trace", o->file}, {"--json", o->json}});
     std::optional<OutputFile> json;
     if (!o->json.empty()) json.emplace(o->json, "--json");
     const trace::TraceTimeline timeline = trace::read_trace_file(o->file);

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
+
+#include "vmm/experiment/workload_settings.h"
 
 namespace lockvisor::experiment {
 namespace {
@@ -33,20 +36,20 @@ constexpr RunSetting kRows[] = {
   {.key = "kernel", .flag = "--kernel", .type = T::kText, .target = G::kRun,
    .help = "Boot this Linux bzImage instead of lockvisor's guest (hardware KVM or tools/nested-kvm; "
            "docs/linux-guests.md)",
-   .lab = "a Linux bzImage the point boots (lab --kernel FILE sets it for every point)"},
+   .lab = "a Linux bzImage the point boots (lab --kernel FILE sets it for every point)", .guest_only = true},
   {.key = "initrd", .flag = "--initrd", .type = T::kText, .target = G::kRun,
    .help = "--kernel: this initramfs instead of lockvisor's (whose /init runs --workload)",
-   .lab = "kernel: an initramfs instead of lockvisor's"},
+   .lab = "kernel: an initramfs instead of lockvisor's", .guest_only = true},
   {.key = "append", .flag = "--append", .type = T::kText, .target = G::kRun,
    .help = "--kernel: more kernel command line, after lockvisor's own",
-   .lab = "kernel: more kernel command line"},
+   .lab = "kernel: more kernel command line", .guest_only = true},
   {.key = "guest_lock", .flag = "--guest-lock", .type = T::kChoice, .target = G::kRun, .choices = "pv|tas|native",
    .def = "pv",
    .help = "--kernel: the kernel's spinlock, chosen through CPUID: pv (PV qspinlock), tas (virt_spin_lock "
            "test-and-set), native (queued spinlock)",
-   .lab = "kernel: the kernel's spinlock policy, pv, tas or native"},
+   .lab = "kernel: the kernel's spinlock policy, pv, tas or native", .guest_only = true},
   {.key = "kvmclock", .flag = "--kvmclock", .type = T::kChoice, .target = G::kRun, .choices = "on|off", .def = "on",
-   .help = "--kernel: offer the kvmclock clocksource", .lab = "kernel: on or off"},
+   .help = "--kernel: offer the kvmclock clocksource", .lab = "kernel: on or off", .guest_only = true},
   {.key = "lock", .flag = "--lock", .type = T::kText, .target = G::kWorkload, .def = "auto",
    .help = "Lock algorithm for lock workloads (see 'lockvisor locks')", .lab = "lock algorithm (lockvisor locks)",
    .guest_key = "lock", .cli_names = "-l,--lock"},
@@ -67,7 +70,7 @@ constexpr RunSetting kRows[] = {
    .max = 1000000, .def = "0",
    .help = "With --vnuma: a MODELLED remote cost, a lock workload that acquires a lock last released on another "
            "node busy-waits N ns first (0: off)",
-   .lab = "with vnuma: modelled remote-handoff cost, ns", .json = "vnuma_remote_ns"},
+   .lab = "with vnuma: modelled remote-handoff cost, ns", .json = "vnuma_remote_ns", .guest_only = true},
   record("cs_ns", "--cs", abi::kCsNs, "100", "Critical section length, ns", "critical section, ns", "cs"),
   record("cs_lines", "--cs-lines", abi::kCsLines, "1", "Shared cache lines written in the critical section",
          "cache lines written in the critical section", "cs_lines"),
@@ -92,62 +95,62 @@ constexpr RunSetting kRows[] = {
          "torture: one long hold per N acquisitions (0: none)", "long_hold_every"),
   {.key = "kick", .flag = "--kick", .type = T::kChoice, .target = G::kMachine, .choices = "sticky|lossy",
    .def = "sticky", .help = "sticky: a kick before a halt is remembered; lossy: dropped unless halted",
-   .lab = "sticky or lossy", .json = "kick"},
+   .lab = "sticky or lossy", .json = "kick", .guest_only = true},
   {.key = "kick_delay_us", .flag = "--kick-delay-us", .type = T::kUnsigned, .target = G::kMachine, .min = 0,
    .max = 1000000, .def = "0", .help = "Delay every kick by N microseconds",
-   .lab = "delay every kick, us", .json = "kick_delay_us"},
+   .lab = "delay every kick, us", .json = "kick_delay_us", .guest_only = true},
   {.key = "halt_poll_us", .flag = "--halt-poll-us", .type = T::kUnsigned, .target = G::kMachine, .min = 0,
    .max = 1000000, .help = "Same as --halt-poll fixed:N (0: off)",
-   .lab = "poll before sleeping in a halt, us (= halt_poll fixed:N)"},
+   .lab = "poll before sleeping in a halt, us (= halt_poll fixed:N)", .guest_only = true},
   {.key = "halt_poll", .flag = "--halt-poll", .type = T::kText, .target = G::kMachine,
    .help = "Halt polling: off, fixed:US (poll US us before sleeping) or adaptive[:MAX_US] (KVM's grow/shrink "
            "window, max 200 us by default)",
-   .lab = "off, fixed:US or adaptive[:MAX_US]", .json = "halt_poll"},
+   .lab = "off, fixed:US or adaptive[:MAX_US]", .json = "halt_poll", .guest_only = true},
   {.key = "kick_yield", .flag = "--kick-yield", .type = T::kChoice, .target = G::kMachine, .choices = "on|off",
    .def = "off", .help = "on: a kicker that wakes a vCPU which last ran on its host CPU yields that CPU (sched_yield)",
-   .lab = "on or off: the kicker yields to a woken vCPU on its CPU", .json = "kick_yield"},
+   .lab = "on or off: the kicker yields to a woken vCPU on its CPU", .json = "kick_yield", .guest_only = true},
   {.key = "kick_boost", .flag = "--kick-boost", .type = T::kChoice, .target = G::kMachine, .choices = "on|off",
    .def = "off", .help = "on: a kick boosts the vCPU it wakes (see --boost)",
-   .lab = "on or off: a kick boosts the woken vCPU", .json = "kick_boost"},
+   .lab = "on or off: a kick boosts the woken vCPU", .json = "kick_boost", .guest_only = true},
   {.key = "boost", .flag = "--boost", .type = T::kChoice, .target = G::kMachine, .choices = "auto|fifo|nice|off",
    .def = "auto",
    .help = "How YIELD_TO and --kick-boost boost a vCPU thread for up to 4 ms: fifo (SCHED_FIFO), nice (nice -20), "
            "off, auto (fifo when permitted, else off); fifo/nice without CAP_SYS_NICE: exit 6",
-   .lab = "auto, fifo, nice or off: how YIELD_TO and kick boosts work", .json = "boost"},
+   .lab = "auto, fifo, nice or off: how YIELD_TO and kick boosts work", .json = "boost", .guest_only = true},
   {.key = "no_steal_time", .flag = "--no-steal-time", .type = T::kSwitch, .target = G::kMachine,
    .help = "Hide KVM_FEATURE_STEAL_TIME: the guest keeps no steal-time record", .lab = "hide KVM_FEATURE_STEAL_TIME",
-   .json = "steal_time"},
+   .json = "steal_time", .guest_only = true},
   {.key = "backend", .flag = "--backend", .type = T::kChoice, .target = G::kMachine, .choices = "userspace|kvm",
    .def = "userspace",
    .help = "PV backend. userspace: KICK_CPU and halts are doorbell exits to the VMM (every KVM); kvm: KVM's "
            "in-kernel KICK_CPU (vmcall/vmmcall and hlt at CPL0, in-kernel irqchip; not on PVM)",
-   .lab = "userspace or kvm", .json = "backend"},
+   .lab = "userspace or kvm", .json = "backend", .guest_only = true},
   {.key = "guest_ring", .flag = "--guest-ring", .type = T::kChoice, .target = G::kMachine, .choices = "0|3",
    .def = "3",
    .help = "Ring the guest program runs in: 3 (default) or 0 (hlt/vmcall direct, PLE sees its pause loops; not on "
            "PVM)",
-   .lab = "3 or 0: where the workload runs", .json = "guest_ring"},
+   .lab = "3 or 0: where the workload runs", .json = "guest_ring", .guest_only = true},
   {.key = "pv_wake", .flag = "--pv-wake", .type = T::kChoice, .target = G::kMachine, .choices = "hypercall|ipi|nmi",
    .def = "hypercall",
    .help = "How a PV lock wakes a halted waiter: hypercall (KICK_CPU), ipi (a fixed-vector x2APIC IPI) or nmi; "
            "ipi and nmi need --backend kvm --guest-ring 0 (docs/wake-mechanisms.md)",
-   .lab = "hypercall, ipi or nmi: how a PV lock wakes a halted waiter", .json = "pv_wake"},
+   .lab = "hypercall, ipi or nmi: how a PV lock wakes a halted waiter", .json = "pv_wake", .guest_only = true},
   {.key = "ple", .flag = "--ple", .type = T::kChoice, .target = G::kMachine, .choices = "on|off", .def = "on",
    .help = "Pause-loop exiting: on (as the KVM module sets it) or off (KVM_CAP_X86_DISABLE_EXITS PAUSE)",
-   .lab = "on or off: pause-loop exiting", .json = "ple"},
+   .lab = "on or off: pause-loop exiting", .json = "ple", .guest_only = true},
   {.key = "runstate", .flag = "--runstate", .type = T::kChoice, .target = G::kMachine, .choices = "auto|on|off",
    .def = "auto",
    .help = "vCPU run-state page (sched_switch BPF, read-only in the guest): auto: when it loads, else 'unknown'; "
            "on: fail (exit 6) if it cannot load; off: always 'unknown'",
-   .lab = "auto, on or off"},
+   .lab = "auto, on or off", .guest_only = true},
   {.key = "no_pv", .flag = "--no-pv", .type = T::kSwitch, .target = G::kMachine,
    .help = "Hide KVM_FEATURE_PV_UNHALT; KICK_CPU returns -1000", .lab = "hide KVM_FEATURE_PV_UNHALT",
-   .json = "pv_unhalt"},
+   .json = "pv_unhalt", .guest_only = true},
   {.key = "dedicated", .flag = "--dedicated", .type = T::kSwitch, .target = G::kMachine,
-   .help = "Advertise KVM_HINTS_REALTIME (vCPUs are dedicated)", .lab = "advertise KVM_HINTS_REALTIME"},
+   .help = "Advertise KVM_HINTS_REALTIME (vCPUs are dedicated)", .lab = "advertise KVM_HINTS_REALTIME", .guest_only = true},
   {.key = "memory_mib", .flag = "--memory", .type = T::kUnsigned, .target = G::kMachine, .min = 2,
    .max = abi::kMaxMemoryBytes >> 20, .def = "64", .help = "Guest memory in MiB (an even number); without it, the default or the least the vCPUs' stacks need",
-   .lab = "guest memory, MiB"},
+   .lab = "guest memory, MiB", .guest_only = true},
   {.key = "seed", .flag = "--seed", .type = T::kUnsigned, .target = G::kMachine, .min = 0, .max = kU64Max,
    .def = "1", .help = "Seed of the guest's pseudo-random choices", .lab = "seed of the workload's random choices",
    .json = "inject_seed"},
@@ -164,7 +167,7 @@ constexpr RunSetting kRows[] = {
    .zero_allowed = true, .def = "0",
    .help = "Watchdog: stop the guest after S seconds (exit code 4); 0: none (lock workloads: 10 x --duration + "
            "60 s)",
-   .lab = "watchdog, s"},
+   .lab = "watchdog, s", .guest_only = true},
   {.key = "hogs", .flag = "--hogs", .type = T::kUnsigned, .target = G::kRun, .min = 0, .max = 256, .def = "0",
    .help = "Host CPU hogs: N busy threads spread over --pcpus for the run",
    .lab = "host CPU hogs: N busy threads over pcpus for the run", .vm = VmScope::kNotPerVm},
@@ -174,11 +177,11 @@ constexpr RunSetting kRows[] = {
 
   // ---- not lab settings
   {.key = "rounds", .flag = "--rounds", .type = T::kUnsigned, .target = G::kRun, .min = 0, .max = 1000000000000,
-   .def = "0", .help = "pingpong: turns each vCPU takes (0: default 1000)", .guest_key = "rounds"},
+   .def = "0", .help = "pingpong: turns each vCPU takes (0: default 1000)", .guest_key = "rounds", .workloads = "pingpong"},
   {.key = "spin", .flag = "--spin", .type = T::kUnsigned, .target = G::kRun, .min = 0, .max = 1000000000,
-   .def = "0", .help = "pingpong: pause iterations before halting", .guest_key = "spin"},
+   .def = "0", .help = "pingpong: pause iterations before halting", .guest_key = "spin", .workloads = "pingpong"},
   {.key = "halt", .flag = "--halt", .type = T::kChoice, .target = G::kRun, .choices = "hypercall|kernel",
-   .def = "hypercall", .help = "pingpong: hypercall (CPL3 HALT) or kernel (`hlt` at CPL0)", .guest_key = "halt"},
+   .def = "hypercall", .help = "pingpong: hypercall (CPL3 HALT) or kernel (`hlt` at CPL0)", .guest_key = "halt", .workloads = "pingpong"},
   record("wait_halt_delay_ns", "--wait-halt-delay-ns", abi::kWaitHaltDelayNs, "0",
          "Test knob: after a PV wait's re-check, wait up to N ns for the waker's write and N ns more before the halt, "
          "forcing the lost-wake-up interleaving (guest only)",
@@ -187,44 +190,44 @@ constexpr RunSetting kRows[] = {
    .def = "sticky",
    .help = "SBI PVLOCK kick: sticky (remembered until the next halt, like KVM's pv_unhalted) or proposed (the "
            "RISC-V host patch: lost unless the target is halted)",
-   .json = "sbi_kick"},
+   .json = "sbi_kick", .guest_only = true},
   {.key = "enforce_pv_cpuid", .flag = "--enforce-pv-cpuid", .type = T::kChoice, .target = G::kMachine,
    .choices = "on|off", .def = "on",
    .help = "With --no-pv: on refuses KICK_CPU (KVM_CAP_ENFORCE_PV_FEATURE_CPUID); off kicks anyway, as KVM does "
            "without enforcement",
-   .json = "enforce_pv_cpuid"},
+   .json = "enforce_pv_cpuid", .guest_only = true},
   {.key = "no_sbi_pvlock", .flag = "--no-sbi-pvlock", .type = T::kSwitch, .target = G::kMachine,
-   .help = "Turn the SBI PVLOCK extension off"},
+   .help = "Turn the SBI PVLOCK extension off", .guest_only = true},
   {.key = "sbi_eid", .flag = "--sbi-eid", .type = T::kText, .target = G::kMachine,
-   .help = "Experimental-range alias of the SBI PVLOCK EID (hex)"},
+   .help = "Experimental-range alias of the SBI PVLOCK EID (hex)", .guest_only = true},
   {.key = "serial", .flag = "--serial", .type = T::kText, .target = G::kMachine,
-   .help = "Write the guest's COM1 output to FILE instead of stdout", .vm = VmScope::kOwnPath},
+   .help = "Write the guest's COM1 output to FILE instead of stdout", .vm = VmScope::kOwnPath, .guest_only = true},
   {.key = "image", .flag = "--image", .type = T::kText, .target = G::kRun,
-   .help = "Guest ELF image (default: the one built into lockvisor)"},
+   .help = "Guest ELF image (default: the one built into lockvisor)", .guest_only = true},
   {.key = "json", .flag = "--json", .type = T::kText, .target = G::kRun,
    .help = "Write the full report as JSON to FILE (absent or a regular file, checked first; replaced atomically)",
    .vm = VmScope::kNotPerVm},
   {.key = "api", .flag = "--api", .type = T::kText, .target = G::kRun,
    .help = "Serve the control socket at SOCK while the VM runs (owner-only; see 'lockvisor ctl' and "
-           "docs/control-socket.md)", .vm = VmScope::kOwnPath},
+           "docs/control-socket.md)", .vm = VmScope::kOwnPath, .guest_only = true},
   {.key = "trace", .flag = "--trace", .type = T::kText, .target = G::kRun,
    .help = "Write the run's timeline as Chrome trace-event JSON to FILE (Perfetto, chrome://tracing; docs/trace.md; "
-           "absent or a regular file, replaced atomically)", .vm = VmScope::kOwnPath},
+           "absent or a regular file, replaced atomically)", .vm = VmScope::kOwnPath, .guest_only = true},
   {.key = "trace_max_events", .flag = "--trace-max-events", .type = T::kUnsigned, .target = G::kRun, .min = 1000,
    .max = 1000000000, .def = "4000000",
-   .help = "--trace: a cap on the events written (later ones are counted as dropped)"},
+   .help = "--trace: a cap on the events written (later ones are counted as dropped)", .guest_only = true},
   {.key = "trace_window", .flag = "--trace-window", .type = T::kText, .target = G::kRun, .def = "all",
    .help = "--trace: write only all | START:END (e.g. 120ms:125ms since the start) | worst-wait[:PAD] (the longest "
-           "lock wait with PAD around it, default half the wait, at least 1ms)"},
+           "lock wait with PAD around it, default half the wait, at least 1ms)", .guest_only = true},
   {.key = "trace_merge_short", .flag = "--trace-merge-short", .type = T::kText, .target = G::kRun,
    .help = "--trace: write back-to-back lock waits and holds shorter than DUR (e.g. 10us) as one 'acquisitions' "
-           "slice each run of them (longer ones stay as they are)"},
+           "slice each run of them (longer ones stay as they are)", .guest_only = true},
   {.key = "vm", .flag = "--vm", .type = T::kText, .target = G::kRun,
    .help = "Run several VMs side by side, started and stopped together: key=value[,key=value...] over run's long "
            "options plus label=NAME (repeatable; docs/multi-vm.md)",
    .repeatable = true, .vm = VmScope::kNotPerVm},
   {.key = "start_gate_fd", .flag = "--start-gate-fd", .type = T::kUnsigned, .target = G::kRun, .min = 0,
-   .max = 1 << 20, .vm = VmScope::kNotPerVm},
+   .max = 1 << 20, .vm = VmScope::kNotPerVm, .guest_only = true},
 };
 // clang-format on
 
@@ -254,6 +257,27 @@ const char* option_for_guest_key(std::string_view key) {
   for (const auto& s : kRows)
     if (s.guest_key != nullptr && key == s.guest_key) return s.flag;
   return nullptr;
+}
+
+std::string ignored_by(const RunSetting& s, const std::string& value, const std::string& workload, bool native) {
+  if (s.def != nullptr && value == s.def) return {};
+  if (native && s.guest_only) return fmt::format("{}: a VM's setting; --native runs host threads, no VM", s.flag);
+  if (s.workloads != nullptr) {
+    const std::string_view list = s.workloads;
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t bar = std::min(list.find('|', at), list.size());
+      if (list.substr(at, bar - at) == workload) return {};
+      at = bar + 1;
+    }
+    std::string readers(list);
+    std::replace(readers.begin(), readers.end(), '|', '/');
+    return fmt::format("{}: only {} reads it, and this run's workload is {}", s.flag, readers, workload);
+  }
+  if (s.target == SettingTarget::kWorkload && !is_lock_workload(workload))
+    return fmt::format("{}: a lock workload's setting (lockbench, uncontended, torture), and this run's workload, {}, "
+                       "takes no lock",
+                       s.flag, workload);
+  return {};
 }
 
 std::string range_text(const RunSetting& s) {

@@ -68,6 +68,14 @@ struct RunSetting {
   const char* cli_names = nullptr;     // CLI11 names when there is a short alias ("-l,--lock")
   const abi::WorkloadLimit* limit = nullptr;  // kWorkload: the record field's row (range, default)
   VmScope vm = VmScope::kPerVm;
+  // Which runs read the setting; `run` refuses it given to any other, since a
+  // setting silently ignored is an experiment that did not run as written.
+  // `workloads`: the freestanding workloads that read it ('|'-separated);
+  // nullptr: every one, except that a kWorkload row (the lock workload's
+  // record) is read by the lock workloads only. `guest_only`: a VM's setting,
+  // which host threads (--native) have no use for.
+  const char* workloads = nullptr;
+  bool guest_only = false;
 };
 
 std::span<const RunSetting> run_settings();
@@ -80,6 +88,13 @@ const RunSetting* find_run_setting_by_limit(const abi::WorkloadLimit& limit);
 // --param would silently override the option while the report showed the
 // option's value).
 const char* option_for_guest_key(std::string_view key);
+
+// Why a setting given to this run as `value` would be ignored by it, or ""
+// when the run reads it or the value is the setting's default (what the run
+// does anyway: a lab axis may give `vnuma_remote_ns = 0` to every point):
+// `workload` is a freestanding guest workload, `native` a run on host
+// threads. The words name the setting's flag.
+std::string ignored_by(const RunSetting& s, const std::string& value, const std::string& workload, bool native);
 
 // The range as --help shows it after the type: "0..1000000000", "1..16",
 // "0.001..3600 s"; empty for a type without one.

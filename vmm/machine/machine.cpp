@@ -121,15 +121,19 @@ void validate_config(const MachineConfig& config) {
     fail("--vnuma-remote-ns: needs --vnuma (a remote handoff needs two nodes)");
 }
 
-void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
-  const kvm::VcpuLimit limit = kvm.vcpu_limit();
-  if (config.vcpus > limit.vcpus)
-    fail("--vcpus {}: this host's KVM allows at most {} vCPUs per VM ({})", config.vcpus, limit.vcpus, limit.source);
+void refuse_what_pvm_cannot_run(const MachineConfig& config) {
   const bool pvm = kvm::detect_backend() == kvm::Backend::kPvm;
   if (pvm && config.backend_kind == pvlock::BackendKind::kKvm)
     fail("--backend kvm: not possible on this PVM host (vmcall never completes; use --backend userspace)");
   if (pvm && config.guest_ring == 0)
     fail("--guest-ring 0: refused on this PVM host (guest CPL0 code is emulated at ~1 us per instruction)");
+}
+
+void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm) {
+  const kvm::VcpuLimit limit = kvm.vcpu_limit();
+  if (config.vcpus > limit.vcpus)
+    fail("--vcpus {}: this host's KVM allows at most {} vCPUs per VM ({})", config.vcpus, limit.vcpus, limit.source);
+  refuse_what_pvm_cannot_run(config);
   if (config.ple == PleMode::kOff && (kvm.check_extension(KVM_CAP_X86_DISABLE_EXITS) & KVM_X86_DISABLE_EXITS_PAUSE) == 0)
     fail("--ple off: this KVM cannot disable pause exits (no KVM_CAP_X86_DISABLE_EXITS with PAUSE)");
   const pvlock::VmSetup setup = pvlock::vm_setup_for(config.backend_kind, config.backend);

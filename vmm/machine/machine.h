@@ -76,6 +76,11 @@ void validate_config(const MachineConfig& config);
 // it first to refuse before anything runs.
 void validate_host(const MachineConfig& config, const kvm::KvmSystem& kvm);
 
+// The part of validate_host() that needs no open KVM: what a PVM /dev/kvm
+// cannot run (--backend kvm, --guest-ring 0), for checks that judge a command
+// line on this host without building anything (the lab's, before its first point).
+void refuse_what_pvm_cannot_run(const MachineConfig& config);
+
 // Linux guests need hardware KVM (or the nested machine): on PVM, one line
 // (usage kind: exit 2) that says why; elsewhere the in-kernel irqchip and PIT.
 void validate_linux_host(const kvm::KvmSystem& kvm);

@@ -40,6 +40,25 @@ void SerialConsole::open() {
   if (capture_ || path_.empty() || file_) return;
   struct stat st {};
   if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) fail("--serial {}: is a directory", path_);
+  // --serial /dev/stdout (or a path to the file stdout or stderr is): opened
+  // anew, a regular file gets a description of its own, truncated and
+  // written from offset 0 over the report. Sharing the standard stream's
+  // description instead keeps one offset, so neither output overwrites the other.
+  for (const int standard : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat own {};
+    if (::stat(path_.c_str(), &st) != 0 || ::fstat(standard, &own) != 0 || !S_ISREG(own.st_mode) ||
+        own.st_dev != st.st_dev || own.st_ino != st.st_ino)
+      continue;
+    const int fd = ::fcntl(standard, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) fail("--serial {}: {}", path_, std::strerror(errno));
+    file_.reset(::fdopen(fd, "w"));  // "w" does not truncate an fd; "a" would set O_APPEND on stdout too
+    if (!file_) {
+      const int error = errno;
+      ::close(fd);
+      fail("--serial {}: {}", path_, std::strerror(error));
+    }
+    return;
+  }
   // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader
   // forever; with it the open fails at once (ENXIO). O_TRUNC only affects a
   // regular file. Writes are made blocking again below.
