@@ -5,6 +5,7 @@
 // build theirs from the same TOML text through parse_scenario, so a change
 // to the scenario format is checked from parsing through expansion to the
 // report in one place.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 
 #include "vmm/experiment/run_settings.h"
@@ -173,6 +175,31 @@ TEST(LabScenario, BadFilesAreOneLineNamingThePlace) {
                 .find("no value 'ticket'"),
             std::string::npos);
   for (const auto& line : {scenario_error("name = \"x\"\n")}) EXPECT_EQ(line.find('\n'), std::string::npos);
+}
+
+// A matrix is sized from its axes before a point is made: one too large is
+// refused at once, with its size and the cap that docs/lab.md states.
+TEST(LabMatrix, AMatrixAboveTheCapIsRefusedFromItsSize) {
+  std::string text = "name = \"huge\"\nrepeats = 1\n";
+  for (const char* axis : {"cs_ns", "delay_ns", "seed", "hogs"}) {
+    text += fmt::format("[[axis]]\nname = \"{}\"\nvalues = [", axis);
+    for (int i = 0; i < 32; ++i) text += fmt::format("{}{}", i ? ", " : "", i);
+    text += "]\n";
+  }
+  text += "[[axis]]\nname = \"lock\"\nvalues = [\"tas\", \"ticket\", \"qspinlock\", \"unfair\", \"pvticket\", "
+          "\"pvqspinlock\", \"hq\", \"cna\"]\n";
+  auto s = parse_scenario(text, "huge.toml");
+  EXPECT_EQ(matrix_size(s), 8388608u);
+  EXPECT_EQ(error_of([&] { expand(s); }),
+            fmt::format("scenario 'huge': 8388608 points (32 x 32 x 32 x 32 x 8 axis values x 1 repeat): more than a "
+                        "lab plans (at most {}); use fewer axis values or repeats, or several scenarios",
+                        kMaxLabPoints));
+  // Every preset stays far below it.
+  for (const auto& p : presets()) EXPECT_LT(matrix_size(parse_scenario(p.text, p.name)) * 10, kMaxLabPoints) << p.name;
+  std::ifstream docs(std::string(LOCKVISOR_SOURCE_DIR) + "/docs/lab.md");
+  const std::string lab_md((std::istreambuf_iterator<char>(docs)), std::istreambuf_iterator<char>());
+  EXPECT_NE(lab_md.find(fmt::format("at most {} points", kMaxLabPoints)), std::string::npos)
+      << "docs/lab.md does not state the cap";
 }
 
 // Every preset of the registry, so a new one is checked without being named.
