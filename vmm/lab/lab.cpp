@@ -244,9 +244,13 @@ void write_outputs(const std::string& dir_text) {
             ? ", locality.png (handoff_locality: handoffs between two vCPUs that stayed within a virtual node)"
             : "");
   } else {
+    // The install advice only where python3 or matplotlib is what failed; a
+    // script that ran and failed says why itself.
     plots_note = plotted.timed_out
                      ? fmt::format("No plots: {} (a slow or busy host; `lockvisor lab report {}` draws them again).",
                                    plotted.why, dir_text)
+                 : !plotted.last_line.empty() && !plotted.import_failed
+                     ? fmt::format("No plots: {}: {}", plotted.why, plotted.last_line)
                      : fmt::format("No plots: {} (needs /usr/bin/python3 with matplotlib: tools/install-deps.sh "
                                    "installs python3-matplotlib).",
                                    plotted.why);
