@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Bad scenarios, unknown axis values, bad host-CPU words and a non-empty --out without --resume:
-# one line on stderr and exit code 2, before anything runs.
+# Bad scenarios (a setting given twice, a value of the wrong type, a matrix
+# too large), unknown axis values, bad host-CPU words, a non-empty --out
+# without --resume and a scenario edited before --resume: one line on stderr
+# naming the file and line where there is one, exit code 2, before anything runs.
 source "$(dirname "$0")/lab_test_common.sh"
 
 expect_usage() {  # expect_usage WHAT ARGS...
@@ -56,6 +58,63 @@ expect_usage "a bad pcpus word in --set" --scenario "$work/scenario.toml" --set 
 grep -q "a fraction of the usable CPUs (1/2, 50%)" "$work/err" || fail "bad word: $(cat "$work/err")"
 expect_usage "--host-cpus without --dry-run" --scenario "$work/scenario.toml" --host-cpus 0-15 --out "$work/i"
 expect_usage "--host-cpus that is no list" --scenario "$work/scenario.toml" --host-cpus all --dry-run
+# A setting is given in one place: [fixed] and an axis of it, or --set twice,
+# would have one value silently win.
+expect_said() {  # WANT: the one line of the last expect_usage says it
+  grep -qF -- "$1" "$work/err" || fail "'$(cat "$work/err")' does not say '$1'"
+}
+scenario_with() {  # FILE TOML: the test scenario with TOML added to [fixed]
+  sed "s/^\[fixed\]$/[fixed]\n$2/" "$work/scenario.toml" > "$work/$1"
+}
+scenario_with twice.toml 'lock = "ticket"'
+expect_usage "[fixed] and an axis set one setting" --scenario "$work/twice.toml" --dry-run
+expect_said "twice.toml:12: the setting 'lock' is given twice: by [fixed] at $work/twice.toml:4 and by axis 'lock'"
+expect_usage "--set twice" --scenario "$work/scenario.toml" --set duration_s=1 --set duration_s=2 --dry-run
+expect_said "--set duration_s: given twice (duration_s=1 and duration_s=2)"
+# Values of the wrong type or form, an outcome no point has, a name that is
+# no name: the file and line.
+scenario_with string.toml 'cs_ns = "100"'
+expect_usage "a string where a number is due" --scenario "$work/string.toml" --dry-run
+expect_said "string.toml:4: cs_ns = \"100\": expected a number, not a string"
+sed 's/pcpus = "0"/pcpus = "3-1"/' "$work/scenario.toml" > "$work/backwards.toml"
+expect_usage "a CPU list that runs backwards" --scenario "$work/backwards.toml" --dry-run
+expect_said "backwards.toml:7: pcpus: bad CPU list '3-1'"
+sed 's/pcpus = "0"/vcpus = true/; s/name = "vcpus"/name = "cs_ns"/' "$work/scenario.toml" > "$work/bool.toml"
+expect_usage "vcpus = true" --scenario "$work/bool.toml" --dry-run
+expect_said "bool.toml:7: vcpus = true: expected a number or a word"
+expect_usage "--host-cpus 3-1" --scenario "$work/scenario.toml" --host-cpus 3-1 --dry-run
+expect_said "--host-cpus: bad CPU list '3-1'"
+{ cat "$work/scenario.toml"; printf '[[claim]]\nkind = "outcome"\ntext = "c"\noutcome = "explode"\nexpect = "some"\n'; } \
+  > "$work/outcome.toml"
+expect_usage "a claim's unknown outcome" --scenario "$work/outcome.toml" --dry-run
+expect_said "outcome.toml:17: claim outcome \"explode\": not an outcome of a point (completed,"
+for name in '""' '"a/b"' '"a\\nb"'; do
+  sed "s|^name = \"lab-test\"|name = $name|" "$work/scenario.toml" > "$work/name.toml"
+  expect_usage "name = $name" --scenario "$work/name.toml" --dry-run
+  expect_said "name.toml:1: name "
+  expect_said ": 1-64 characters of A-Z a-z 0-9 _ . -"
+done
+# An empty file is said to be one, whatever else is given.
+: > "$work/empty.toml"
+expect_usage "an empty scenario" --scenario "$work/empty.toml" --out "$work/j"
+expect_said "--scenario $work/empty.toml: the file is empty"
+# A matrix too large to plan is refused from its size, at once.
+{
+  printf 'name = "huge"\n[fixed]\nworkload = "lockbench"\nnative = true\n'
+  for axis in cs_ns delay_ns seed hogs; do
+    printf '[[axis]]\nname = "%s"\nvalues = [%s]\n' "$axis" "$(seq -s, 0 31)"
+  done
+  printf '[[axis]]\nname = "lock"\nvalues = ["tas", "ticket", "qspinlock", "unfair", "pvticket", "pvqspinlock", "hq", "cna"]\n'
+} > "$work/huge-matrix.toml"
+expect_usage "a matrix of 8.4 M points" --scenario "$work/huge-matrix.toml" --repeats 1 --dry-run
+expect_said "scenario 'huge': 8388608 points (32 x 32 x 32 x 32 x 8 axis values x 1 repeat): more than a lab plans (at most 100000)"
+# --resume with a scenario file edited since the lab began says so.
+"$LOCKVISOR" lab --scenario "$work/scenario.toml" --repeats 1 --out "$work/edited" > /dev/null
+cp "$work/scenario.toml" "$work/scenario.orig"
+sed -i 's/duration_s = 0.02/duration_s = 0.03/' "$work/scenario.toml"
+expect_usage "--resume after an edit" --scenario "$work/scenario.toml" --out "$work/edited" --resume
+cp "$work/scenario.orig" "$work/scenario.toml"
+expect_said "--resume: $work/scenario.toml has changed since the lab in $work/edited began (line 5 differs"
 # Side by side: 1-CPU points, two at a time, each result naming its CPU.
 "$LOCKVISOR" lab --scenario "$work/scenario.toml" --set pcpus=1cpu --repeats 2 --jobs 2 --out "$work/jobs" > /dev/null
 /usr/bin/python3 - "$work/jobs" <<'PY' || fail "--jobs 2: results"

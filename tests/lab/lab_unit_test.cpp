@@ -5,6 +5,7 @@
 // build theirs from the same TOML text through parse_scenario, so a change
 // to the scenario format is checked from parsing through expansion to the
 // report in one place.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 
 #include "vmm/experiment/run_settings.h"
@@ -173,6 +175,91 @@ TEST(LabScenario, BadFilesAreOneLineNamingThePlace) {
                 .find("no value 'ticket'"),
             std::string::npos);
   for (const auto& line : {scenario_error("name = \"x\"\n")}) EXPECT_EQ(line.find('\n'), std::string::npos);
+}
+
+// A setting has one place: [fixed] and an axis that sets it in every value,
+// or two axes, are refused with both places; a value of a composite axis may
+// still give a [fixed] setting its own value (pvbounded-scale's longer
+// parked point).
+TEST(LabScenario, ASettingIsGivenInOnePlace) {
+  const std::string head = "name = \"x\"\n[fixed]\nlock = \"ticket\"\nduration_s = 1.0\n";
+  EXPECT_EQ(scenario_error(head + "[[axis]]\nname = \"lock\"\nvalues = [\"tas\"]\n"),
+            "bad.toml:5: the setting 'lock' is given twice: by [fixed] at bad.toml:3 and by axis 'lock' at bad.toml:5; "
+            "give it in one place");
+  EXPECT_NE(scenario_error(head + "[[axis]]\nname = \"p\"\nvalues = [{ label = \"a\", lock = \"tas\" }]\n")
+                .find("'lock' is given twice"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n[[axis]]\nname = \"a\"\nvalues = [{ label = \"1\", cs_ns = 1 }]\n"
+                           "[[axis]]\nname = \"b\"\nvalues = [{ label = \"2\", cs_ns = 2 }, { label = \"3\", hogs = 1 }]\n")
+                .find("'cs_ns' is given twice: by axis 'a' at bad.toml:2 and by axis 'b' at bad.toml:5"),
+            std::string::npos);
+  const auto s = parse_scenario(head + "[[axis]]\nname = \"p\"\nvalues = [{ label = \"short\", cs_ns = 1 }, "
+                                       "{ label = \"long\", cs_ns = 1, duration_s = 2.0 }]\n",
+                                "ok.toml");
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 2u * kDefaultRepeats);
+  EXPECT_EQ(*lookup(points[0].settings, "duration_s"), "1");
+  EXPECT_EQ(*lookup(points[1].settings, "duration_s"), "2");
+}
+
+// A value of the wrong type or form, an outcome no point has and a name that
+// is no name are refused where they are written.
+TEST(LabScenario, ValuesAreOfTheirSettingsTypeAndNamesAreNames) {
+  const std::string axis = "[[axis]]\nname = \"lock\"\nvalues = [\"tas\"]\n";
+  EXPECT_EQ(scenario_error("name = \"x\"\n[fixed]\nduration_s = \"0.1\"\n" + axis),
+            "bad.toml:3: duration_s = \"0.1\": expected a number, not a string");
+  EXPECT_EQ(scenario_error("name = \"x\"\n[fixed]\ncs_ns = 1.5\n" + axis), "bad.toml:3: cs_ns = 1.5: expected a whole number");
+  EXPECT_NE(scenario_error("name = \"x\"\n[fixed]\nvcpus = true\n" + axis).find("bad.toml:3: vcpus = true: expected a number or a word"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n[fixed]\npcpus = \"3-1\"\n" + axis).find("bad.toml:3: pcpus: bad CPU list '3-1'"),
+            std::string::npos);
+  EXPECT_NE(scenario_error("name = \"x\"\n[fixed]\npcpus = \"bogus\"\n" + axis).find("bad.toml:3: pcpus: host CPUs 'bogus'"),
+            std::string::npos);
+  // Words, counts as strings and a sweep's {n} are what they were.
+  EXPECT_EQ(scenario_error("name = \"x\"\n[fixed]\nvcpus = \"2x\"\npcpus = \"all\"\n" + axis), "(no error)");
+  EXPECT_EQ(scenario_error("name = \"x\"\n[fixed]\nvcpus = \"4\"\npcpus = \"64cpus\"\n" + axis), "(no error)");
+  EXPECT_EQ(scenario_error("name = \"x\"\n[[axis]]\nname = \"p\"\nvalues = [{ label = \"{n}\", sweep = \"cpus\", "
+                           "vcpus = \"{n}\", hogs = \"{n}\", pcpus = \"{n}cpus\" }]\n"),
+            "(no error)");
+  EXPECT_NE(scenario_error("name = \"x\"\n" + axis + "[[claim]]\nkind = \"outcome\"\ntext = \"c\"\noutcome = \"explode\"\nexpect = \"some\"\n")
+                .find("claim outcome \"explode\": not an outcome of a point (completed,"),
+            std::string::npos);
+  for (const char* outcome : {"deadlock", "lab-timeout", "killed-by-signal-9", "no-report"})
+    EXPECT_EQ(scenario_error("name = \"x\"\n" + axis + "[[claim]]\nkind = \"outcome\"\ntext = \"c\"\noutcome = \"" +
+                             outcome + "\"\nexpect = \"some\"\n"),
+              "(no error)")
+        << outcome;
+  for (const char* name : {"\"\"", "\"a/b\"", "\"a\\nb\""}) {
+    const auto e = scenario_error(std::string("name = ") + name + "\n" + axis);
+    EXPECT_NE(e.find("bad.toml:1: name "), std::string::npos) << e;
+    EXPECT_NE(e.find(": 1-64 characters of A-Z a-z 0-9 _ . -"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+// A matrix is sized from its axes before a point is made: one too large is
+// refused at once, with its size and the cap that docs/lab.md states.
+TEST(LabMatrix, AMatrixAboveTheCapIsRefusedFromItsSize) {
+  std::string text = "name = \"huge\"\nrepeats = 1\n";
+  for (const char* axis : {"cs_ns", "delay_ns", "seed", "hogs"}) {
+    text += fmt::format("[[axis]]\nname = \"{}\"\nvalues = [", axis);
+    for (int i = 0; i < 32; ++i) text += fmt::format("{}{}", i ? ", " : "", i);
+    text += "]\n";
+  }
+  text += "[[axis]]\nname = \"lock\"\nvalues = [\"tas\", \"ticket\", \"qspinlock\", \"unfair\", \"pvticket\", "
+          "\"pvqspinlock\", \"hq\", \"cna\"]\n";
+  auto s = parse_scenario(text, "huge.toml");
+  EXPECT_EQ(matrix_size(s), 8388608u);
+  EXPECT_EQ(error_of([&] { expand(s); }),
+            fmt::format("scenario 'huge': 8388608 points (32 x 32 x 32 x 32 x 8 axis values x 1 repeat): more than a "
+                        "lab plans (at most {}); use fewer axis values or repeats, or several scenarios",
+                        kMaxLabPoints));
+  // Every preset stays far below it.
+  for (const auto& p : presets()) EXPECT_LT(matrix_size(parse_scenario(p.text, p.name)) * 10, kMaxLabPoints) << p.name;
+  std::ifstream docs(std::string(LOCKVISOR_SOURCE_DIR) + "/docs/lab.md");
+  const std::string lab_md((std::istreambuf_iterator<char>(docs)), std::istreambuf_iterator<char>());
+  EXPECT_NE(lab_md.find(fmt::format("at most {} points", kMaxLabPoints)), std::string::npos)
+      << "docs/lab.md does not state the cap";
 }
 
 // Every preset of the registry, so a new one is checked without being named.

@@ -1,7 +1,8 @@
 // The lab's drawing scripts run as bounded child processes
 // (vmm/lab/python_script.h): a script that succeeds, fails or runs past its
 // time costs the report its picture and says which of the three it was, so
-// that the report's advice (install matplotlib, or draw again) fits.
+// that the report's advice (install matplotlib, draw again, or the script's
+// own error) fits.
 #include "vmm/lab/python_script.h"
 
 #include <gtest/gtest.h>
@@ -50,6 +51,22 @@ TEST(PythonScript, SuccessFailureAndTimeoutAreToldApart) {
   EXPECT_FALSE(missing.ok);
   EXPECT_FALSE(missing.timed_out);
   EXPECT_NE(missing.why.find("/nowhere/absent.py"), std::string::npos) << missing.why;
+}
+
+// A script that ran and failed leaves its own error as the log's last line;
+// one whose import failed says so, the case the install advice is for.
+TEST(PythonScript, AFailedScriptsOwnErrorIsItsLogsLastLine) {
+  Scratch s;
+  const std::string log = (s.dir / "log").string();
+  const ScriptRun raised =
+      run_python_script(s.script("raise.py", "raise ValueError('Axis limits cannot be NaN or Inf')\n"), {}, log, 30);
+  EXPECT_FALSE(raised.ok);
+  EXPECT_EQ(raised.last_line, "ValueError: Axis limits cannot be NaN or Inf");
+  EXPECT_FALSE(raised.import_failed);
+
+  const ScriptRun missing = run_python_script(s.script("import.py", "import lockvisor_no_such_module\n"), {}, log, 30);
+  EXPECT_FALSE(missing.ok);
+  EXPECT_TRUE(missing.import_failed) << missing.last_line;
 }
 
 }  // namespace

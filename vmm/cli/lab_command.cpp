@@ -96,16 +96,28 @@ int lab_main(const LabCommandOptions& o, bool host_cpus_given) {
   for (const auto& set : o.sets) {
     const auto eq = set.find('=');
     if (eq == std::string::npos || eq == 0) fail("--set '{}': expected NAME=VALUE, e.g. duration_s=1", set);
-    lab::assign(lab.overrides, set.substr(0, eq), set.substr(eq + 1));
+    const auto name = set.substr(0, eq);
+    // Two values of one setting: neither may silently win.
+    if (const auto* before = lab::lookup(lab.overrides, name))
+      fail("--set {}: given twice ({}={} and {}); give each setting once", name, name, *before, set);
+    lab::assign(lab.overrides, name, set.substr(eq + 1));
   }
-  // Absolute, so that the points (and a later --resume from elsewhere) find it.
-  if (!o.kernel.empty()) lab::assign(lab.overrides, "kernel", std::filesystem::absolute(o.kernel).string());
+  if (!o.kernel.empty()) {
+    if (lab::lookup(lab.overrides, "kernel") != nullptr)
+      fail("--kernel and --set kernel=...: the same setting twice; give one");
+    // Absolute, so that the points (and a later --resume from elsewhere) find it.
+    lab::assign(lab.overrides, "kernel", std::filesystem::absolute(o.kernel).string());
+  }
   if (o.repeats) lab.repeats = o.repeats;
   if (!o.shard.empty()) lab.shard = lab::parse_shard(o.shard);
   if (host_cpus_given) {
     if (!host::is_cpu_list(o.host_cpus)) fail("--host-cpus '{}': expected a CPU list (0-15)", o.host_cpus);
     if (!o.dry_run) fail("--host-cpus plans for another host: only with --dry-run (taskset narrows this one)");
-    lab.host_cpus = host::format_cpu_list(host::parse_cpu_list(o.host_cpus));
+    try {
+      lab.host_cpus = host::format_cpu_list(host::parse_cpu_list(o.host_cpus));
+    } catch (const Error& e) {
+      fail("--host-cpus: {}", e.what());
+    }
     // The points are checked as that host's `run` would check them.
     ::setenv(host::kHostCpusVariable, lab.host_cpus.c_str(), 1);
   }
@@ -139,7 +151,7 @@ Action add_lab_command(CLI::App& app) {
   command->add_flag("--resume", o->resume, "Continue the lab in --out: run only the points it has no result for");
   command->add_flag("--native", o->native, "Also run every point natively on host threads (twins; the 'mode' axis)");
   command->add_option("--repeats", o->repeats, "Runs per point (default: the scenario's, 5 unless it says)")
-      ->transform(unsigned_in(1, 1000));
+      ->transform(unsigned_in(1, lab::kMaxRepeats));
   command->add_option("--set", o->sets,
                       "NAME=VALUE: give every point this setting (a lab setting no axis sets; repeatable), "
                       "e.g. --set duration_s=1 --set pcpus=0-1");

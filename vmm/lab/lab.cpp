@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -24,6 +25,7 @@
 #include "vmm/lab/platform_part.h"
 #include "vmm/lab/point_runner.h"
 #include "vmm/lab/python_script.h"
+#include "vmm/lab/lab_files.h"
 #include "vmm/lab/lab_report.h"
 #include "vmm/lab/results_log.h"
 #include "vmm/lab/side_by_side.h"
@@ -39,29 +41,9 @@ namespace lockvisor::lab {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kManifest = "lab.json";
-constexpr const char* kResults = "results.jsonl";
 constexpr double kPlotTimeoutS = 300;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot read", path.string());
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_text(const fs::path& path, const std::string& text) { OutputFile(path.string(), "--out").write(text); }
-
-nlohmann::json read_manifest(const fs::path& dir) {
-  const auto path = dir / kManifest;
-  if (!fs::exists(path)) fail("{}: no {} here: not a lab directory", dir.string(), kManifest);
-  try {
-    return nlohmann::json::parse(read_text(path));
-  } catch (const nlohmann::json::exception&) {
-    fail("{}: not JSON", path.string());
-  }
-}
+void write_text(const fs::path& path, const std::string& text) { OutputFile(path.string(), "lab: writing").write(text); }
 
 nlohmann::json overrides_json(const SettingValues& overrides) {
   nlohmann::json j = nlohmann::json::array();
@@ -84,13 +66,22 @@ std::pair<unsigned, std::string> planned_vcpu_limit() {
 
 // The scenario as this lab runs it: the file or preset, with --repeats,
 // --native and --set applied. The manifest keeps the text and the changes.
-Scenario effective_scenario(const nlohmann::json& manifest) {
+// `path`: the lab.json it was read from, which messages about its scenario
+// name ("" for the manifest of a lab being made, whose scenario and --set
+// are the command line's).
+Scenario effective_scenario(const nlohmann::json& manifest, const std::string& path = {}) {
   const auto origin = manifest.at("origin").get<std::string>();
-  auto s = parse_scenario(manifest.at("scenario_text").get<std::string>(), origin);
   SettingValues overrides;
   for (const auto& o : manifest.value("overrides", nlohmann::json::array()))
     overrides.emplace_back(o.at(0).get<std::string>(), o.at(1).get<std::string>());
-  apply_overrides(s, overrides, origin);
+  Scenario s;
+  try {
+    s = parse_scenario(manifest.at("scenario_text").get<std::string>(), origin);
+    apply_overrides(s, overrides, origin);
+  } catch (const Error& e) {
+    if (path.empty()) throw;
+    fail("{}: the lab's scenario: {}", path, e.what());
+  }
   const auto changed = [&s](const std::string& what) { s.changed += (s.changed.empty() ? "" : ", ") + what; };
   for (const auto& [name, value] : overrides) changed(name + "=" + value);
   const unsigned repeats = manifest.at("repeats").get<unsigned>();
@@ -176,15 +167,38 @@ nlohmann::json record_of(const Point& p, const PointRun& run) {
           {"wall_s", run.wall_s}, {"report", run.report}};
 }
 
+// Where two texts first differ, in words: "line 12 differs", "the new text
+// ends after line 3".
+std::string first_difference(const std::string& before, const std::string& now) {
+  std::istringstream a(before), b(now);
+  std::string x, y;
+  for (std::size_t line = 1;; ++line) {
+    const bool more_a = static_cast<bool>(std::getline(a, x)), more_b = static_cast<bool>(std::getline(b, y));
+    if (!more_a && !more_b) return "only its line ends differ";
+    if (!more_a) return fmt::format("it has lines from line {} on that the lab's text has not", line);
+    if (!more_b) return fmt::format("it ends before line {} of the lab's text", line);
+    if (x != y) return fmt::format("line {} differs", line);
+  }
+}
+
 bool dir_is_empty_or_absent(const fs::path& dir) { return !fs::exists(dir) || fs::is_empty(dir); }
 
-void prepare_out(const fs::path& dir, bool resume) {
-  if (fs::exists(dir) && !fs::is_directory(dir)) fail("--out {}: exists and is not a directory", dir.string());
+// Who names the result directory, for messages: the lab's --out, which may
+// hold a lab to resume, or merge's positional OUT, which is always new.
+struct OutNaming {
+  const char* name;
+  const char* not_empty;  // what to do about a directory that is not empty
+};
+constexpr OutNaming kLabOut{"--out", "use --resume to continue that lab, or another directory"};
+constexpr OutNaming kMergeOut{"lab merge: OUT", "merge into a new or empty directory"};
+
+void prepare_out(const fs::path& dir, const OutNaming& naming, bool resume = false) {
+  if (fs::exists(dir) && !fs::is_directory(dir)) fail("{} {}: exists and is not a directory", naming.name, dir.string());
   if (!resume && !dir_is_empty_or_absent(dir))
-    fail("--out {}: exists and is not empty (use --resume to continue that lab, or another directory)", dir.string());
+    fail("{} {}: exists and is not empty ({})", naming.name, dir.string(), naming.not_empty);
   std::error_code ec;
   fs::create_directories(dir / "logs", ec);
-  if (ec) fail("--out {}: cannot create: {}", dir.string(), ec.message());
+  if (ec) fail("{} {}: cannot create: {}", naming.name, dir.string(), ec.message());
 }
 
 }  // namespace
@@ -192,9 +206,12 @@ void prepare_out(const fs::path& dir, bool resume) {
 LabDirectory load_lab(const std::string& dir_text) {
   const fs::path dir(dir_text);
   LabDirectory lab;
-  lab.manifest = read_manifest(dir);
-  lab.scenario = effective_scenario(lab.manifest);
-  lab.records = load_results((dir / kResults).string()).records;
+  lab.manifest = read_manifest(dir_text);
+  lab.scenario = effective_scenario(lab.manifest, (dir / kManifest).string());
+  const auto results = (dir / kResults).string();
+  auto loaded = load_results(results);
+  check_results(loaded, results, lab.scenario);
+  lab.records = std::move(loaded.records);
   lab.summary = summarize(lab.scenario, lab.records, static_cast<unsigned>(lab.scenario.host_cpus.size()),
                           host_slice_ns(lab.manifest));
   return lab;
@@ -227,9 +244,13 @@ void write_outputs(const std::string& dir_text) {
             ? ", locality.png (handoff_locality: handoffs between two vCPUs that stayed within a virtual node)"
             : "");
   } else {
+    // The install advice only where python3 or matplotlib is what failed; a
+    // script that ran and failed says why itself.
     plots_note = plotted.timed_out
                      ? fmt::format("No plots: {} (a slow or busy host; `lockvisor lab report {}` draws them again).",
                                    plotted.why, dir_text)
+                 : !plotted.last_line.empty() && !plotted.import_failed
+                     ? fmt::format("No plots: {}: {}", plotted.why, plotted.last_line)
                      : fmt::format("No plots: {} (needs /usr/bin/python3 with matplotlib: tools/install-deps.sh "
                                    "installs python3-matplotlib).",
                                    plotted.why);
@@ -242,11 +263,18 @@ void write_outputs(const std::string& dir_text) {
 int run_lab(const LabOptions& o) {
   const fs::path dir(o.out);
   nlohmann::json manifest;
-  if (o.resume && fs::exists(dir / kManifest)) {
-    manifest = read_manifest(dir);
-    if (!o.scenario_text.empty() && o.scenario_text != manifest.at("scenario_text").get<std::string>())
-      fail("--resume: {} ran another scenario ({}); give the same one, or none", o.out,
-           manifest.at("origin").get<std::string>());
+  const bool resumed = o.resume && fs::exists(dir / kManifest);
+  if (resumed) {
+    manifest = read_manifest(o.out);
+    const auto began = manifest.at("scenario_text").get<std::string>();
+    const auto origin = manifest.at("origin").get<std::string>();
+    if (!o.scenario_text.empty() && o.scenario_text != began) {
+      if (origin != o.origin)
+        fail("--resume: {} ran another scenario ({}); give the same one, or none", o.out, origin);
+      fail("--resume: {} has changed since the lab in {} began ({}; lab.json keeps the text it began with); give it "
+           "unchanged, or no --scenario to run the text the lab began with",
+           o.origin, o.out, first_difference(began, o.scenario_text));
+    }
     if (o.repeats && *o.repeats != manifest.at("repeats").get<unsigned>())
       fail("--resume: {} runs {} repeats, not {}", o.out, manifest.at("repeats").get<unsigned>(), *o.repeats);
     if (o.native && !manifest.at("native").get<bool>()) fail("--resume: {} was started without --native", o.out);
@@ -288,7 +316,7 @@ int run_lab(const LabOptions& o) {
         {}, {}, {}, vcpu_limit, vcpu_limit_source);
     manifest["placement"]["vm_only"] = vm_only_twins(manifest, o);
   }
-  const auto scenario = effective_scenario(manifest);
+  const auto scenario = effective_scenario(manifest, resumed ? (dir / kManifest).string() : std::string());
   const auto expansion = expand_matrix(scenario);
   const auto& all = expansion.points;
   if (!fs::exists(dir / kManifest)) {
@@ -329,7 +357,7 @@ int run_lab(const LabOptions& o) {
     if (const auto left = left_out_line(manifest["placement"]); !left.empty()) fmt::print("{}\n", left);
     return 0;
   }
-  prepare_out(dir, o.resume);
+  prepare_out(dir, kLabOut, o.resume);
   host::print_emulation_warning(stdout);
   if (!fs::exists(dir / kManifest)) {
     // What exits cost on this host, for the report's "platform's part": a
@@ -348,6 +376,7 @@ int run_lab(const LabOptions& o) {
     write_text(dir / kManifest, manifest.dump(2) + "\n");
   }
   const auto loaded = load_results((dir / kResults).string());
+  check_results(loaded, (dir / kResults).string(), scenario);
   if (loaded.torn) fmt::print("lab: dropped a torn last line of {} (that point runs again)\n", kResults);
   std::set<std::string> done;
   for (const auto& r : loaded.records) done.insert(r["id"].get<std::string>());
@@ -406,20 +435,33 @@ int run_lab(const LabOptions& o) {
 
 int merge_labs(const std::string& out, const std::vector<std::string>& inputs, const std::string& command) {
   if (inputs.empty()) fail("lab merge: give the result directories to combine");
+  // Every input is read and checked before OUT is made: a refused merge
+  // leaves nothing behind, and the same command with good inputs then runs.
   nlohmann::json manifest;
+  Scenario scenario;
   std::vector<nlohmann::json> records;
   std::map<std::string, std::string> seen;  // id -> input
+  struct Timeline {
+    nlohmann::json record;
+    fs::path input;
+    std::string trace;  // relative to the lab directory; empty: none
+  };
+  std::vector<Timeline> timelines;
+  std::map<std::string, std::string> timeline_seen;  // id -> input
   for (const auto& in : inputs) {
     const auto m = read_manifest(in);
     if (manifest.is_null()) {
       manifest = m;
+      scenario = effective_scenario(manifest, (fs::path(in) / kManifest).string());
     } else if (m.at("scenario_text") != manifest.at("scenario_text") || m.at("repeats") != manifest.at("repeats") ||
                m.at("native") != manifest.at("native") ||
                m.value("placement", nlohmann::json::object()).value("host_cpus", std::string()) !=
                    manifest.value("placement", nlohmann::json::object()).value("host_cpus", std::string())) {
       fail("lab merge: {} ran another scenario than {}", in, inputs.front());
     }
-    const auto loaded = load_results((fs::path(in) / kResults).string());
+    const auto results = (fs::path(in) / kResults).string();
+    const auto loaded = load_results(results);
+    check_results(loaded, results, scenario);
     if (loaded.torn) fmt::print("lab merge: {}: dropped a torn last line\n", in);
     for (const auto& r : loaded.records) {
       const auto id = r["id"].get<std::string>();
@@ -427,12 +469,39 @@ int merge_labs(const std::string& out, const std::vector<std::string>& inputs, c
         fail("lab merge: point '{}' is in both {} and {}", id, it->second, in);
       records.push_back(r);
     }
+    // The timelines: their records and files, each cell from one input.
+    const auto log = (fs::path(in) / kTimelinesLog).string();
+    const auto traced = load_results(log);
+    for (std::size_t i = 0; i < traced.records.size(); ++i) {
+      const auto& r = traced.records[i];
+      const auto id = r["id"].get<std::string>();
+      if (const auto [it, fresh] = timeline_seen.emplace(id, in); !fresh)
+        fail("lab merge: timeline '{}' is in both {} and {}", id, it->second, in);
+      std::string trace;
+      if (r.contains("trace")) {
+        const auto where = fmt::format("{}:{}", log, traced.lines[i]);
+        if (!r["trace"].is_string()) fail("{}: trace: expected a file name, not {}", where, r["trace"].dump());
+        trace = r["trace"].get<std::string>();
+        // A file of the lab's timelines folder, which the merge copies into
+        // OUT's: nothing outside either.
+        const fs::path relative(trace);
+        if (!trace.empty() && (relative.is_absolute() || *relative.begin() != kTimelinesDir ||
+                               relative.lexically_normal() != relative ||
+                               std::find(relative.begin(), relative.end(), "..") != relative.end()))
+          fail("{}: trace '{}': expected a file in {}/", where, trace, kTimelinesDir);
+        if (!trace.empty() && !fs::is_regular_file(fs::path(in) / trace))
+          fail("{}: trace '{}': no such file in {}", where, trace, in);
+      }
+      timelines.push_back({r, in, trace});
+    }
   }
+  const auto total = expand(scenario).size();
+
   const fs::path dir(out);
-  prepare_out(dir, false);
+  prepare_out(dir, kMergeOut);
   // The points in matrix order, whichever shard ran them.
   std::sort(records.begin(), records.end(),
-            [](const auto& a, const auto& b) { return a.value("index", 0u) < b.value("index", 0u); });
+            [](const auto& a, const auto& b) { return a["index"].template get<std::uint64_t>() < b["index"].template get<std::uint64_t>(); });
   manifest["shard"] = "1/1";
   manifest["command"] = command;
   manifest["merged_from"] = inputs;
@@ -441,31 +510,18 @@ int merge_labs(const std::string& out, const std::vector<std::string>& inputs, c
     ResultsLog log((dir / kResults).string(), LoadedResults{});
     for (const auto& r : records) log.append(r);
   }
-  // The shards' timelines: their records and files, each cell from one shard.
-  {
-    const auto log_path = (dir / kTimelinesLog).string();
-    ResultsLog log(log_path, LoadedResults{});
-    std::set<std::string> timeline_ids;
-    for (const auto& in : inputs) {
-      for (const auto& r : load_results((fs::path(in) / kTimelinesLog).string()).records) {
-        if (!timeline_ids.insert(r["id"].get<std::string>()).second)
-          fail("lab merge: timeline '{}' is in more than one input", r["id"].get<std::string>());
-        const auto trace = r.value("trace", std::string());
-        if (!trace.empty()) {
-          std::error_code ec;
-          fs::create_directories(dir / kTimelinesDir, ec);
-          fs::copy_file(fs::path(in) / trace, dir / trace, fs::copy_options::overwrite_existing, ec);
-          if (ec) fail("lab merge: {}: cannot copy {}: {}", in, trace, ec.message());
-          // What was made from an earlier trace of that name is made again from this one.
-          for (const char* made : kMadeFromTrace)
-            fs::remove((dir / trace).replace_extension(made), ec);
-        }
-        log.append(r);
+  if (!timelines.empty()) {
+    ResultsLog log((dir / kTimelinesLog).string(), LoadedResults{});
+    for (const auto& t : timelines) {
+      if (!t.trace.empty()) {
+        std::error_code ec;
+        fs::create_directories(dir / kTimelinesDir, ec);
+        fs::copy_file(t.input / t.trace, dir / t.trace, fs::copy_options::overwrite_existing, ec);
+        if (ec) fail_host("lab merge: {}: cannot copy {}: {}", t.input.string(), t.trace, ec.message());
       }
+      log.append(t.record);
     }
-    if (timeline_ids.empty()) fs::remove(log_path);
   }
-  const auto total = expand(effective_scenario(manifest)).size();
   fmt::print("lab merge: {} points from {} directories into {} ({} of {} in the matrix)\n", records.size(),
              inputs.size(), out, records.size(), total);
   write_outputs(out);

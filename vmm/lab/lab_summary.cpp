@@ -10,6 +10,7 @@
 #include "vmm/host/cpu_set.h"
 #include "vmm/lab/metrics.h"
 #include "vmm/lab/numa_bounds.h"
+#include "vmm/lab/point_runner.h"
 #include "vmm/lab/settings.h"
 #include "vmm/machine/run_result.h"
 #include "vmm/util/error.h"
@@ -337,7 +338,7 @@ Summary summarize(const Scenario& s, const std::vector<nlohmann::json>& records,
         for (const auto& e : report["vms"])
           if (e.value("label", std::string()) == vm.label) entry = &e;
       if (entry == nullptr) {
-        add_run(summary.points[it->second], outcome == "completed" ? "no-report" : outcome, nullptr, id, host_slice_ns);
+        add_run(summary.points[it->second], outcome == "completed" ? kNoReport : outcome, nullptr, id, host_slice_ns);
         continue;
       }
       add_run(summary.points[it->second], entry->value("outcome", std::string("unknown")), entry->at("result"),

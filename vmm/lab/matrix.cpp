@@ -29,12 +29,37 @@ std::string beyond_limit(const Point& p, unsigned vcpu_limit) {
   return {};
 }
 
-}  // namespace
-
-Expansion expand_matrix(const Scenario& scenario) {
+// The scenario as its points are made: sweeps expanded and min_cpus values
+// left out for its host CPUs.
+Scenario for_host(const Scenario& scenario) {
   Scenario s = scenario;
   if (s.host_cpus.empty()) s.host_cpus = host::usable_cpus();
   expand_for_host(s);
+  return s;
+}
+
+std::uint64_t points_of(const Scenario& s) {
+  std::uint64_t n = s.repeats;
+  for (const auto& a : s.axes)
+    n = a.values.size() != 0 && n > kMaxLabPoints * 1000 / a.values.size() ? kMaxLabPoints * 1000 : n * a.values.size();
+  return n;
+}
+
+}  // namespace
+
+std::uint64_t matrix_size(const Scenario& s) { return points_of(for_host(s)); }
+
+Expansion expand_matrix(const Scenario& scenario) {
+  const Scenario s = for_host(scenario);
+  if (const auto n = points_of(s); n > kMaxLabPoints) {
+    std::string sizes;
+    for (std::size_t a = 0; a < s.axes.size(); ++a)
+      sizes += fmt::format("{}{}", a == 0 ? "" : " x ", s.axes[a].values.size());
+    fail("scenario '{}': {}{} points ({} axis values x {} repeat{}): more than a lab plans (at most {}); use fewer "
+         "axis values or repeats, or several scenarios",
+         s.name, n >= kMaxLabPoints * 1000 ? "over " : "", n, sizes, s.repeats, s.repeats == 1 ? "" : "s",
+         kMaxLabPoints);
+  }
   const unsigned vcpu_limit = s.vcpu_limit != 0 ? s.vcpu_limit : own_vcpu_limit();
   Expansion out;
   std::vector<Point>& points = out.points;

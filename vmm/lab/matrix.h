@@ -38,10 +38,20 @@ struct Expansion {
 // The points, with sweeps expanded and placement words resolved for
 // s.host_cpus (vmm/lab/placement.h), and those left out (LeftOutPoint):
 // beyond a limit of the host, or a native twin only a VM can run.
-// Throws a usage lockvisor::Error when every point is left out.
+// Throws a usage lockvisor::Error when every point is left out, or when the
+// matrix has more than kMaxLabPoints points.
 Expansion expand_matrix(const Scenario& s);
 // The points alone.
 std::vector<Point> expand(const Scenario& s);
+
+// The most points (repeats included) a lab plans: far above every preset
+// (the largest plans a few thousand on 256 CPUs), low enough that a
+// matrix too big to run is refused at once instead of expanded for minutes
+// (docs/lab.md states it).
+inline constexpr std::uint64_t kMaxLabPoints = 100000;
+// The points of the whole matrix, repeats included and left-out points
+// counted, from the axis sizes (saturating): known before any point is made.
+std::uint64_t matrix_size(const Scenario& s);
 
 // "I/N" with 1 <= I <= N: shard I of N. Throws a usage Error otherwise.
 struct Shard {

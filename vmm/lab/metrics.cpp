@@ -69,6 +69,8 @@ double number_at(const nlohmann::json& report, const char* pointer, const std::s
     return 0;
   }
   if (!v.is_number()) fail("point {}: '{}' in its run report is not a number", id, pointer);
+  // Every figure is a count, a rate, a time or a share.
+  if (v.get<double>() < 0) fail("point {}: '{}' in its run report is negative ({})", id, pointer, v.dump());
   return v.get<double>();
 }
 

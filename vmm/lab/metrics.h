@@ -35,7 +35,7 @@ const Metric* find_metric(const std::string& name);
 // The metric's value in one run's report; nullopt when it is null (not
 // applicable) or its divisor is 0 (or it is in host slices and
 // `host_slice_ns` is unknown). Throws a usage lockvisor::Error naming the key
-// and `id` when the key is missing or not a number.
+// and `id` when the key is missing, not a number or negative.
 std::optional<double> read_metric(const Metric& m, const nlohmann::json& report, const std::string& id,
                                   std::optional<double> host_slice_ns = std::nullopt);
 

@@ -124,6 +124,23 @@ void resolve_scope(SettingValues& settings, const std::string& prefix, const std
 
 }  // namespace
 
+bool takes_placement_words(const std::string& name) { return name == "pcpus" || name == "vcpus" || name == "vnuma"; }
+
+void check_placement_word(const std::string& name, const std::string& value) {
+  if (value.find("{n}") != std::string::npos) return;
+  if (name == "pcpus") {
+    // A host as large as any: only the word's form can fail against it.
+    static const std::vector<int> kAnyHost = [] {
+      std::vector<int> cpus(static_cast<std::size_t>(kMaxMinCpus));
+      for (std::size_t i = 0; i < cpus.size(); ++i) cpus[i] = static_cast<int>(i);
+      return cpus;
+    }();
+    host::resolve_host_cpus(value, kAnyHost);
+  } else if (name == "vcpus") {
+    host::resolve_vcpus(value, 1);
+  }
+}
+
 unsigned own_vcpu_limit() { return static_cast<unsigned>(experiment::find_run_setting("vcpus")->max); }
 
 std::vector<unsigned> sweep_counts(std::size_t cpus) {
@@ -254,7 +271,7 @@ std::string placement_markdown(const nlohmann::json& placement) {
   std::string out = fmt::format(
       "\n## Placement: this lab's host-relative terms\n\nPlanned for host CPUs {} ({} CPUs; {}).",
       placement.value("host_cpus", "?"), placement.value("cpu_count", 0), placement.value("source", "?"));
-  const auto& terms = placement.at("terms");
+  const auto terms = placement.value("terms", nlohmann::json::array());
   if (const auto left = left_out_line(placement); !left.empty()) out += " " + left;
   if (terms.empty()) return out + " Every placement names its CPUs and counts itself.\n";
   out += " Each term and what it resolved to:\n\n| setting | term | resolved |\n|---|---|---|\n";

@@ -41,6 +41,18 @@ struct PlacementTerm {
 // Both become the explicit form (which names its CPUs, so pcpus is dropped).
 inline constexpr const char* kVnumaWords = "N, shared:N, host or VCPUS@HOSTCPUS,...";
 
+// Whether setting `name` (pcpus, vcpus, vnuma) takes host-relative words:
+// `vcpus = "2x"` is a string where the setting's type is a count.
+bool takes_placement_words(const std::string& name);
+
+// Checks what can be checked of a placement setting's value on any host: a
+// CPU list that reads backwards (pcpus = "3-1"), a word of no known form
+// (vcpus = "true"). Throws a usage lockvisor::Error with one line naming the
+// value and the accepted forms. Sizes that depend on the host (pcpus =
+// "64cpus" on 8 CPUs) are judged when the point is resolved, a sweep's "{n}"
+// when the sweep is expanded; other settings pass.
+void check_placement_word(const std::string& name, const std::string& value);
+
 // The contender counts of a sweep on `cpus` usable CPUs: the powers of two
 // below `cpus` (1, 2, 4, ...). The count of all CPUs is not among them: the
 // scenario names that point itself, with a label that is the same on every

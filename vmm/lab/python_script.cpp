@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -54,12 +56,38 @@ ToolScript tool_script(const char* name, const char* env_override) {
   return found;
 }
 
+namespace {
+
+// The last line of a log that is not blank, at most a line's worth of its
+// end (a traceback's last line is the error).
+std::string last_line_of(const std::string& path) {
+  constexpr std::streamoff kTail = 4096;
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return {};
+  const auto size = static_cast<std::streamoff>(in.tellg());
+  in.seekg(std::max<std::streamoff>(0, size - kTail));
+  std::string line, last;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (!line.empty()) last = line;
+  }
+  return last;
+}
+
+ScriptRun not_ok(std::string why) {
+  ScriptRun run;
+  run.why = std::move(why);
+  return run;
+}
+
+}  // namespace
+
 ScriptRun run_python_script(const ToolScript& script, const std::vector<std::string>& args,
                             const std::string& log_path, double timeout_s) {
   if (script.path.empty()) {
     std::string places;
     for (const auto& place : script.looked) places += (places.empty() ? "" : ", ") + place;
-    return {false, fmt::format("{} is not in any of: {}", script.name, places)};
+    return not_ok(fmt::format("{} is not in any of: {}", script.name, places));
   }
   std::vector<std::string> argv = {"/usr/bin/python3", script.path};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -70,15 +98,25 @@ ScriptRun run_python_script(const ToolScript& script, const std::vector<std::str
     while (!(code = child.poll())) {
       if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s) {
         child.kill_and_reap();
-        return {false, fmt::format("{} timed out after {:.0f} s", script.path, timeout_s), true};
+        auto slow = not_ok(fmt::format("{} timed out after {:.0f} s", script.path, timeout_s));
+        slow.timed_out = true;
+        return slow;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (*code == 0) return {true, {}};
-    return {false, *code == 127 ? std::string("/usr/bin/python3 cannot be started")
-                                : fmt::format("{} failed (exit {}; {})", script.path, *code, log_path)};
+    if (*code == 0) {
+      ScriptRun ok;
+      ok.ok = true;
+      return ok;
+    }
+    if (*code == 127) return not_ok("/usr/bin/python3 cannot be started");
+    auto failed = not_ok(fmt::format("{} failed (exit {}; {})", script.path, *code, log_path));
+    failed.last_line = last_line_of(log_path);
+    failed.import_failed =
+        failed.last_line.starts_with("ModuleNotFoundError") || failed.last_line.starts_with("ImportError");
+    return failed;
   } catch (const Error& e) {
-    return {false, e.what()};
+    return not_ok(e.what());
   }
 }
 

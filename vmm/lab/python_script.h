@@ -31,6 +31,13 @@ struct ScriptRun {
   // Not ok because it ran past its time (a slow or busy host), not for want
   // of python3 and matplotlib: the callers' advice differs.
   bool timed_out = false;
+  // Not ok after the script ran: the last line it wrote to its log, which for
+  // a Python script that failed is its own error ("ValueError: Axis limits
+  // cannot be NaN or Inf"); empty when it wrote nothing.
+  std::string last_line;
+  // That line says a module would not import (python3 without matplotlib):
+  // the failure the callers' install advice is for.
+  bool import_failed = false;
 };
 
 // Runs /usr/bin/python3 SCRIPT ARGS with stdout and stderr to `log_path`.

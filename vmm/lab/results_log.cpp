@@ -41,6 +41,7 @@ LoadedResults load_results(const std::string& path) {
     if (!ids.insert(record["id"].get<std::string>()).second)
       fail("{}:{}: point '{}' recorded twice", path, line, record["id"].get<std::string>());
     out.records.push_back(std::move(record));
+    out.lines.push_back(line);
     start = end + 1;
     out.good_bytes = start;
   }

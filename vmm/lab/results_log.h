@@ -15,6 +15,7 @@ namespace lockvisor::lab {
 
 struct LoadedResults {
   std::vector<nlohmann::json> records;
+  std::vector<std::size_t> lines;  // each record's line in the file (from 1), for messages
   std::size_t good_bytes = 0;  // where the last complete line ends
   bool torn = false;           // a last line without its newline was dropped
 };

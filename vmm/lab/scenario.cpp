@@ -15,15 +15,25 @@
 #include <cmath>
 #include <cstring>
 
+#include <map>
 #include <set>
 #include <sstream>
 
+#include "vmm/experiment/run_settings.h"
+#include "vmm/host/host_cpus.h"
 #include "vmm/lab/metrics.h"
+#include "vmm/lab/placement.h"
+#include "vmm/lab/point_runner.h"
 #include "vmm/util/error.h"
 #include "vmm/util/unique_fd.h"
 
 namespace lockvisor::lab {
 namespace {
+
+// What a scenario's name and a VM's label may hold: they name files,
+// points and rows.
+constexpr const char* kNameCharacters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
+constexpr std::size_t kMaxNameLength = 64;
 
 std::string where_of(const toml::node& node, const std::string& origin) {
   const auto& src = node.source();
@@ -42,9 +52,36 @@ std::string scalar_text(const toml::node& node, const std::string& what, const s
   fail("{}: {}: expected a string, number or boolean", where_of(node, origin), what);
 }
 
-void check_setting_value(const Setting& s, const std::string& value, const toml::node& node, const std::string& origin) {
-  if (s.flag && value != "true" && value != "false")
-    fail("{}: {} = {}: expected true or false", where_of(node, origin), s.name, value);
+// A TOML value as the scenario spells it, for messages: "0.1" with its
+// quotes, true, 4.
+std::string shown(const toml::node& node, const std::string& text) {
+  return node.is_string() ? fmt::format("{:?}", text) : text;
+}
+
+// A setting's value as the text a `lockvisor run` option takes, of the
+// setting's type: a number where `run` takes one (or a string that is a
+// host-relative word, vcpus = "2x", or holds a sweep's "{n}"), true or false
+// for a switch, a placement word of a known form.
+std::string setting_text(const Setting& s, const toml::node& node, const std::string& origin) {
+  const auto text = scalar_text(node, s.name, origin);
+  const auto* row = experiment::find_run_setting(s.name);
+  const bool number = row != nullptr && (row->type == experiment::SettingType::kUnsigned ||
+                                         row->type == experiment::SettingType::kSeconds);
+  const bool word = node.is_string() && (takes_placement_words(s.name) || text.find("{n}") != std::string::npos);
+  if (number && !node.is_number() && !word)
+    fail("{}: {} = {}: expected a number{}", where_of(node, origin), s.name, shown(node, text),
+         takes_placement_words(s.name) ? fmt::format(" or a word ({})", host::kVcpuForms)
+                                       : node.is_string() ? ", not a string" : "");
+  if (number && row->type == experiment::SettingType::kUnsigned && node.is_floating_point())
+    fail("{}: {} = {}: expected a whole number", where_of(node, origin), s.name, text);
+  if (s.flag && text != "true" && text != "false")
+    fail("{}: {} = {}: expected true or false", where_of(node, origin), s.name, text);
+  try {
+    check_placement_word(s.name, text);
+  } catch (const Error& e) {
+    fail("{}: {}: {}", where_of(node, origin), s.name, e.what());
+  }
+  return text;
 }
 
 const Setting& known_setting(const std::string& name, const toml::node& node, const std::string& origin) {
@@ -88,18 +125,15 @@ void parse_vm_settings(const toml::table& t, const std::string& label, SettingVa
     if (name == "label") continue;
     const Setting& setting = known_setting(name, node, origin);
     if (name == "native") fail("{}: VM '{}': native runs no VM", where_of(node, origin), label);
-    const auto text = scalar_text(node, name, origin);
-    check_setting_value(setting, text, node, origin);
-    assign(out, vm_setting_name(label, setting.name), text);
+    assign(out, vm_setting_name(label, setting.name), setting_text(setting, node, origin));
   }
 }
 
 VmSpec parse_vm(const toml::table& t, const std::string& origin) {
   VmSpec vm;
   vm.label = required_string(t, "label", "[[vm]]", origin);
-  if (vm.label.empty() || vm.label.size() > 32 ||
-      vm.label.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != std::string::npos)
-    fail("{}: [[vm]] label '{}': 1-32 characters of A-Z a-z 0-9 _ . -", where_of(t, origin), vm.label);
+  if (vm.label.empty() || vm.label.size() > 32 || vm.label.find_first_not_of(kNameCharacters) != std::string::npos)
+    fail("{}: [[vm]] label {:?}: 1-32 characters of A-Z a-z 0-9 _ . -", where_of(t, origin), vm.label);
   parse_vm_settings(t, vm.label, vm.settings, origin);
   return vm;
 }
@@ -140,9 +174,7 @@ Axis parse_axis(const toml::table& t, const std::vector<VmSpec>& vms, const std:
           continue;
         }
         const Setting& s = known_setting(name, node, origin);
-        const auto text = scalar_text(node, name, origin);
-        check_setting_value(s, text, node, origin);
-        assign(value.settings, s.name, text);
+        assign(value.settings, s.name, setting_text(s, node, origin));
       }
       if (!value.sweep.empty() && value.label.find("{n}") == std::string::npos)
         fail("{}: axis '{}' value '{}': a sweep's label needs {{n}} (the count)", where_of(v, origin), axis.name,
@@ -152,8 +184,7 @@ Axis parse_axis(const toml::table& t, const std::vector<VmSpec>& vms, const std:
       if (plain == nullptr)
         fail("{}: axis '{}' is not a setting: its values must be tables with a label and settings", where_of(v, origin),
              axis.name);
-      value.label = scalar_text(v, axis.name, origin);
-      check_setting_value(*plain, value.label, v, origin);
+      value.label = setting_text(*plain, v, origin);
       assign(value.settings, plain->name, value.label);
     }
     if (value.label.empty() || value.label.find_first_of(" ,=#\n") != std::string::npos)
@@ -267,6 +298,9 @@ Claim parse_claim(const toml::table& t, const std::string& origin) {
     }
   } else if (c.kind == "outcome") {
     c.outcome = required_string(t, "outcome", "[[claim]]", origin);
+    if (!is_point_outcome(c.outcome) && c.outcome != kNoReport)
+      fail("{}: claim outcome {:?}: not an outcome of a point ({}, or {} for a VM without a report)",
+           where_of(*t.get("outcome"), origin), c.outcome, point_outcomes_text(), kNoReport);
     if (c.expect != "some" && c.expect != "none")
       fail("{}: claim expect '{}': some or none for an outcome claim", where_of(t, origin), c.expect);
   } else if (c.kind == "level") {
@@ -300,6 +334,37 @@ Claim parse_claim(const toml::table& t, const std::string& origin) {
     fail("{}: claim metric '{}': not a metric of the summary (lockvisor lab's metric table)", where_of(t, origin),
          c.metric);
   return c;
+}
+
+// Where a setting of a scenario is given, for check_set_once.
+struct GivenAt {
+  std::string place;  // "[fixed] at FILE:LINE", "axis 'lock' at FILE:LINE"
+  bool axis = false;
+};
+
+// A setting is given in one place: [fixed] (or a [[vm]] table), or one axis.
+// A value of a composite axis may give a setting of [fixed] its own value
+// ([fixed] is then the default of the values that do not); an axis that sets
+// it in every value, or two axes that both set it, would have one value
+// silently win over the other. `given` holds where each setting was given so
+// far; the axis's are added.
+void check_set_once(const Axis& axis, const std::string& where, std::map<std::string, GivenAt>& given) {
+  std::set<std::string> any, every;
+  for (const auto& [name, value] : axis.values.front().settings) every.insert(name);
+  for (const auto& v : axis.values) {
+    std::set<std::string> mine;
+    for (const auto& [name, value] : v.settings) mine.insert(name);
+    any.insert(mine.begin(), mine.end());
+    std::erase_if(every, [&](const std::string& name) { return !mine.count(name); });
+  }
+  const auto here = fmt::format("axis '{}' at {}", axis.name, where);
+  for (const auto& name : any) {
+    const auto before = given.find(name);
+    if (before != given.end() && (before->second.axis || every.count(name)))
+      fail("{}: the setting '{}' is given twice: by {} and by {}; give it in one place", where, name,
+           before->second.place, here);
+    given[name] = {here, true};
+  }
 }
 
 const Axis* find_axis(const std::vector<Axis>& axes, const std::string& name) {
@@ -378,6 +443,8 @@ std::string read_scenario_file(const std::string& path) {
     text.append(buffer, static_cast<std::size_t>(n));
     if (text.size() > kMaxScenarioBytes) too_big();
   }
+  if (text.empty())
+    fail("--scenario {}: the file is empty: a scenario has a name and [[axis]] tables (docs/lab-example.toml)", path);
   return text;
 }
 
@@ -389,6 +456,9 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
     fail("{}:{}: {}", origin, e.source().begin.line, e.description());
   }
   Scenario s;
+  // Where each setting is given: [fixed], a [[vm]] table, or an axis that
+  // sets it (for check_set_once).
+  std::map<std::string, GivenAt> given_at;
   static const std::set<std::string> kKeys = {"name",  "title", "description", "platform_note", "repeats",
                                               "native", "fixed", "vm",          "axis",          "claim",
                                               "timeline", "goal", "needs", "compare"};
@@ -398,12 +468,15 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
            "[[axis]], [[claim]], [timeline], [goal], needs, compare)",
            where_of(node, origin), key.str());
   s.name = required_string(root, "name", "the scenario", origin);
+  if (s.name.empty() || s.name.size() > kMaxNameLength || s.name.find_first_not_of(kNameCharacters) != std::string::npos)
+    fail("{}: name {:?}: 1-{} characters of A-Z a-z 0-9 _ . - (it names the lab in files and reports)",
+         where_of(*root.get("name"), origin), s.name, kMaxNameLength);
   s.title = optional_string(root, "title", "the scenario", origin, s.name);
   s.description = optional_string(root, "description", "the scenario", origin);
   s.platform_note = optional_string(root, "platform_note", "the scenario", origin);
   if (const auto* node = root.get("repeats")) {
     auto r = node->value_exact<std::int64_t>();
-    if (!r || *r < 1 || *r > 1000) fail("{}: repeats: an integer 1..1000", where_of(*node, origin));
+    if (!r || *r < 1 || *r > kMaxRepeats) fail("{}: repeats: an integer 1..{}", where_of(*node, origin), kMaxRepeats);
     s.repeats = static_cast<unsigned>(*r);
   }
   if (const auto* node = root.get("native")) {
@@ -416,9 +489,8 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
     if (table == nullptr) fail("{}: fixed: expected a table [fixed]", where_of(*node, origin));
     for (const auto& [key, value] : *table) {
       const Setting& setting = known_setting(std::string(key.str()), value, origin);
-      const auto text = scalar_text(value, setting.name, origin);
-      check_setting_value(setting, text, value, origin);
-      assign(s.fixed, setting.name, text);
+      assign(s.fixed, setting.name, setting_text(setting, value, origin));
+      given_at[setting.name] = {fmt::format("[fixed] at {}", where_of(value, origin))};
     }
   }
   if (const auto* node = root.get("vm")) {
@@ -430,7 +502,10 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
       // Every VM appears in the point's settings, also one without settings
       // of its own: the label entry (settings.h, run_arguments).
       assign(s.fixed, vm_setting_name(vm.label, "label"), vm.label);
-      for (const auto& [name, value] : vm.settings) assign(s.fixed, name, value);
+      for (const auto& [name, value] : vm.settings) {
+        assign(s.fixed, name, value);
+        given_at[name] = {fmt::format("[[vm]] '{}' at {}", vm.label, where_of(v, origin))};
+      }
       s.vms.push_back(std::move(vm));
     }
     if (s.vms.size() == 1) fail("{}: one [[vm]] is no multi-VM point: give two or more, or none", origin);
@@ -443,6 +518,7 @@ Scenario parse_scenario(const std::string& text, const std::string& origin) {
     for (const auto& a : *array) {
       auto axis = parse_axis(*a.as_table(), s.vms, origin);
       if (!names.insert(axis.name).second) fail("{}: axis '{}' appears twice", where_of(a, origin), axis.name);
+      check_set_once(axis, where_of(a, origin), given_at);
       if (!s.vms.empty() && axis.name == "vm") fail("{}: axis 'vm' is the [[vm]] tables' own", where_of(a, origin));
       s.axes.push_back(std::move(axis));
     }
@@ -503,6 +579,11 @@ void apply_overrides(Scenario& s, const SettingValues& overrides, const std::str
         if (lookup(v.settings, name) != nullptr)
           fail("--set {}: {}: the axis '{}' sets it (each of its values gives it its own)", name, origin, a.name);
     if (setting->flag && value != "true" && value != "false") fail("--set {}={}: expected true or false", name, value);
+    try {
+      check_placement_word(name, value);
+    } catch (const Error& e) {
+      fail("--set {}={}: {}", name, value, e.what());
+    }
     assign(s.fixed, name, value);
   }
   for (const auto& need : s.needs)

@@ -187,6 +187,7 @@ void apply_overrides(Scenario& s, const SettingValues& overrides, const std::str
 Axis vm_axis(const Scenario& s);
 
 inline constexpr unsigned kDefaultRepeats = 5;
+inline constexpr unsigned kMaxRepeats = 1000;
 // The largest min_cpus an axis value may ask for, and the largest factor of
 // a ratio claim: beyond any host or any sensible comparison, i.e. a typo.
 inline constexpr std::int64_t kMaxMinCpus = 65536;
@@ -194,8 +195,8 @@ inline constexpr double kMaxClaimFactor = 1000;
 
 // A scenario file's text. It must be a regular file of at most
 // kMaxScenarioBytes: a device (/dev/zero), a FIFO or a huge file would make
-// the lab read forever or exhaust memory before anything runs. Throws a usage
-// lockvisor::Error with one line otherwise.
+// the lab read forever or exhaust memory before anything runs; an empty file
+// is no scenario either. Throws a usage lockvisor::Error with one line otherwise.
 inline constexpr std::size_t kMaxScenarioBytes = std::size_t{1} << 20;
 std::string read_scenario_file(const std::string& path);
 
