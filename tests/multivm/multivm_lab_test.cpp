@@ -109,7 +109,8 @@ TEST(MultiVmLab, BadMultiVmScenariosAreOneLineErrors) {
   EXPECT_NE(error_of(head + "[[vm]]\nlabel = \"a\"\n").find("one [[vm]] is no multi-VM point"), std::string::npos);
   EXPECT_NE(error_of(head + "[[vm]]\nlabel = \"a\"\nnative = true\n[[vm]]\nlabel = \"b\"\n").find("native runs no VM"),
             std::string::npos);
-  EXPECT_NE(error_of(head + "[[vm]]\nlabel = \"a b\"\n[[vm]]\nlabel = \"b\"\n").find("label 'a b'"), std::string::npos);
+  EXPECT_NE(error_of(head + "[[vm]]\nlabel = \"a b\"\n[[vm]]\nlabel = \"b\"\n").find("label \"a b\": 1-32 characters"),
+            std::string::npos);
   EXPECT_NE(error_of(head + "[[vm]]\nlabel = \"a\"\nbogus = 1\n[[vm]]\nlabel = \"b\"\n").find("unknown setting 'bogus'"),
             std::string::npos);
   EXPECT_NE(error_of(head + "[[vm]]\nlabel = \"a\"\n[[vm]]\nlabel = \"b\"\n[[claim]]\ntext = \"t\"\naxis = \"vm\"\n"
