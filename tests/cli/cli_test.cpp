@@ -1018,7 +1018,7 @@ TEST(CliOutputFiles, AnOutputOverAnotherOutputOrTheInputIsRefused) {
 // --serial /dev/stdout with stdout redirected to a file: the guest's lines
 // and the report both land in it, neither written over the other (the
 // file's own description is shared, not reopened at offset 0).
-TEST(CliOutputFiles, SerialToARedirectedStdoutKeepsTheReport) {
+TEST(CliKvm, SerialToARedirectedStdoutKeepsTheReport) {
   LOCKVISOR_REQUIRE_KVM(kvm);
   ScratchDir dir;
   const auto o = shell(std::string(LOCKVISOR_BINARY) + " run --workload hello --serial /dev/stdout > " +
@@ -1048,6 +1048,8 @@ TEST(CliOptions, NumbersOutOfRangeAreRefused) {
       {"run --timeout inf", "--timeout"},
       {"run --timeout nan", "--timeout"},
       {"run --timeout 1e300", "--timeout"},
+      {"run --duration 0x10", "'0x10' is not a finite decimal number of seconds"},
+      {"run --duration ' 0.2'", "is not a finite decimal number of seconds"},
       {"run --timeout 1e-300", "--timeout"},
       {"run --timeout -1", "--timeout"},
       {"run --memory 17592186044480", "--memory"},

@@ -347,6 +347,11 @@ TEST(RunSettings, VnumaIsCheckedBeforeBoot) {
     EXPECT_EQ(o.exit_code, 2) << args << ": " << o.output;
     EXPECT_EQ(o.output, fmt::format("lockvisor: error: {}\n", words)) << args;
   }
+  // A node's host CPU that does not exist is --vnuma's, not a --pcpus nobody gave.
+  const auto o = lockvisor("run --workload lockbench --vcpus 4 --vnuma 0-1@0,2-3@1000");
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_EQ(o.output.rfind("lockvisor: error: --vnuma: CPU 1000 does not exist (this host has CPUs 0-", 0), 0u)
+      << o.output;
 }
 
 // --native refuses what only a VM has, before anything runs (the lab's

@@ -15,7 +15,7 @@ points=$(grep -c '#r[0-9]* *lockvisor run ' "$work/points") || fail "no points: 
 if grep "lockvisor run " "$work/points" | grep -v -- "--kernel $kernel" > "$work/without"; then
   fail "a run without --kernel $kernel: $(head -1 "$work/without")"
 fi
-grep -q "^$points points" "$work/points" || fail "the count line does not say $points points: $(tail -1 "$work/points")"
+grep -q "^$points runs (" "$work/points" || fail "the count line does not say $points runs: $(tail -1 "$work/points")"
 
 if "$LOCKVISOR" doctor 2> /dev/null | grep -q "^KVM kind *: PVM"; then
   set +e

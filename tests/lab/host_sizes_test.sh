@@ -30,7 +30,7 @@ for cpus in 2 16 64 256; do
       continue
     fi
     [ "$code" -eq 0 ] || fail "$preset on $cpus CPUs: exit $code: $(head -c 400 "$work/err")"
-    grep -q '^[0-9]* points' "$work/out" || fail "$preset on $cpus CPUs: no count line"
+    grep -q '^[0-9]* runs (' "$work/out" || fail "$preset on $cpus CPUs: no count line"
   done
 done
 

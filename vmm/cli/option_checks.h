@@ -6,6 +6,7 @@
 // command's options get after parsing: no value may be empty.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -49,8 +50,11 @@ inline CLI::Validator seconds_in(double min, double max, bool zero_allowed = fal
       [=](const std::string& text) -> std::string {
         char* end = nullptr;
         const double value = text.empty() ? NAN : std::strtod(text.c_str(), &end);
-        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
-          return fmt::format("'{}' is not a finite number of seconds", text);
+        // strtod also reads " 2" and hexadecimal (0x10 = 16 s, 0x1p-3): a
+        // duration is written in decimal, so those are typos, not durations.
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) ||
+            std::isspace(static_cast<unsigned char>(text.front())) || text.find_first_of("xX") != std::string::npos)
+          return fmt::format("'{}' is not a finite decimal number of seconds", text);
         if ((value < min || value > max) && !(zero_allowed && value == 0))
           return fmt::format("{} is out of range {}{}..{} seconds", text, zero_allowed ? "0 or " : "", min, max);
         return {};

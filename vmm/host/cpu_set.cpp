@@ -76,21 +76,21 @@ std::vector<int> allowed_cpus() {
 
 int host_cpu_count() { return static_cast<int>(sysconf(_SC_NPROCESSORS_CONF)); }
 
-void validate_cpus(const std::vector<int>& cpus) {
+void validate_cpus(const std::vector<int>& cpus, const char* option) {
   if (const char* declared = std::getenv(kHostCpusVariable); declared != nullptr && *declared != '\0') {
     // A plan for another host (a dry-run): its CPUs, not this one's.
     const auto usable = usable_cpus();
     for (int cpu : cpus)
       if (!std::binary_search(usable.begin(), usable.end(), cpu))
-        fail("--pcpus: CPU {} is not among the declared host CPUs ({}={})", cpu, kHostCpusVariable, declared);
+        fail("{}: CPU {} is not among the declared host CPUs ({}={})", option, cpu, kHostCpusVariable, declared);
     return;
   }
   const int count = host_cpu_count();
   const auto allowed = allowed_cpus();
   for (int cpu : cpus) {
-    if (cpu >= count) fail("--pcpus: CPU {} does not exist (this host has CPUs 0-{})", cpu, count - 1);
+    if (cpu >= count) fail("{}: CPU {} does not exist (this host has CPUs 0-{})", option, cpu, count - 1);
     if (!std::binary_search(allowed.begin(), allowed.end(), cpu))
-      fail("--pcpus: CPU {} is not allowed for this process (allowed: {})", cpu, format_cpu_list(allowed));
+      fail("{}: CPU {} is not allowed for this process (allowed: {})", option, cpu, format_cpu_list(allowed));
   }
 }
 

@@ -19,8 +19,9 @@ int host_cpu_count();
 
 // Throws if a CPU does not exist or is outside this process's affinity (or,
 // when LOCKVISOR_HOST_CPUS declares another host's CPUs, outside those:
-// vmm/host/host_cpus.h).
-void validate_cpus(const std::vector<int>& cpus);
+// vmm/host/host_cpus.h). `option` names where the CPUs came from in the
+// message (--vnuma's node CPUs are checked too, without any --pcpus).
+void validate_cpus(const std::vector<int>& cpus, const char* option = "--pcpus");
 
 // The host CPUs thread `index` of a VM (a vCPU, or a native run's host
 // thread) may run on, given --pcpus `cpus`: with `spread` one each in turn

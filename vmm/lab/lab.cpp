@@ -352,7 +352,9 @@ int run_lab(const LabOptions& o) {
     for (const auto& p : points) print_run(p.id, run_arguments(p.settings));
     const auto plans = o.timelines ? plan_timelines(scenario, points, o.out) : std::vector<TimelinePlan>{};
     for (const auto& t : plans) print_run(t.id, t.args);
-    fmt::print("{} points{}\n", points.size(),
+    std::set<std::string> cells;
+    for (const auto& p : points) cells.insert(p.key);
+    fmt::print("{} runs ({} points x {} repeats){}\n", points.size(), cells.size(), scenario.repeats,
                plans.empty() ? "" : fmt::format(", then {} traced runs for the timelines", plans.size()));
     if (const auto left = left_out_line(manifest["placement"]); !left.empty()) fmt::print("{}\n", left);
     return 0;
@@ -388,7 +390,7 @@ int run_lab(const LabOptions& o) {
   std::vector<const Point*> todo;
   for (const auto& p : points)
     if (!done.count(p.id)) todo.push_back(&p);
-  fmt::print("lockvisor lab: {} ({}): {} points{}, {} done, {} to run; results in {}\n", scenario.name, o.origin,
+  fmt::print("lockvisor lab: {} ({}): {} runs{}, {} done, {} to run; results in {}\n", scenario.name, o.origin,
              points.size(), o.shard ? fmt::format(" in shard {}/{}", o.shard->index, o.shard->count) : "",
              points.size() - todo.size(), todo.size(), o.out);
   std::fflush(stdout);

@@ -78,7 +78,7 @@ VnumaTopology parse_explicit(const std::string& text, unsigned vcpus) {
   }
   for (unsigned v = 0; v < vcpus; ++v)
     if (t.vcpu_node[v] == kUnassigned) fail("--vnuma '{}': vCPU {} is in no node", text, v);
-  host::validate_cpus(taken_cpus);  // shared nodes list a CPU more than once: harmless here
+  host::validate_cpus(taken_cpus, "--vnuma");  // shared nodes list a CPU more than once: harmless here
   return t;
 }
 
