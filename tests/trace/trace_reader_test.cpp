@@ -133,15 +133,30 @@ TEST(TraceReader, TraceEventsMustBeAnArrayOfEvents) {
   EXPECT_TRUE(mentions(refusal(twice), {"\"traceEvents\" twice"}));
 }
 
-// A lock workload's trace whose metadata counted records and that holds no
-// lock slice is not what the run wrote.
-TEST(TraceReader, ALockRunsTraceWithoutItsLockSlicesIsRefused) {
+// A lock workload's trace with no lock slice gives no verdict: the reader
+// refuses one whose metadata counted records, and trace-check one that
+// holds none (a window where nothing happened, metadata without counts).
+TEST(TraceReader, ALockRunsTraceWithoutLockSlicesIsNothingToJudge) {
   json doc = sample();
   json kept = json::array();
   for (const json& e : doc["traceEvents"])
     if (e["ph"] == "M") kept.push_back(e);
   doc["traceEvents"] = kept;
   EXPECT_TRUE(mentions(refusal(doc.dump()), {"metadata.locks.records is 3", "has 0 acquisitions"}));
+  doc["metadata"].erase("locks");
+  for (const std::string& text : {doc.dump(), sample_trace_json(kArgs, TraceOptions{100000, 0}, "10ms:11ms")}) {
+    const TraceTimeline t = read(text);
+    try {
+      check_trace(t, TraceCheckOptions{});
+      ADD_FAILURE() << "judged a trace without lock slices";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+      EXPECT_TRUE(mentions(e.what(), {"bad.json: nothing to judge"}));
+    }
+  }
+  // A run without locks has none to miss.
+  doc["metadata"]["args"] = "rounds=10";
+  EXPECT_NO_THROW(check_trace(read(doc.dump()), TraceCheckOptions{}));
 }
 
 TEST(TraceReader, ATimeBeforeTheRunsOriginIsRefused) {
