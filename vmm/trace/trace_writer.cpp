@@ -143,10 +143,8 @@ class Writer {
     group_.count = 0;
   }
 
-  // A slice overlapping the window (an instant inside it); no window: all.
-  bool inside(const Event& e) const {
-    return window_ == nullptr || (e.end_ns >= window_->begin_ns && e.begin_ns <= window_->end_ns);
-  }
+  // What the window holds; no window: all.
+  bool inside(const Event& e) const { return window_ == nullptr || window_->holds(e); }
 
   // Kicks whose wake is in the trace (and the window), and wakes whose kick is.
   void pair_flows() {
