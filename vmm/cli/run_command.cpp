@@ -321,7 +321,12 @@ int finish_vm_run(const RunOptions& o, const machine::RunResult& result, int cod
   if (extras.contains("hogs")) fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
   ending.print_summary();
   if (!traced.line.empty()) fmt::print("{}\n", traced.line);
-  if (traced.error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *traced.error);
+  if (traced.error) {
+    // OutputFile's errors name the option and the file already: say them once.
+    const std::string named = fmt::format("--trace {}: ", o.trace);
+    const std::string& why = *traced.error;
+    fmt::print(stderr, "lockvisor: {}not written: {}\n", named, why.starts_with(named) ? why.substr(named.size()) : why);
+  }
   if (json_error) std::rethrow_exception(json_error);
   return code;
 }
