@@ -98,7 +98,8 @@ TEST(TraceReader, InvalidPathsCountOnlyWhenTheMetadataCountedThem) {
   json doc = sample();
   for (json& e : doc["traceEvents"])
     if (lock_slice(e)) e["args"]["path"] = "invalid";
-  EXPECT_TRUE(mentions(refusal(doc.dump()), {"metadata.locks.invalid_path is 0", "3 acquisitions with path \"invalid\""}));
+  EXPECT_TRUE(
+      mentions(refusal(doc.dump()), {"metadata.locks.invalid_path is 0", "3 acquisitions with path \"invalid\""}));
   doc["metadata"]["locks"]["invalid_path"] = 3;
   for (auto& [path, n] : doc["metadata"]["locks"]["by_path"].items()) n = 0;
   ASSERT_EQ(refusal(doc.dump()), "");
@@ -241,7 +242,8 @@ TEST(TraceReader, LongValuesAreClippedInTheMessage) {
   for (const std::string& variant :
        {replaced("\"vcpus\":2", "\"vcpus\":" + digits), replaced("\"path\":\"steal\"", "\"path\":\"" + digits + "\""),
         replaced("\"program\":\"lockbench\"", "\"program\":" + digits + ".5"),
-        replaced("pvb_bound_max_us=1", "pvb_bound_max_us=" + digits), replaced("\"tid\":2000", "\"tid\":" + digits + "x")}) {
+        replaced("pvb_bound_max_us=1", "pvb_bound_max_us=" + digits),
+        replaced("\"tid\":2000", "\"tid\":" + digits + "x")}) {
     const std::string why = refusal(variant);
     EXPECT_TRUE(mentions(why, {"…"}));
     EXPECT_LT(why.size(), 300u) << why;

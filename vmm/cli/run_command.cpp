@@ -325,7 +325,8 @@ int finish_vm_run(const RunOptions& o, const machine::RunResult& result, int cod
     // OutputFile's errors name the option and the file already: say them once.
     const std::string named = fmt::format("--trace {}: ", o.trace);
     const std::string& why = *traced.error;
-    fmt::print(stderr, "lockvisor: {}not written: {}\n", named, why.starts_with(named) ? why.substr(named.size()) : why);
+    fmt::print(stderr, "lockvisor: {}not written: {}\n", named,
+               why.starts_with(named) ? why.substr(named.size()) : why);
   }
   if (json_error) std::rethrow_exception(json_error);
   return code;

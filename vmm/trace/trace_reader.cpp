@@ -128,11 +128,13 @@ class Reader {
     if (ph == "i") {
       // "dropped N events": the lane knows nothing after its last event (a
       // full host lane leaves the vCPU's state unknown as a full vCPU lane).
-      if (!name.starts_with("dropped ")) bad("an instant named {}: the writer's are \"dropped N events\"", shown(name_value));
+      if (!name.starts_with("dropped "))
+        bad("an instant named {}: the writer's are \"dropped N events\"", shown(name_value));
       const auto dropped = args.find("dropped");
       if (dropped == args.end() || !dropped->is_number_unsigned() || dropped->get<std::uint64_t>() == 0)
         bad("args.dropped {} is no count of events", shown(args.value("dropped", json())));
-      if (dropped_ > ~std::uint64_t{0} - dropped->get<std::uint64_t>()) bad("args.dropped {} overflows", shown(*dropped));
+      if (dropped_ > ~std::uint64_t{0} - dropped->get<std::uint64_t>())
+        bad("args.dropped {} overflows", shown(*dropped));
       dropped_ += dropped->get<std::uint64_t>();
       if (lane == 2) lock_lane_dropped_ = true;
       std::optional<std::uint64_t>& until = lane == 2 ? v.lock_lane_until : v.vcpu_lane_until;
@@ -295,7 +297,8 @@ class Reader {
     for (const char* key : {"backend", "program"})
       if (const auto it = m.find(key); it != m.end() && (!it->is_string() || it->get_ref<const std::string&>().empty()))
         bad_metadata("{} {} is no name", key, shown(*it));
-    if (const auto khz = m.find("tsc_khz"); khz != m.end() && (!khz->is_number_unsigned() || khz->get<std::uint64_t>() == 0))
+    if (const auto khz = m.find("tsc_khz");
+        khz != m.end() && (!khz->is_number_unsigned() || khz->get<std::uint64_t>() == 0))
       bad_metadata("tsc_khz {} is no TSC rate (a positive number of kHz)", shown(*khz));
     if (const auto dropped = m.find("dropped_events"); dropped != m.end()) {
       if (!dropped->is_number_unsigned()) bad_metadata("dropped_events {} is no count", shown(*dropped));
@@ -405,7 +408,8 @@ class Reader {
       (void)count(*locks, key, fmt::format("locks.{}", key));
     check("locks.invalid_path", count(*locks, "invalid_path", "locks.invalid_path"), in_file[locks::kAcqPathCount],
           invalid);
-    if (const auto records = count(*locks, "records", "locks.records")) check("locks.records", records, total, "acquisitions");
+    if (const auto records = count(*locks, "records", "locks.records"))
+      check("locks.records", records, total, "acquisitions");
     const auto by_path = locks->find("by_path");
     if (by_path == locks->end()) return;
     if (!by_path->is_object()) bad_metadata("locks.by_path {} is not an object", shown(*by_path));

@@ -134,7 +134,8 @@ std::optional<ResolvedWindow> resolve_trace_window(const TraceWindowSpec& spec, 
 std::string window_words(const ResolvedWindow& window, const Trace& trace) {
   const auto ms = [](double us) { return us / 1e3; };
   const nlohmann::json& d = window.description;
-  std::string out = fmt::format(", window {:.3f}..{:.3f} ms", ms(d["begin_us"].get<double>()), ms(d["end_us"].get<double>()));
+  std::string out =
+      fmt::format(", window {:.3f}..{:.3f} ms", ms(d["begin_us"].get<double>()), ms(d["end_us"].get<double>()));
   if (d.contains("worst_wait"))
     out += fmt::format(" around the worst lock wait ({:.3f} ms, vCPU {})", ms(d["worst_wait"]["wait_us"].get<double>()),
                        d["worst_wait"]["vcpu"].get<unsigned>());
