@@ -335,6 +335,9 @@ TEST(BoundCheck, RulesComeFromTheRunsArguments) {
   EXPECT_EQ(r.aim_ns, 2500 * kUs);
   r = bound_rules_from({{"args", "pvb_bound_us=2500 pvb_bound_max_us=40000 lock=pvbounded"}});
   EXPECT_EQ(r.bound_ns, 40000 * kUs);
+  // A key given twice (two --param): the guest takes the first, so does the oracle.
+  r = bound_rules_from({{"args", "pvb_bound_us=2500 pvb_bound_max_us=1 pvb_bound_us=9000 lock=pvbounded"}});
+  EXPECT_EQ(r.bound_ns, 2500 * kUs);
 
   Builder b(2);
   b.t.metadata["args"] = "lock=tas pvb_bound_max_us=1";

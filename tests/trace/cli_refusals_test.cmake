@@ -65,6 +65,40 @@ file(WRITE ${OUT}/halted.json "{\"traceEvents\":[${lanes},
 {\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"halted\",\"ts\":1100,\"dur\":4000,\"args\":{}}],${meta}}")
 # Halted or not, a due head has the lock reserved for it (rule 3b): still a violation.
 expect_trace_check("a steal past a halted head" 1 ${OUT}/halted.json)
+# A file that cannot be a run's trace is refused, not passed: one line
+# naming the file, where in it, and the value (clipped: a line, not the
+# file echoed back).
+function(expect_trace_refused what file mention)
+  execute_process(COMMAND ${LOCKVISOR} trace-check ${file} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(LENGTH "${err}" length)
+  string(REGEX MATCHALL "\n" newlines "${err}")
+  list(LENGTH newlines lines)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "${file}" OR NOT err MATCHES "${mention}" OR NOT lines EQUAL 1
+     OR length GREATER 300)
+    message(FATAL_ERROR "trace-check ${what}: exit ${rc}, expected 2 and one line naming ${file} and '${mention}':\n"
+                        "${out}\n${err}")
+  endif()
+endfunction()
+string(REPLACE "\"reserved\"" "\"bogus\"" bogus "${lanes}")
+file(WRITE ${OUT}/bogus.json "{\"traceEvents\":[${bogus}],${meta}}")
+expect_trace_refused("an unknown path" ${OUT}/bogus.json "traceEvents\\[2\\]: args.path \"bogus\"")
+file(WRITE ${OUT}/not-an-array.json "{\"traceEvents\":5,${meta}}")
+expect_trace_refused("traceEvents that are no array" ${OUT}/not-an-array.json "traceEvents is 5, not an array")
+file(WRITE ${OUT}/no-locks.json "{\"traceEvents\":[{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"thread_name\"}],${meta}}")
+expect_trace_refused("a lock run without lock slices" ${OUT}/no-locks.json "nothing to judge")
+string(REPLACE "\"ts\":3000" "\"ts\":-1e6" negative "${lanes}")
+file(WRITE ${OUT}/negative.json "{\"traceEvents\":[${negative}],${meta}}")
+expect_trace_refused("a slice before the origin" ${OUT}/negative.json "ts -1000000.0 is before the run's origin")
+string(REPLACE "pvb_bound_max_us=1" "pvb_bound_us=abc" bad_param "${meta}")
+file(WRITE ${OUT}/bad-param.json "{\"traceEvents\":[${lanes}],${bad_param}}")
+expect_trace_refused("a parameter the run refuses" ${OUT}/bad-param.json "pvb_bound_us=abc is not a valid value")
+file(WRITE ${OUT}/twice.json "{\"traceEvents\":[${lanes},${lanes}],${meta}}")
+expect_trace_refused("every event twice" ${OUT}/twice.json "twice at once")
+string(REPEAT "9" 5000 digits)
+string(REPLACE "\"vcpus\":2" "\"vcpus\":${digits}" huge "${meta}")
+file(WRITE ${OUT}/huge.json "{\"traceEvents\":[${lanes}],${huge}}")
+expect_trace_refused("a 5000-digit number" ${OUT}/huge.json "number overflow parsing '9+…'")
+
 # --json writes the summary and each lock's paths; a --json target that is a
 # directory is refused before the trace is read (exit 2).
 expect_trace_check("with --json" 0 ${OUT}/adaptive.json --json ${OUT}/check.json)

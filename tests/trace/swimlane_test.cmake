@@ -1,18 +1,10 @@
 # ctest trace.swimlane_png: a traced lockbench through the CLI, then
 # tools/trace-swimlane.py on it, whole and --around-worst-wait: both PNGs
 # must exist and be non-empty PNG files. Needs /dev/kvm (label "kvm").
+include(${CMAKE_CURRENT_LIST_DIR}/run_or_skip.cmake)
 file(MAKE_DIRECTORY ${OUT})
-execute_process(
-  COMMAND ${LOCKVISOR} run --workload lockbench --lock pvqspinlock --vcpus 4 --pcpus 0-1 --iterations 2000
-          --trace ${OUT}/lockbench.json
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc EQUAL 0)
-  if(err MATCHES "/dev/kvm" AND NOT "$ENV{CI}" STREQUAL "true")
-    message(STATUS "skipped: no KVM here: ${err}")
-    return()
-  endif()
-  message(FATAL_ERROR "lockvisor run --trace failed (${rc}):\n${out}\n${err}")
-endif()
+lockvisor_run_or_skip("lockvisor run --trace" --workload lockbench --lock pvqspinlock --vcpus 4 --pcpus 0-1
+                      --iterations 2000 --trace ${OUT}/lockbench.json)
 foreach(mode whole worst)
   set(extra "")
   if(mode STREQUAL "worst")

@@ -131,5 +131,28 @@ TEST(TraceWindow, WriterKeepsWhatOverlapsAndPairsOnlyKeptFlows) {
   EXPECT_FALSE(whole["metadata"].contains("window"));
 }
 
+// The run's trace line says what the window holds: a window past the end of
+// the run (or before its first event) is empty, and the line says so with
+// the time the run's events cover, instead of naming the file as if it
+// held the run.
+TEST(TraceWindow, TheRunsLineSaysWhenTheWindowHoldsNoEvent) {
+  Trace trace = make_trace(1);
+  trace.vcpu_lane(0).add({kOrigin + 2 * kMs, kOrigin + 90 * kMs, 0, 0, EventKind::kGuest});
+  trace.lock_lane(0).add({kOrigin + 3 * kMs, kOrigin + 4 * kMs, 0, 0, EventKind::kLockWait});
+  trace.vcpu_lane(0).add({kOrigin + 100 * kMs, kOrigin + 100 * kMs, 1, 0, EventKind::kKick});
+  const auto late = resolve_trace_window(parse_trace_window("10s:11s"), trace, nullptr);
+  ASSERT_TRUE(late);
+  EXPECT_EQ(window_words(*late, trace),
+            ", window 10000.000..11000.000 ms: empty, the run's events lie in 2.000..90.000 ms");
+  EXPECT_EQ(window_words(*resolve_trace_window(parse_trace_window("50ms:60ms"), trace, nullptr), trace),
+            ", window 50.000..60.000 ms");
+  const auto worst = resolve_trace_window(parse_trace_window("worst-wait"), trace, nullptr);
+  EXPECT_EQ(window_words(*worst, trace), ", window 2.000..5.000 ms around the worst lock wait (1.000 ms, vCPU 0)");
+  const Trace none = make_trace(1);
+  EXPECT_NE(window_words(*resolve_trace_window(parse_trace_window("1ms:2ms"), none, nullptr), none)
+                .find("empty, the run recorded no events"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace lockvisor::trace

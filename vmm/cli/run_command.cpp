@@ -231,15 +231,8 @@ TraceOutcome write_trace_file(const RunOptions& o, trace::Trace& timeline, Outpu
       const std::string text = trace::to_trace_json(timeline, resolved ? &*resolved : nullptr);
       file.write(text);
       std::string shown;
-      if (resolved && resolved->description.contains("worst_wait")) {
-        const auto& w = resolved->description["worst_wait"];
-        shown = fmt::format(", window {:.3f}..{:.3f} ms around the worst lock wait ({:.3f} ms, vCPU {})",
-                            resolved->description["begin_us"].get<double>() / 1e3,
-                            resolved->description["end_us"].get<double>() / 1e3, w["wait_us"].get<double>() / 1e3,
-                            w["vcpu"].get<unsigned>());
-      } else if (resolved) {
-        shown = fmt::format(", window {:.3f}..{:.3f} ms", resolved->description["begin_us"].get<double>() / 1e3,
-                            resolved->description["end_us"].get<double>() / 1e3);
+      if (resolved) {
+        shown = trace::window_words(*resolved, timeline);
       } else if (!window_note.empty()) {
         shown = ", " + window_note;
       }
@@ -328,7 +321,13 @@ int finish_vm_run(const RunOptions& o, const machine::RunResult& result, int cod
   if (extras.contains("hogs")) fmt::print("{}\n", multivm::hogs_line(extras["hogs"]));
   ending.print_summary();
   if (!traced.line.empty()) fmt::print("{}\n", traced.line);
-  if (traced.error) fmt::print(stderr, "lockvisor: --trace {}: not written: {}\n", o.trace, *traced.error);
+  if (traced.error) {
+    // OutputFile's errors name the option and the file already: say them once.
+    const std::string named = fmt::format("--trace {}: ", o.trace);
+    const std::string& why = *traced.error;
+    fmt::print(stderr, "lockvisor: {}not written: {}\n", named,
+               why.starts_with(named) ? why.substr(named.size()) : why);
+  }
   if (json_error) std::rethrow_exception(json_error);
   return code;
 }

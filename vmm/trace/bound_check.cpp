@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "locks/lock_events.h"
@@ -531,6 +532,7 @@ Verdict reason_verdict(Reason r) { return kReasons[static_cast<unsigned>(r)].ver
 
 std::vector<std::pair<std::string, std::string>> run_args(const nlohmann::json& metadata) {
   std::vector<std::pair<std::string, std::string>> out;
+  std::set<std::string_view> seen;
   const auto args = metadata.find("args");
   if (args == metadata.end() || !args->is_string()) return out;
   const std::string& text = args->get_ref<const std::string&>();
@@ -540,7 +542,8 @@ std::vector<std::pair<std::string, std::string>> run_args(const nlohmann::json& 
     const std::string_view word(text.data() + at, end - at);
     at = end + 1;
     const std::size_t eq = word.find('=');
-    if (eq != std::string_view::npos) out.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+    if (eq != std::string_view::npos && seen.insert(word.substr(0, eq)).second)
+      out.emplace_back(word.substr(0, eq), word.substr(eq + 1));
   }
   return out;
 }

@@ -121,7 +121,8 @@ struct BoundRules {
 };
 
 // The traced run's guest arguments (metadata.args: "key=value ..."), in
-// order; words without '=' are left out.
+// order; words without '=' are left out, and a key given twice counts once,
+// with its first value, as the guest reads it.
 std::vector<std::pair<std::string, std::string>> run_args(const nlohmann::json& metadata);
 
 // T and the other parameters as the traced run had them: its metadata.args

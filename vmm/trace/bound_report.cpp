@@ -7,6 +7,7 @@
 
 #include "locks/lock_events.h"
 #include "vmm/trace/bound_check.h"
+#include "vmm/trace/trace_buffer.h"
 
 namespace lockvisor::trace {
 namespace {
@@ -31,8 +32,7 @@ std::string format_bound_report(const TraceTimeline& t, const BoundReport& r, st
     std::string by_path;
     for (unsigned p = 0; p <= locks::kAcqPathCount; ++p)
       if (paths[p] != 0)
-        by_path += fmt::format("{}{} {}", by_path.empty() ? "" : ", ",
-                               p < locks::kAcqPathCount ? locks::kAcqPathNames[p] : "invalid", paths[p]);
+        by_path += fmt::format("{}{} {}", by_path.empty() ? "" : ", ", acq_path_name(p), paths[p]);
     const std::uint64_t wait = x.acquired_ns - *x.arrive_ns;
     out += fmt::format(
         "wait: vCPU {} lock {} waited {} ms from {} ms (it ran {} ms, preempted {} ms, halted {} ms; "
@@ -73,8 +73,7 @@ std::string format_bound_report(const TraceTimeline& t, const BoundReport& r, st
         if (first.head >= 0) head += ")";
         const std::uint8_t p = a[first.by].path;
         out += fmt::format("  {}..{} ms  {} {} by vCPU {}: {} {}{}\n", ms(a[first.by].acquired_ns),
-                           ms(a[w.bypasses[j - 1].by].acquired_ns), j - i,
-                           p < locks::kAcqPathCount ? locks::kAcqPathNames[p] : "invalid", who,
+                           ms(a[w.bypasses[j - 1].by].acquired_ns), j - i, acq_path_name(p), who,
                            verdict_name(reason_verdict(first.reason)),
                            first.reason == Reason::kClockUnsure
                                ? fmt::format("{} (would be {})", reason_name(first.reason), reason_name(first.would_be))

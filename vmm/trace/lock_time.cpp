@@ -7,6 +7,8 @@
 #include <map>
 #include <tuple>
 
+#include "vmm/trace/trace_buffer.h"
+
 namespace lockvisor::trace {
 namespace {
 
@@ -86,8 +88,6 @@ void tally(const std::vector<Segment>& segments, std::uint64_t a, std::uint64_t 
 double percent(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
-
-const char* path_name(unsigned p) { return p < locks::kAcqPathCount ? locks::kAcqPathNames[p] : "invalid"; }
 
 // The nearest-rank `q` quantile (0 < q <= 1) of sorted values.
 std::uint64_t quantile(const std::vector<std::uint64_t>& sorted, double q) {
@@ -207,14 +207,14 @@ std::string format_lock_time(const std::vector<LockTime>& locks) {
               [&r](unsigned a, unsigned b) { return r.free_before_ns[a] > r.free_before_ns[b]; });
     std::string parts;
     for (unsigned p : order)
-      parts += fmt::format("{}{} {:.1f} % ({} gaps, mean {:.2f} us)", parts.empty() ? "" : ", ", path_name(p),
+      parts += fmt::format("{}{} {:.1f} % ({} gaps, mean {:.2f} us)", parts.empty() ? "" : ", ", acq_path_name(p),
                            percent(r.free_before_ns[p], r.span_ns), r.gaps[p],
                            static_cast<double>(r.free_before_ns[p]) * 1e-3 / static_cast<double>(r.gaps[p]));
     out += parts.empty() ? "\n" : fmt::format("; free before: {}\n", parts);
     for (unsigned p = 0; p <= kUnknownPath; ++p) {
       const PathTime& pt = r.paths[p];
       if (pt.acquisitions == 0) continue;
-      out += fmt::format("  {:<8} {:>9} acquisitions ({:.1f} %)", path_name(p), pt.acquisitions,
+      out += fmt::format("  {:<8} {:>9} acquisitions ({:.1f} %)", acq_path_name(p), pt.acquisitions,
                          percent(pt.acquisitions, r.acquisitions));
       if (pt.handoffs != 0)
         out += fmt::format("; handoff p50 {} us, p99 {} us, max {} us", us(pt.handoff_p50_ns), us(pt.handoff_p99_ns),
@@ -228,7 +228,7 @@ std::string format_lock_time(const std::vector<LockTime>& locks) {
     std::string paths;
     for (unsigned p = 0; p <= kUnknownPath; ++p)
       if (r.long_by_path_ns[p] != 0)
-        paths += fmt::format("{}{} {:.1f} %", paths.empty() ? "" : ", ", path_name(p),
+        paths += fmt::format("{}{} {:.1f} %", paths.empty() ? "" : ", ", acq_path_name(p),
                              percent(r.long_by_path_ns[p], r.long_total_ns));
     out += fmt::format(
         "  {} free gaps of {:.0f} us or more, {:.1f} % of the span (before: {}); the vCPU that then took the lock "
@@ -246,7 +246,7 @@ nlohmann::json lock_time_json(const std::vector<LockTime>& locks) {
     for (unsigned p = 0; p <= kUnknownPath; ++p) {
       const PathTime& pt = r.paths[p];
       if (pt.acquisitions == 0) continue;
-      paths[path_name(p)] = {{"acquisitions", pt.acquisitions},
+      paths[acq_path_name(p)] = {{"acquisitions", pt.acquisitions},
                              {"handoffs", pt.handoffs},
                              {"handoff_p50_ns", pt.handoff_p50_ns},
                              {"handoff_p99_ns", pt.handoff_p99_ns},

@@ -8,6 +8,8 @@
 #include <memory>
 #include <span>
 
+#include "locks/lock_events.h"
+
 namespace lockvisor::trace {
 
 // What an event is; the lane it belongs to follows from the kind.
@@ -26,6 +28,14 @@ enum class EventKind : std::uint8_t {
 // kLockWait/kLockHold: the lock-trace record's path code was not one the VMM
 // knows (a guest's word; never used as an index).
 inline constexpr std::uint8_t kInvalidPath = 0xff;
+
+// A path's name in a trace file (args.path) and its reports: the guest's
+// (locks::kAcqPathNames), and for any code beyond them this one, which the
+// reader takes back as kInvalidPath.
+inline constexpr const char* kInvalidPathName = "invalid";
+inline const char* acq_path_name(unsigned path) {
+  return path < locks::kAcqPathCount ? locks::kAcqPathNames[path] : kInvalidPathName;
+}
 
 // Times are CLOCK_MONOTONIC nanoseconds (the trace's one clock).
 struct Event {

@@ -1,8 +1,34 @@
 #include "vmm/trace/trace_check.h"
 
+#include <fmt/format.h>
+
+#include "vmm/util/error.h"
+
 namespace lockvisor::trace {
+namespace {
+
+// A lock workload's trace that holds no acquisition at all is refused, not
+// passed: exit 0 says "judged: no bypass breaks the invariant", and a gate
+// that reads it would pass a trace nobody judged (its lock lanes removed, a
+// window where the run did nothing, a run whose lock log found no room).
+// Nor is it a violation (exit 1): it is input the oracle cannot use (exit 2).
+// A run without locks (pingpong, hello) has no lock lanes to miss; its
+// report says "not judged".
+void require_something_to_judge(const TraceTimeline& t) {
+  if (!t.acquisitions.empty() || t.merged_slices != 0) return;
+  bool lock_run = t.metadata.contains(nlohmann::json::json_pointer("/locks/records_per_vcpu"));
+  for (const auto& [key, value] : run_args(t.metadata)) lock_run = lock_run || key == "lock";
+  if (!lock_run) return;
+  fail("{}: nothing to judge: a lock workload's trace without a single lock slice{}", t.file,
+       t.windowed ? fmt::format(" in its window, {:.3f}..{:.3f} ms", static_cast<double>(t.begin_ns) * 1e-6,
+                                static_cast<double>(t.end_ns) * 1e-6)
+                  : std::string());
+}
+
+}  // namespace
 
 TraceCheck check_trace(const TraceTimeline& timeline, const TraceCheckOptions& options) {
+  require_something_to_judge(timeline);
   BoundRules rules = bound_rules_from(timeline.metadata);
   if (options.bound_us) rules.bound_ns = rules.aim_ns = *options.bound_us * 1000;
   rules.grace_ns = options.grace_us * 1000;

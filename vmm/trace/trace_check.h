@@ -43,6 +43,8 @@ struct TraceCheck {
   bool broken() const { return bound.violations != 0 || !numa.violations.empty(); }
 };
 
+// Throws a usage lockvisor::Error naming the file for a lock workload's
+// trace without a single acquisition: nothing to judge.
 TraceCheck check_trace(const TraceTimeline& timeline, const TraceCheckOptions& options);
 
 // Whether a traced run of `lock` gets a verdict: pvbounded's oracle, or a

@@ -10,9 +10,12 @@
 // kicks sent to it, and where each lane stopped keeping events. Times are
 // nanoseconds since the run's origin, as the file's `ts`.
 //
-// A file is input, not trusted: anything that is not the writer's format
-// (not JSON, no traceEvents, a tid or a number out of range) is a one-line
-// usage error naming the file.
+// A file is input, not trusted: anything no run could have written (not
+// JSON, traceEvents that are no array of the writer's events, a time before
+// the origin, an unknown path, lock slices the metadata's counts disagree
+// with, an event written twice, a run parameter the run refuses) is a
+// one-line usage error naming the file, the event's index or the metadata
+// key, and the value, clipped (docs/trace.md, "What trace-check refuses").
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -60,6 +63,7 @@ struct TraceTimeline {
   std::vector<TracedVcpu> vcpu;
   std::uint64_t merged_slices = 0;  // --trace-merge-short "acquisitions" slices: individual records lost
   nlohmann::json metadata;          // the file's metadata object
+  std::string file;                 // the file's name, for messages
 };
 
 // Throws a usage lockvisor::Error for a file that cannot be read or is not

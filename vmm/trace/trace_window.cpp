@@ -131,4 +131,28 @@ std::optional<ResolvedWindow> resolve_trace_window(const TraceWindowSpec& spec, 
   return w;
 }
 
+std::string window_words(const ResolvedWindow& window, const Trace& trace) {
+  const auto ms = [](double us) { return us / 1e3; };
+  const nlohmann::json& d = window.description;
+  std::string out =
+      fmt::format(", window {:.3f}..{:.3f} ms", ms(d["begin_us"].get<double>()), ms(d["end_us"].get<double>()));
+  if (d.contains("worst_wait"))
+    out += fmt::format(" around the worst lock wait ({:.3f} ms, vCPU {})", ms(d["worst_wait"]["wait_us"].get<double>()),
+                       d["worst_wait"]["vcpu"].get<unsigned>());
+  // Kicks and wakes are instants inside exit slices: the slices decide.
+  std::uint64_t first = ~std::uint64_t{0}, last = 0;
+  for (unsigned i = 0; i < trace.vcpus(); ++i)
+    for (const TraceBuffer* lane : {&trace.vcpu_lane(i), &trace.host_lane(i), &trace.lock_lane(i)})
+      for (const Event& e : lane->events()) {
+        if (e.kind == EventKind::kKick || e.kind == EventKind::kWake) continue;
+        if (window.holds(e)) return out;
+        first = std::min(first, e.begin_ns);
+        last = std::max(last, e.end_ns);
+      }
+  const std::uint64_t origin = trace.origin_ns();
+  const auto since = [origin](std::uint64_t ns) { return static_cast<double>(ns > origin ? ns - origin : 0) / 1e6; };
+  if (first > last) return out + ": empty, the run recorded no events";
+  return out + fmt::format(": empty, the run's events lie in {:.3f}..{:.3f} ms", since(first), since(last));
+}
+
 }  // namespace lockvisor::trace

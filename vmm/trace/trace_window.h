@@ -46,10 +46,21 @@ struct ResolvedWindow {
   std::uint64_t begin_ns = 0;
   std::uint64_t end_ns = 0;
   nlohmann::json description;  // metadata.window (without the count left out)
+
+  // Whether the file keeps `e`: a slice that overlaps the window, an instant inside it.
+  bool holds(const Event& e) const { return e.end_ns >= begin_ns && e.begin_ns <= end_ns; }
 };
 
 // The window for this trace, or nullopt for the whole run (kAll, or
 // worst-wait on a trace without lock waits: `note` then says why).
 std::optional<ResolvedWindow> resolve_trace_window(const TraceWindowSpec& spec, const Trace& trace, std::string* note);
+
+// What the run's trace line says of the window its file was written with:
+// ", window A..B ms" (ms since the origin), with " around the worst lock
+// wait (W ms, vCPU V)" for worst-wait. A window that holds none of the run's
+// events says so, with the time they cover, so that a file with only
+// metadata is not taken for a quiet run: ", window A..B ms: empty, the run's
+// events lie in C..D ms".
+std::string window_words(const ResolvedWindow& window, const Trace& trace);
 
 }  // namespace lockvisor::trace

@@ -14,11 +14,6 @@ namespace {
 
 const char* park_name(std::uint32_t cause) { return cause == 0 ? "parked (injected)" : "paused"; }
 
-// A lock slice's path (Event::path, checked when the log was read).
-const char* path_name(std::uint8_t path) {
-  return path < locks::kAcqPathCount ? locks::kAcqPathNames[path] : "invalid";
-}
-
 // The colour of a hold by its path: chrome://tracing's reserved colour names
 // ("cname"); Perfetto ignores them and shows args.path. The steal (a queued
 // waiter bypassed) and the borrow stand out; queue-order paths are blues.
@@ -102,7 +97,8 @@ class Writer {
   // Both slices of an acquisition carry its path; the hold is coloured by it.
   void plain_lock_slice(unsigned tid, const Event& e) {
     const bool hold = e.kind == EventKind::kLockHold;
-    slice(tid, "lock", hold ? "hold" : "wait", e, fmt::format(R"({{"lock":{},"path":"{}"}})", e.arg, path_name(e.path)),
+    slice(tid, "lock", hold ? "hold" : "wait", e,
+          fmt::format(R"({{"lock":{},"path":"{}"}})", e.arg, acq_path_name(e.path)),
           hold ? path_colour(e.path) : nullptr);
   }
 
@@ -137,9 +133,7 @@ class Writer {
       std::string paths;
       for (unsigned p = 0; p <= locks::kAcqPathCount; ++p)
         if (group_.paths[p] != 0)
-          paths += fmt::format("{}\"{}\":{}", paths.empty() ? "" : ",", path_name(static_cast<std::uint8_t>(
-                                                                         p < locks::kAcqPathCount ? p : kInvalidPath)),
-                               group_.paths[p]);
+          paths += fmt::format("{}\"{}\":{}", paths.empty() ? "" : ",", acq_path_name(p), group_.paths[p]);
       slice(tid, "lock", "acquisitions", merged,
             fmt::format(R"({{"slices":{},"acquisitions":{},"longest_wait_ns":{},"paths":{{{}}}}})", group_.count,
                         group_.waits, group_.longest_wait_ns, paths));
@@ -149,10 +143,8 @@ class Writer {
     group_.count = 0;
   }
 
-  // A slice overlapping the window (an instant inside it); no window: all.
-  bool inside(const Event& e) const {
-    return window_ == nullptr || (e.end_ns >= window_->begin_ns && e.begin_ns <= window_->end_ns);
-  }
+  // What the window holds; no window: all.
+  bool inside(const Event& e) const { return window_ == nullptr || window_->holds(e); }
 
   // Kicks whose wake is in the trace (and the window), and wakes whose kick is.
   void pair_flows() {
