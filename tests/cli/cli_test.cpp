@@ -1088,6 +1088,24 @@ TEST(CliOptions, NumbersOutOfRangeAreRefused) {
   }
 }
 
+// bench's modes (the default, --startup, --knobs) measure different things:
+// an option of one given to another would be ignored, so it is refused, one
+// line, before anything runs.
+TEST(CliOptions, BenchOptionsOfAnotherModeAreRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"bench --knobs --startup", "--startup excludes --knobs"},
+      {"bench --knobs --contended", "--contended excludes --knobs"},
+      {"bench --startup --contended", "--startup excludes --contended"},
+      {"bench --startup --lock-runs 3", "--startup excludes --lock-runs"},
+      {"bench --contended-seconds 0.1", "--contended-seconds requires --contended"},
+      {"bench --knobs-seconds 0.1", "--knobs-seconds requires --knobs"},
+  };
+  for (const auto& [args, words] : cases) {
+    const auto o = lockvisor_env(kNoDevice, args);
+    expect_stderr_line(o, 2, {words}, args);
+  }
+}
+
 // The edges of those ranges are accepted: parsing passes and the command gets
 // as far as the (missing) KVM device.
 TEST(CliOptions, NumbersAtTheEdgesOfTheirRangesAreAccepted) {

@@ -659,6 +659,15 @@ Action add_bench_command(CLI::App& app) {
   command->add_option("--lock-iterations", options->lock_iterations, "Lock/unlock pairs per uncontended run, up to 10^10")
       ->transform(unsigned_in(1, 10000000000));
   auto knobs = add_knobs_bench_options(*command);
+  // The three modes measure different things; an option of one mode given to
+  // another would be silently ignored, so the combinations are refused.
+  CLI::Option* knobs_flag = command->get_option("--knobs");
+  for (const char* other : {"--startup", "--contended", "--contended-seconds", "--repeat", "--kick-rounds", "--cold",
+                            "--lock-runs", "--lock-iterations", "--image"})
+    knobs_flag->excludes(command->get_option(other));
+  for (const char* other : {"--contended", "--contended-seconds", "--kick-rounds", "--lock-runs", "--lock-iterations"})
+    startup->excludes(command->get_option(other));
+  command->get_option("--contended-seconds")->needs(command->get_option("--contended"));
   return [options, knobs, startup_vcpus] {
     knobs->json = options->json;
     options->startup_vcpus_given = startup_vcpus->count() > 0;

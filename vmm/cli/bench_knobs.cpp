@@ -194,15 +194,19 @@ int knobs_bench(const KnobsBenchOptions& o) {
 
 std::shared_ptr<KnobsBenchOptions> add_knobs_bench_options(CLI::App& bench) {
   auto o = std::make_shared<KnobsBenchOptions>();
-  bench.add_flag("--knobs", o->enabled,
-                 "Instead: compare halt polling (off/fixed/adaptive), kick yield and kick boost on pingpong and "
-                 "pvqspinlock lockbench, 4 vCPUs on 1 and 2 host CPUs");
+  auto* knobs = bench.add_flag("--knobs", o->enabled,
+                               "Instead: compare halt polling (off/fixed/adaptive), kick yield and kick boost on "
+                               "pingpong and pvqspinlock lockbench, 4 vCPUs on 1 and 2 host CPUs");
+  // Without --knobs these would be ignored: refused instead (CLI11's needs).
   bench.add_option("--knobs-repeats", o->repeats, "--knobs: interleaved repeats per cell (1..100)")
-      ->transform(unsigned_in(1, 100));
+      ->transform(unsigned_in(1, 100))
+      ->needs(knobs);
   bench.add_option("--knobs-seconds", o->lock_seconds, "--knobs: length of each lockbench run (0.01..60 s)")
-      ->check(seconds_in(0.01, 60));
+      ->check(seconds_in(0.01, 60))
+      ->needs(knobs);
   bench.add_option("--knobs-rounds", o->pingpong_rounds, "--knobs: pingpong turns per vCPU (1..1000000)")
-      ->transform(unsigned_in(1, 1000000));
+      ->transform(unsigned_in(1, 1000000))
+      ->needs(knobs);
   return o;
 }
 
