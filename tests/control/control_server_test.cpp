@@ -288,5 +288,20 @@ TEST_F(Server, StopGivesEveryClientEofAndRemovesTheSocket) {
   }
 }
 
+// A path that exists but is no socket (a regular file, a device) is said to
+// be no socket, not a run that has ended ("nothing listens").
+TEST(ControlClient, APathThatIsNoSocketIsSaidToBeNone) {
+  for (const char* path : {"/dev/null", "/proc/self/status"}) {
+    try {
+      round_trip(path, R"({"cmd":"stats"})", 1s);
+      FAIL() << "connected to " << path;
+    } catch (const CtlError& e) {
+      EXPECT_EQ(e.code(), CtlExit::kCannotConnect);
+      EXPECT_NE(std::string(e.what()).find("(not a socket: give the SOCK of run --api SOCK)"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lockvisor::control

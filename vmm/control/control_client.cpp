@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <algorithm>
@@ -144,7 +145,12 @@ std::string round_trip(const std::string& path, const std::string& line, std::ch
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
-    const char* hint = error == ENOENT         ? " (no such socket: is the run started with --api?)"
+    // connect() says "refused" for a path that is no socket at all (a regular
+    // file, /dev/null): that is a wrong path, not a run that has ended.
+    struct stat st {};
+    const bool not_a_socket = ::stat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode);
+    const char* hint = not_a_socket            ? " (not a socket: give the SOCK of run --api SOCK)"
+                       : error == ENOENT       ? " (no such socket: is the run started with --api?)"
                        : error == ECONNREFUSED ? " (nothing listens: the run has ended?)"
                                                : "";
     throw CtlError(CtlExit::kCannotConnect, fmt::format("cannot connect to {}: {}{}", path, std::strerror(error), hint));
