@@ -5,6 +5,7 @@
 // guests (label kvm), ReadmeUsage.* ones do not.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -30,9 +31,15 @@ struct Outcome {
   std::string output;
 };
 
+// The scratch directory of case `name`: this process's own, so that two
+// test runs on one machine (two checkouts) never remove each other's.
+fs::path case_dir(const std::string& name) {
+  return fs::temp_directory_path() / ("lockvisor-readme-" + std::to_string(::getpid()) + "-" + name);
+}
+
 // Runs `script` with sh; LV is the lockvisor binary, D a fresh scratch directory.
 Outcome shell(const std::string& name, const std::string& script) {
-  const fs::path dir = fs::temp_directory_path() / ("lockvisor-readme-" + name);
+  const fs::path dir = case_dir(name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string command =
@@ -190,7 +197,7 @@ class UsageCase : public ::testing::TestWithParam<UsageCommand> {};
 void run_case(const UsageCommand& c) {
   const auto o = shell(c.name, c.script);
   EXPECT_EQ(o.exit_code, 0) << c.readme << "\n$ " << c.script << "\n" << o.output;
-  const fs::path dir = fs::temp_directory_path() / (std::string("lockvisor-readme-") + c.name);
+  const fs::path dir = case_dir(c.name);
   if (o.exit_code != 0) return;
   // What each command leaves, read back (beyond its exit code).
   const std::string name = c.name;
@@ -227,6 +234,7 @@ void run_case(const UsageCommand& c) {
   } else if (name == "locks") {
     EXPECT_NE(o.output.find("pvqspinlock"), std::string::npos);
   }
+  fs::remove_all(dir);  // kept only when the command failed, to look at
 }
 
 class ReadmeUsage : public UsageCase {};
@@ -260,13 +268,14 @@ TEST(ReadmeUsageKvmKnobs, BenchKnobsRunsBothLegs) {
   (void)kvm;
   const auto o = shell("knobs", "$LV bench --knobs --knobs-repeats 1 --knobs-seconds 0.25 --knobs-rounds 50 --json k.json");
   ASSERT_EQ(o.exit_code, 0) << o.output;
-  const auto j = read_json(fs::temp_directory_path() / "lockvisor-readme-knobs" / "k.json");
+  const auto j = read_json(case_dir("knobs") / "k.json");
   std::set<std::string> workloads;
   for (const auto& cell : j["cells"]) {
     workloads.insert(cell["workload"].get<std::string>());
     EXPECT_GT(cell["median"].get<double>(), 0) << cell.dump();
   }
   EXPECT_EQ(workloads, (std::set<std::string>{"pingpong", "pvqspinlock"}));
+  fs::remove_all(case_dir("knobs"));
 }
 
 }  // namespace
