@@ -101,6 +101,21 @@ TEST(InjectSpec, BadSpecsAreOneLineUsageErrors) {
   }
 }
 
+// A duration out of range is said in the duration's own units and range,
+// also when its count does not fit 64 bits.
+TEST(InjectSpec, ADurationOutOfRangeIsSaidInItsUnits) {
+  for (const auto& [text, words] :
+       {std::pair{"periodic:vcpu=0,every=18446744073709551616ms,for=1ms", "every=18446744073709551616ms is out of range 10us..10s"},
+        std::pair{"periodic:vcpu=0,every=20000ms,for=1ms", "every=20000ms is out of range 10us..10s"}}) {
+    try {
+      parse_inject_specs(text);
+      ADD_FAILURE() << text << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(InjectSpec, ValidationAgainstTheVm) {
   EXPECT_THROW(validate_inject_specs(parse_inject_specs("periodic:vcpu=3,every=1ms,for=1us"), 3), Error);
   EXPECT_NO_THROW(validate_inject_specs(parse_inject_specs("periodic:vcpu=2,every=1ms,for=1us"), 3));

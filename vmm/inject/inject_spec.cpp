@@ -1,8 +1,8 @@
 #include "vmm/inject/inject_spec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -59,8 +59,17 @@ struct Parser {
   nanoseconds duration(std::string_view key, std::string_view text, nanoseconds min, nanoseconds max) const {
     const auto split = split_duration_unit(text);
     if (!split) bad(fmt::format("{}={}: expected an integer with a unit (ns, us, ms, s), e.g. 500us", key, text));
-    const std::uint64_t n = number(key, split->digits, 0, static_cast<std::uint64_t>(kMaxInterval.count()));
-    const auto out_of_range = [&] { bad(fmt::format("{}={} is out of range {}..{}", key, text, format_duration(min), format_duration(max))); };
+    // The range is the duration's, in its own units: a count too large even
+    // for 64 bits is out of that range too, not of a bound in nanoseconds.
+    const auto out_of_range = [&] {
+      bad(fmt::format("{}={} is out of range {}..{}", key, text, format_duration(min), format_duration(max)));
+    };
+    std::uint64_t n = 0;
+    const char* last = split->digits.data() + split->digits.size();
+    const auto [end, error] = std::from_chars(split->digits.data(), last, n);
+    if (error == std::errc::result_out_of_range) out_of_range();
+    if (error != std::errc() || end != last)
+      bad(fmt::format("{}={}: expected an integer with a unit (ns, us, ms, s), e.g. 500us", key, text));
     if (n > static_cast<std::uint64_t>(max.count()) / split->ns_per_unit) out_of_range();
     const nanoseconds d{static_cast<std::int64_t>(n * split->ns_per_unit)};
     if (d < min || d > max) out_of_range();
