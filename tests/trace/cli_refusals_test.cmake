@@ -17,6 +17,7 @@ expect_refused("a directory as target" --workload hello --trace ${OUT}/a-directo
 expect_refused("a cap below 1000" --workload hello --trace ${OUT}/t.json --trace-max-events 10)
 expect_refused("--native" --workload lockbench --native --iterations 10 --trace ${OUT}/t.json)
 expect_refused("a window without --trace" --workload lockbench --iterations 10 --trace-window worst-wait)
+expect_refused("a cap without --trace" --workload lockbench --iterations 10 --trace-max-events 5000)
 expect_refused("an unknown window" --workload lockbench --iterations 10 --trace ${OUT}/t.json --trace-window worst)
 expect_refused("a window without units" --workload lockbench --iterations 10 --trace ${OUT}/t.json --trace-window 1:2)
 expect_refused("a window ending first" --workload lockbench --iterations 10 --trace ${OUT}/t.json --trace-window 5ms:2ms)

@@ -136,6 +136,21 @@ std::string checked_params(const RunOptions& o) {
 
 namespace {
 
+// The timeline's options, for either kind of guest: parsed into `c`, and
+// refused without --trace (they would shape a file nobody writes).
+void check_trace_options(const RunOptions& o, CheckedOptions& c) {
+  const bool tracing = !o.trace.empty();
+  c.window = trace::parse_trace_window(o.trace_window);
+  if (!o.trace_merge_short.empty()) {
+    if (!tracing) fail("--trace-merge-short '{}': needs --trace FILE", o.trace_merge_short);
+    c.merge_short_ns = trace::parse_trace_duration("--trace-merge-short", o.trace_merge_short);
+  }
+  if (c.window.kind != trace::TraceWindowSpec::Kind::kAll && !tracing)
+    fail("--trace-window '{}': needs --trace FILE", o.trace_window);
+  if (o.command->count("--trace-max-events") > 0 && !tracing)
+    fail("--trace-max-events {}: needs --trace FILE", o.trace_max_events);
+}
+
 // The freestanding guest's workloads, and the Linux guest's (--kernel): one
 // row of choices holds both, the guest kind decides which apply.
 bool is_freestanding_workload(const std::string& w) {
@@ -196,14 +211,7 @@ CheckedOptions validate_linux_run(RunOptions& o) {
     inject::validate_inject_specs(c.specs, config.vcpus);
     for (const auto& s : c.specs) config.inject.push_back(inject::format_inject_spec(s));
   }
-  const bool tracing = !o.trace.empty();
-  c.window = trace::parse_trace_window(o.trace_window);
-  if (!o.trace_merge_short.empty()) {
-    if (!tracing) fail("--trace-merge-short '{}': needs --trace FILE", o.trace_merge_short);
-    c.merge_short_ns = trace::parse_trace_duration("--trace-merge-short", o.trace_merge_short);
-  }
-  if (c.window.kind != trace::TraceWindowSpec::Kind::kAll && !tracing)
-    fail("--trace-window '{}': needs --trace FILE", o.trace_window);
+  check_trace_options(o, c);
   if (c.window.kind == trace::TraceWindowSpec::Kind::kWorstWait)
     fail("--trace-window worst-wait: needs the guest's lock log, which a Linux guest has not");
   if (!config.pcpus.empty()) host::validate_cpus(config.pcpus);
@@ -230,17 +238,10 @@ CheckedOptions validate_run(RunOptions& o) {
   if (is_lock_workload(o.workload)) validate_lock_options(o);
   CheckedOptions c;
   c.specs = inject_specs(o, config);
+  check_trace_options(o, c);
   const bool tracing = !o.trace.empty();
-  c.window = trace::parse_trace_window(o.trace_window);
-  if (!o.trace_merge_short.empty()) {
-    if (!tracing) fail("--trace-merge-short '{}': needs --trace FILE", o.trace_merge_short);
-    c.merge_short_ns = trace::parse_trace_duration("--trace-merge-short", o.trace_merge_short);
-  }
-  if (c.window.kind != trace::TraceWindowSpec::Kind::kAll) {
-    if (!tracing) fail("--trace-window '{}': needs --trace FILE", o.trace_window);
-    if (c.window.kind == trace::TraceWindowSpec::Kind::kWorstWait && !is_lock_workload(o.workload))
-      fail("--trace-window worst-wait: needs a lock workload (lockbench, uncontended, torture)");
-  }
+  if (c.window.kind == trace::TraceWindowSpec::Kind::kWorstWait && !is_lock_workload(o.workload))
+    fail("--trace-window worst-wait: needs a lock workload (lockbench, uncontended, torture)");
   if (o.lock.native) {
     if (tracing) fail("--trace: not with --native (the timeline is the VM's)");
     if (!is_lock_workload(o.workload)) fail("--native runs lock workloads only (lockbench, uncontended, torture)");
