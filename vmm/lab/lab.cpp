@@ -272,7 +272,7 @@ int run_lab(const LabOptions& o) {
       if (origin != o.origin)
         fail("--resume: {} ran another scenario ({}); give the same one, or none", o.out, origin);
       fail("--resume: {} has changed since the lab in {} began ({}; lab.json keeps the text it began with); give it "
-           "unchanged, or no --scenario to run the text the lab began with",
+           "unchanged, or neither --preset nor --scenario to run the text the lab began with",
            o.origin, o.out, first_difference(began, o.scenario_text));
     }
     if (o.repeats && *o.repeats != manifest.at("repeats").get<unsigned>())
