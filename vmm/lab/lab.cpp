@@ -1,3 +1,9 @@
+// A lab's life from one command: planning the points, running them (one at a
+// time or side by side), resuming, merging shards and writing the summaries
+// and report. One file (over 500 lines) because these steps share one
+// directory format and one manifest, and each reads what the others wrote;
+// the checks of that input live in lab_files.cpp, the statistics in
+// lab_summary.cpp and the report's text in lab_report.cpp.
 #include "vmm/lab/lab.h"
 
 #include <sys/stat.h>

@@ -1,3 +1,8 @@
+// Reading a trace file back for trace-check: the streamed parse of its
+// events and the checks of every value against what the writer can write.
+// One file (over 500 lines) because the reader and its checks are one
+// definition of the file format as input: a rule split from the code that
+// reads the value would drift from it.
 #include "vmm/trace/trace_reader.h"
 
 #include <sched.h>
